@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reading and writing the public exchange formats zb-costs/1 and zb-schedule/1
+// (schemas/zb-costs.schema.json, schemas/zb-schedule.schema.json).
+//
+// Parsing validates as it reads: every error is one line that names the source and the JSON path
+// of the offending field, e.g. `costs.json: stages[2].B: must be a finite number >= 0, got -1`.
+#ifndef ZBKIT_MODEL_JSON_IO_H_
+#define ZBKIT_MODEL_JSON_IO_H_
+
+#include <string>
+
+#include "zbkit/model/status.h"
+#include "zbkit/model/types.h"
+
+namespace zb {
+
+inline constexpr const char* kCostsFormat = "zb-costs/1";
+inline constexpr const char* kScheduleFormat = "zb-schedule/1";
+
+// `source` names the input in error messages (a file name, or "<stdin>").
+Expected<CostProfile> ParseCostsJson(const std::string& text, const std::string& source);
+Expected<CostProfile> ReadCostsFile(const std::string& path);
+// Writes {"format": "zb-costs/1", ...}; a uniform profile is written as one entry with "count".
+std::string CostsToJson(const CostProfile& costs);
+
+// Parses and structurally validates a schedule (ValidateSchedule in validate.h).
+Expected<Schedule> ParseScheduleJson(const std::string& text, const std::string& source);
+Expected<Schedule> ReadScheduleFile(const std::string& path);
+std::string ScheduleToJson(const Schedule& schedule);
+
+Expected<std::string> ReadTextFile(const std::string& path);
+// Writes to a temporary file beside `path` and renames it into place, so a failure never leaves
+// a truncated file behind.
+Status WriteFileAtomically(const std::string& path, const std::string& content);
+
+}  // namespace zb
+
+#endif  // ZBKIT_MODEL_JSON_IO_H_

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: Apache-2.0
+// The shared data model of zbkit: cost profiles, schedules and timelines.
+//
+// Plain value types with no Qt, CUDA or SQLite in them, so that every component (tuner, profiler,
+// runtime, GUI) can speak the same language. Times are int64 nanoseconds everywhere inside zbkit
+// (exact sums, no drift when a 24-microbatch schedule adds up 72 costs); JSON carries milliseconds.
+// Memory is a double in whatever unit the cost profile uses (bytes from a profiler, or the
+// relative units of the paper's analytic model); integer-valued inputs stay exact.
+#ifndef ZBKIT_MODEL_TYPES_H_
+#define ZBKIT_MODEL_TYPES_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zb {
+
+using TimeNs = int64_t;
+inline constexpr TimeNs kNsPerMs = 1'000'000;
+
+// Milliseconds (JSON) <-> nanoseconds (inside zbkit), rounded to the nearest nanosecond.
+TimeNs MsToNs(double ms);
+double NsToMs(TimeNs ns);
+
+// F forward; B gradient w.r.t. the stage input; W gradient w.r.t. the weights; BW fused B+W.
+enum class OpKind : uint8_t { kF = 0, kB = 1, kW = 2, kBW = 3 };
+inline constexpr int kNumOpKinds = 4;
+
+const char* OpKindName(OpKind kind);  // "F", "B", "W", "BW"
+std::optional<OpKind> ParseOpKind(std::string_view name);
+
+// Cost of one pipeline stage (model chunk) for one microbatch.
+struct StageCost {
+  TimeNs f = 0;
+  TimeNs b = 0;
+  TimeNs w = 0;
+  double m_b = 0;  // activation memory held from F until B
+  double m_w = 0;  // part of it still held from B until W
+
+  TimeNs Duration(OpKind kind) const {
+    switch (kind) {
+      case OpKind::kF: return f;
+      case OpKind::kB: return b;
+      case OpKind::kW: return w;
+      case OpKind::kBW: return b + w;
+    }
+    return 0;
+  }
+  // Activation memory change when an op of this kind completes (ARCHITECTURE.md: F +M_B,
+  // B -(M_B - M_W), W -M_W, BW -M_B; the four sum to zero per microbatch).
+  double MemoryDelta(OpKind kind) const {
+    switch (kind) {
+      case OpKind::kF: return m_b;
+      case OpKind::kB: return m_w - m_b;
+      case OpKind::kW: return -m_w;
+      case OpKind::kBW: return -m_b;
+    }
+    return 0;
+  }
+  bool operator==(const StageCost& other) const {
+    return f == other.f && b == other.b && w == other.w && m_b == other.m_b && m_w == other.m_w;
+  }
+};
+
+// Per-stage costs of a pipeline plus the latency of one stage-to-stage hop.
+struct CostProfile {
+  std::vector<StageCost> stages;
+  TimeNs comm = 0;
+
+  int num_stages() const { return static_cast<int>(stages.size()); }
+  bool IsUniform() const;
+  // Splits every stage into `parts` consecutive equal sub-stages, in model order, so that a
+  // profile measured on p stages can drive an interleaved or V schedule of p*parts chunks.
+  CostProfile SplitStages(int parts) const;
+  bool operator==(const CostProfile& other) const {
+    return stages == other.stages && comm == other.comm;
+  }
+};
+
+// How the p*v stages (model chunks) are laid out over p ranks.
+//   loop: stage s on rank s mod p (1F1B, interleaved 1F1B, ZB-H1/H2, ZB heuristic).
+//   v:    v = 2, rank r holds stages r and 2p-1-r (ZB-V, V-Half, V-Min).
+enum class Placement { kLoop, kV };
+const char* PlacementName(Placement placement);
+std::optional<Placement> ParsePlacement(std::string_view name);
+
+// Stage id of local chunk `chunk` on `rank`.
+int StageOfChunk(Placement placement, int ranks, int rank, int chunk);
+// Rank that holds `stage`.
+int RankOfStage(Placement placement, int ranks, int stage);
+
+// One op in a rank's program. start/end are the predicted (or measured) times, 0 if unknown.
+struct Op {
+  OpKind kind = OpKind::kF;
+  int32_t chunk = 0;       // local chunk index on the rank (index into RankProgram::stages)
+  int32_t microbatch = 0;
+  TimeNs start = 0;
+  TimeNs end = 0;
+
+  bool operator==(const Op& other) const {
+    return kind == other.kind && chunk == other.chunk && microbatch == other.microbatch &&
+           start == other.start && end == other.end;
+  }
+};
+
+struct RankProgram {
+  std::vector<int32_t> stages;  // stage id of each local chunk
+  std::vector<Op> ops;          // in execution order
+  bool operator==(const RankProgram& other) const {
+    return stages == other.stages && ops == other.ops;
+  }
+};
+
+// Summary figures of a simulated or measured schedule.
+struct Prediction {
+  TimeNs makespan = 0;           // max over ranks of the last op's end, from t = 0
+  TimeNs span = 0;               // max over ranks of (last end - start of the rank's first F)
+  double bubble_rate = 0;        // (makespan - heaviest rank's busy time) / makespan
+  double paper_bubble_rate = 0;  // (span - heaviest rank's busy time) / span, the paper's
+  std::vector<double> peak_memory;  // per rank, activation memory
+  bool operator==(const Prediction& other) const {
+    return makespan == other.makespan && span == other.span && bubble_rate == other.bubble_rate &&
+           paper_bubble_rate == other.paper_bubble_rate && peak_memory == other.peak_memory;
+  }
+};
+
+// A pipeline schedule: placement, microbatch count and each rank's ordered op list.
+struct Schedule {
+  int ranks = 0;         // p, the "stages" field of zb-schedule/1
+  int microbatches = 0;  // m
+  int chunks = 1;        // v, stages per rank
+  Placement placement = Placement::kLoop;
+  std::string family;    // the generator that produced it ("zb-auto", "1f1b", ...), may be empty
+  CostProfile costs;     // p*v entries, per stage as scheduled
+  std::vector<RankProgram> programs;  // index = rank
+  std::optional<Prediction> predicted;
+
+  int num_stages() const { return ranks * chunks; }
+  int64_t num_ops() const;
+  bool operator==(const Schedule& other) const;
+};
+
+// A flat list of timed ops, predicted or measured; what the store keeps and the GUI draws.
+struct TimelineOp {
+  int32_t rank = 0;
+  int32_t stage = 0;
+  OpKind kind = OpKind::kF;
+  int32_t microbatch = 0;
+  TimeNs start = 0;
+  TimeNs end = 0;
+  bool operator==(const TimelineOp& other) const {
+    return rank == other.rank && stage == other.stage && kind == other.kind &&
+           microbatch == other.microbatch && start == other.start && end == other.end;
+  }
+};
+
+struct MemorySample {
+  int32_t rank = 0;
+  TimeNs time = 0;
+  double memory = 0;  // activation memory held on the rank from this time on
+  bool operator==(const MemorySample& other) const {
+    return rank == other.rank && time == other.time && memory == other.memory;
+  }
+};
+
+enum class TimelineKind { kPredicted, kMeasured };
+const char* TimelineKindName(TimelineKind kind);
+
+struct Timeline {
+  TimelineKind kind = TimelineKind::kPredicted;
+  std::vector<TimelineOp> ops;
+  std::vector<MemorySample> memory;
+  bool operator==(const Timeline& other) const {
+    return kind == other.kind && ops == other.ops && memory == other.memory;
+  }
+};
+
+// The predicted timeline of a schedule whose ops carry start/end: every op, plus one memory
+// sample per op end (activation changes are accounted when an op completes).
+Timeline TimelineFromSchedule(const Schedule& schedule);
+
+}  // namespace zb
+
+#endif  // ZBKIT_MODEL_TYPES_H_

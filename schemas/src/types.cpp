@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "zbkit/model/types.h"
+
+#include <cmath>
+
+namespace zb {
+
+TimeNs MsToNs(double ms) { return static_cast<TimeNs>(std::llround(ms * 1e6)); }
+double NsToMs(TimeNs ns) { return static_cast<double>(ns) / 1e6; }
+
+const char* OpKindName(OpKind kind) {
+  switch (kind) {
+    case OpKind::kF: return "F";
+    case OpKind::kB: return "B";
+    case OpKind::kW: return "W";
+    case OpKind::kBW: return "BW";
+  }
+  return "?";
+}
+
+std::optional<OpKind> ParseOpKind(std::string_view name) {
+  if (name == "F") return OpKind::kF;
+  if (name == "B") return OpKind::kB;
+  if (name == "W") return OpKind::kW;
+  if (name == "BW") return OpKind::kBW;
+  return std::nullopt;
+}
+
+bool CostProfile::IsUniform() const {
+  for (const StageCost& stage : stages) {
+    if (!(stage == stages.front())) return false;
+  }
+  return true;
+}
+
+CostProfile CostProfile::SplitStages(int parts) const {
+  if (parts <= 1) return *this;
+  CostProfile split;
+  split.comm = comm;
+  split.stages.reserve(stages.size() * parts);
+  for (const StageCost& stage : stages) {
+    // Integer division would lose up to parts-1 ns per stage; give the remainder to the first
+    // sub-stages so the sub-stages add up to the original stage exactly.
+    for (int part = 0; part < parts; ++part) {
+      auto share = [&](TimeNs total) {
+        return total / parts + (part < total % parts ? 1 : 0);
+      };
+      StageCost sub;
+      sub.f = share(stage.f);
+      sub.b = share(stage.b);
+      sub.w = share(stage.w);
+      sub.m_b = stage.m_b / parts;
+      sub.m_w = stage.m_w / parts;
+      split.stages.push_back(sub);
+    }
+  }
+  return split;
+}
+
+const char* PlacementName(Placement placement) {
+  return placement == Placement::kV ? "v" : "loop";
+}
+
+std::optional<Placement> ParsePlacement(std::string_view name) {
+  if (name == "loop") return Placement::kLoop;
+  if (name == "v") return Placement::kV;
+  return std::nullopt;
+}
+
+int StageOfChunk(Placement placement, int ranks, int rank, int chunk) {
+  if (placement == Placement::kV) return chunk == 0 ? rank : 2 * ranks - 1 - rank;
+  return rank + chunk * ranks;
+}
+
+int RankOfStage(Placement placement, int ranks, int stage) {
+  if (placement == Placement::kV) return stage < ranks ? stage : 2 * ranks - 1 - stage;
+  return stage % ranks;
+}
+
+int64_t Schedule::num_ops() const {
+  int64_t count = 0;
+  for (const RankProgram& program : programs) count += static_cast<int64_t>(program.ops.size());
+  return count;
+}
+
+bool Schedule::operator==(const Schedule& other) const {
+  return ranks == other.ranks && microbatches == other.microbatches && chunks == other.chunks &&
+         placement == other.placement && family == other.family && costs == other.costs &&
+         programs == other.programs && predicted == other.predicted;
+}
+
+const char* TimelineKindName(TimelineKind kind) {
+  return kind == TimelineKind::kMeasured ? "measured" : "predicted";
+}
+
+Timeline TimelineFromSchedule(const Schedule& schedule) {
+  Timeline timeline;
+  timeline.kind = TimelineKind::kPredicted;
+  timeline.ops.reserve(static_cast<size_t>(schedule.num_ops()));
+  for (int rank = 0; rank < static_cast<int>(schedule.programs.size()); ++rank) {
+    const RankProgram& program = schedule.programs[rank];
+    double memory = 0;
+    for (const Op& op : program.ops) {
+      const int stage = program.stages[op.chunk];
+      timeline.ops.push_back({rank, stage, op.kind, op.microbatch, op.start, op.end});
+      memory += schedule.costs.stages[stage].MemoryDelta(op.kind);
+      timeline.memory.push_back({rank, op.end, memory});
+    }
+  }
+  return timeline;
+}
+
+}  // namespace zb

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+// The schedule simulator: given each rank's op order, the per-stage costs and the hop latency,
+// computes when every op starts and ends (each op as early as its rank and its dependencies
+// allow), the peak activation memory of every rank, and the summary figures.
+//
+// Dependencies (schedules.md §1):  F(s,j) <- F(s-1,j);  B(s,j) <- B(s+1,j);  B(last,j) <- F(last,j);
+// W(s,j) <- B(s,j); a BW op stands for both B and W. An edge between two ranks adds the comm
+// latency; an edge within a rank (the V turn, B after F on the last stage) does not. Ops on a rank
+// run one at a time in the given order. An order that can never finish is a deadlock, reported
+// with the ops each rank is stuck on.
+//
+// The sweep is event driven and O(ops): each rank runs until its next op waits on an op that has
+// not run yet, and is woken when that op completes.
+#ifndef ZBKIT_TUNER_SIMULATOR_H_
+#define ZBKIT_TUNER_SIMULATOR_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "zbkit/model/status.h"
+#include "zbkit/model/types.h"
+
+namespace zb::tuner {
+
+struct SimulationOptions {
+  // Reproduces the authors' 1F1B-I simulation (efficiency.py on the ZB repo's arxiv branch): the
+  // wrap-around edge between stage k*p-1 and k*p (and its mirror for B) is enforced only for the
+  // first microbatch of each group of p. Physically wrong; exists only so `zb bench paper` can
+  // show the published 1F1B-I column next to the correct value.
+  bool paper_interleaved_quirk = false;
+};
+
+// Per-rank figures beyond Prediction, for tables and tests.
+struct RankFigures {
+  TimeNs busy = 0;           // sum of op durations
+  TimeNs first_f_start = 0;  // start of the rank's first F (or first op)
+  TimeNs end = 0;            // end of the rank's last op
+  double peak_memory = 0;    // max prefix sum of memory deltas along the rank's order
+};
+
+class Simulator {
+ public:
+  // Fills start/end of every op of `schedule` and sets schedule.predicted. The schedule must be
+  // structurally valid (ValidateSchedule); on a deadlock returns kInfeasible naming stuck ops.
+  Status Run(Schedule& schedule, const SimulationOptions& options = {});
+
+  // Figures of the last successful Run().
+  const std::vector<RankFigures>& ranks() const { return rank_figures_; }
+
+ private:
+  // Reused between runs so that repeated simulation (search, benchmarks) does not allocate.
+  std::vector<int64_t> op_index_;     // (kind, stage, microbatch) -> flat op id, -1 if absent
+  std::vector<TimeNs> op_end_;        // per flat op id, -1 until it ran
+  std::vector<int32_t> waiting_rank_; // per flat op id, the rank blocked on it, -1 if none
+  std::vector<int64_t> rank_offset_;  // flat op id of each rank's first op
+  std::vector<size_t> position_;      // next op to run per rank
+  std::vector<TimeNs> clock_;
+  std::vector<int32_t> ready_;
+  std::vector<RankFigures> rank_figures_;
+};
+
+// Convenience: one simulation with a temporary Simulator.
+Status Simulate(Schedule& schedule, const SimulationOptions& options = {});
+
+// Peak activation memory of every rank (max prefix sum along its order, starting from 0).
+std::vector<double> PeakMemory(const Schedule& schedule);
+
+}  // namespace zb::tuner
+
+#endif  // ZBKIT_TUNER_SIMULATOR_H_

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// Schedules on the V placement (p ranks, 2p stages; rank r holds stages r and 2p-1-r):
+//  - ZB-V: the zero-bubble V heuristic of the ZB paper, §6 (schedules.md §5), with its grid over
+//    the (fill_b, fill_f) knobs, under a per-rank activation-memory cap;
+//  - V-Half and V-Min: the controllable-memory greedy schedules (schedules.md §6).
+// Both reproduce the reference implementation's golden vectors (schedules.md §11.3, §11.4) and
+// accept heterogeneous per-stage costs.
+#ifndef ZBKIT_TUNER_V_SCHEDULES_H_
+#define ZBKIT_TUNER_V_SCHEDULES_H_
+
+#include <array>
+#include <vector>
+
+#include "zbkit/model/status.h"
+#include "zbkit/model/types.h"
+
+namespace zb::tuner {
+
+struct ZbVResult {
+  Schedule schedule;               // placement v, chunks 2, ops in order, not yet simulated
+  TimeNs max_stage_idle = 0;       // the heuristic's own objective for the winning knob setting
+  std::array<TimeNs, 4> knob_max_idle{};  // per (fill_b, fill_f) = TT, TF, FT, FF; -1 = failed
+};
+
+// `chunk_costs` has 2p stages in model order (stage s is chunk s of the model); `rank_caps` has
+// one activation-memory cap per rank (use +infinity for none). Fails with kInfeasible when no
+// knob setting stays under the cap.
+Expected<ZbVResult> ZbVHeuristic(const CostProfile& chunk_costs, int microbatches,
+                                 const std::vector<double>& rank_caps);
+
+enum class VMemorySetup { kHalf, kMin };
+
+struct VGreedyResult {
+  Schedule schedule;      // placement v, chunks 2, ops in order, not yet simulated
+  TimeNs cost = 0;        // the reference's objective (span convention)
+  int peak_chunk_activations = 0;  // max prefix sum with F +1, W -1 along each rank's order
+};
+
+Expected<VGreedyResult> VGreedy(VMemorySetup setup, const CostProfile& chunk_costs,
+                                int microbatches);
+
+}  // namespace zb::tuner
+
+#endif  // ZBKIT_TUNER_V_SCHEDULES_H_
