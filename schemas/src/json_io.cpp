@@ -1,1 +1,390 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "zbkit/model/json_io.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string_view>
+
+#include "zbkit/model/validate.h"
+
+namespace zb {
+namespace {
+
+using nlohmann::json;
+
+// Reads typed fields out of a JSON object, producing errors that carry the JSON path.
+class Reader {
+ public:
+  Reader(const json& value, std::string path) : value_(value), path_(std::move(path)) {}
+
+  std::string FieldPath(std::string_view key) const {
+    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+  }
+
+  Status ExpectObject(std::initializer_list<std::string_view> allowed) const {
+    if (!value_.is_object()) return InvalidInput(Where() + "must be a JSON object");
+    for (const auto& item : value_.items()) {
+      bool known = false;
+      for (std::string_view key : allowed) known = known || item.key() == key;
+      if (!known) return InvalidInput(FieldPath(item.key()) + ": unknown field");
+    }
+    return Status::Ok();
+  }
+
+  bool Has(std::string_view key) const { return value_.contains(key); }
+
+  Expected<double> Number(std::string_view key, double min, bool min_exclusive = false) const {
+    if (!value_.contains(key)) return InvalidInput(FieldPath(key) + ": missing field");
+    const json& field = value_.at(std::string(key));
+    if (!field.is_number()) return InvalidInput(FieldPath(key) + ": must be a number");
+    const double number = field.get<double>();
+    const bool below = min_exclusive ? number <= min : number < min;
+    if (!std::isfinite(number) || below) {
+      std::ostringstream message;
+      message << FieldPath(key) << ": must be a finite number " << (min_exclusive ? "> " : ">= ")
+              << min << ", got " << field.dump();
+      return InvalidInput(message.str());
+    }
+    return number;
+  }
+
+  Expected<int64_t> Integer(std::string_view key, int64_t min, int64_t max) const {
+    if (!value_.contains(key)) return InvalidInput(FieldPath(key) + ": missing field");
+    const json& field = value_.at(std::string(key));
+    if (!field.is_number_integer()) return InvalidInput(FieldPath(key) + ": must be an integer");
+    const int64_t number = field.get<int64_t>();
+    if (number < min || number > max) {
+      return InvalidInput(FieldPath(key) + ": must be in [" + std::to_string(min) + ", " +
+                          std::to_string(max) + "], got " + std::to_string(number));
+    }
+    return number;
+  }
+
+  Expected<std::string> String(std::string_view key) const {
+    if (!value_.contains(key)) return InvalidInput(FieldPath(key) + ": missing field");
+    const json& field = value_.at(std::string(key));
+    if (!field.is_string()) return InvalidInput(FieldPath(key) + ": must be a string");
+    return field.get<std::string>();
+  }
+
+  Expected<const json*> Array(std::string_view key) const {
+    if (!value_.contains(key)) return InvalidInput(FieldPath(key) + ": missing field");
+    const json& field = value_.at(std::string(key));
+    if (!field.is_array()) return InvalidInput(FieldPath(key) + ": must be an array");
+    return &field;
+  }
+
+ private:
+  std::string Where() const { return path_.empty() ? std::string() : path_ + ": "; }
+
+  const json& value_;
+  std::string path_;
+};
+
+constexpr int64_t kMaxCount = 1 << 20;  // far beyond any pipeline; stops absurd allocations
+
+Status CheckFormat(const Reader& reader, const char* expected) {
+  ZB_ASSIGN_OR_RETURN(std::string format, reader.String("format"));
+  if (format != expected) {
+    return InvalidInput("format: expected \"" + std::string(expected) + "\", got \"" + format +
+                        "\"");
+  }
+  return Status::Ok();
+}
+
+// The body shared by zb-costs/1 and the "costs" object of zb-schedule/1.
+Expected<CostProfile> ParseCostsObject(const json& value, const std::string& path,
+                                       bool with_format) {
+  Reader reader(value, path);
+  if (with_format) {
+    ZB_RETURN_IF_ERROR(reader.ExpectObject({"format", "comm", "count", "name", "stages"}));
+    ZB_RETURN_IF_ERROR(CheckFormat(reader, kCostsFormat));
+  } else {
+    ZB_RETURN_IF_ERROR(reader.ExpectObject({"comm", "count", "name", "stages"}));
+  }
+  CostProfile costs;
+  if (reader.Has("comm")) {
+    ZB_ASSIGN_OR_RETURN(double comm_ms, reader.Number("comm", 0));
+    costs.comm = MsToNs(comm_ms);
+  }
+  ZB_ASSIGN_OR_RETURN(const json* stages, reader.Array("stages"));
+  if (stages->empty()) return InvalidInput(reader.FieldPath("stages") + ": must not be empty");
+  if (stages->size() > static_cast<size_t>(kMaxCount)) {
+    return InvalidInput(reader.FieldPath("stages") + ": too many stages");
+  }
+  for (size_t i = 0; i < stages->size(); ++i) {
+    Reader stage_reader((*stages)[i], reader.FieldPath("stages") + "[" + std::to_string(i) + "]");
+    ZB_RETURN_IF_ERROR(stage_reader.ExpectObject({"F", "B", "W", "M_B", "M_W"}));
+    ZB_ASSIGN_OR_RETURN(double f, stage_reader.Number("F", 0, /*min_exclusive=*/true));
+    ZB_ASSIGN_OR_RETURN(double b, stage_reader.Number("B", 0));
+    ZB_ASSIGN_OR_RETURN(double w, stage_reader.Number("W", 0));
+    ZB_ASSIGN_OR_RETURN(double m_b, stage_reader.Number("M_B", 0));
+    ZB_ASSIGN_OR_RETURN(double m_w, stage_reader.Number("M_W", 0));
+    costs.stages.push_back({MsToNs(f), MsToNs(b), MsToNs(w), m_b, m_w});
+    if (costs.stages.back().f <= 0) {
+      return InvalidInput(stage_reader.FieldPath("F") + ": must be at least 1 ns");
+    }
+  }
+  if (reader.Has("count")) {
+    ZB_ASSIGN_OR_RETURN(int64_t count, reader.Integer("count", 1, kMaxCount));
+    if (costs.stages.size() != 1) {
+      return InvalidInput(reader.FieldPath("count") +
+                          ": only allowed with exactly one entry in stages, got " +
+                          std::to_string(costs.stages.size()));
+    }
+    costs.stages.assign(static_cast<size_t>(count), costs.stages.front());
+  }
+  return costs;
+}
+
+json CostsBody(const CostProfile& costs) {
+  json body = json::object();
+  body["comm"] = NsToMs(costs.comm);
+  auto stage_json = [](const StageCost& stage) {
+    return json{{"F", NsToMs(stage.f)},
+                {"B", NsToMs(stage.b)},
+                {"W", NsToMs(stage.w)},
+                {"M_B", stage.m_b},
+                {"M_W", stage.m_w}};
+  };
+  if (costs.num_stages() > 1 && costs.IsUniform()) {
+    body["count"] = costs.num_stages();
+    body["stages"] = json::array({stage_json(costs.stages.front())});
+  } else {
+    body["stages"] = json::array();
+    for (const StageCost& stage : costs.stages) body["stages"].push_back(stage_json(stage));
+  }
+  return body;
+}
+
+Expected<json> ParseJsonText(const std::string& text, const std::string& source) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& error) {
+    std::string message = error.what();
+    // nlohmann's messages start with "[json.exception.parse_error.101] parse error at ...".
+    const auto pos = message.find("] ");
+    if (pos != std::string::npos) message = message.substr(pos + 2);
+    std::string hint;
+    if (text.find("NaN") != std::string::npos || text.find("Infinity") != std::string::npos) {
+      hint = " (NaN and Infinity are not valid JSON numbers)";
+    }
+    return InvalidInput(source + ": not valid JSON: " + message + hint);
+  }
+}
+
+Expected<Schedule> ParseScheduleValue(const json& value) {
+  Reader reader(value, "");
+  ZB_RETURN_IF_ERROR(reader.ExpectObject({"format", "stages", "microbatches", "chunks",
+                                          "placement", "family", "costs", "ranks",
+                                          "predicted"}));
+  ZB_RETURN_IF_ERROR(CheckFormat(reader, kScheduleFormat));
+  Schedule schedule;
+  ZB_ASSIGN_OR_RETURN(int64_t ranks, reader.Integer("stages", 1, kMaxCount));
+  ZB_ASSIGN_OR_RETURN(int64_t microbatches, reader.Integer("microbatches", 1, kMaxCount));
+  ZB_ASSIGN_OR_RETURN(int64_t chunks, reader.Integer("chunks", 1, 1024));
+  schedule.ranks = static_cast<int>(ranks);
+  schedule.microbatches = static_cast<int>(microbatches);
+  schedule.chunks = static_cast<int>(chunks);
+  ZB_ASSIGN_OR_RETURN(std::string placement, reader.String("placement"));
+  auto parsed_placement = ParsePlacement(placement);
+  if (!parsed_placement) {
+    return InvalidInput("placement: must be \"loop\" or \"v\", got \"" + placement + "\"");
+  }
+  schedule.placement = *parsed_placement;
+  if (reader.Has("family")) {
+    ZB_ASSIGN_OR_RETURN(schedule.family, reader.String("family"));
+  }
+  if (!reader.Has("costs")) return InvalidInput("costs: missing field");
+  ZB_ASSIGN_OR_RETURN(schedule.costs, ParseCostsObject(value.at("costs"), "costs", false));
+
+  ZB_ASSIGN_OR_RETURN(const json* ranks_json, reader.Array("ranks"));
+  for (size_t r = 0; r < ranks_json->size(); ++r) {
+    const std::string path = "ranks[" + std::to_string(r) + "]";
+    Reader rank_reader((*ranks_json)[r], path);
+    ZB_RETURN_IF_ERROR(rank_reader.ExpectObject({"rank", "stages", "ops"}));
+    ZB_ASSIGN_OR_RETURN(int64_t rank, rank_reader.Integer("rank", 0, kMaxCount));
+    if (rank != static_cast<int64_t>(r)) {
+      return InvalidInput(rank_reader.FieldPath("rank") + ": ranks must be listed in order 0.." +
+                          std::to_string(ranks_json->size() - 1) + ", got " +
+                          std::to_string(rank));
+    }
+    RankProgram program;
+    ZB_ASSIGN_OR_RETURN(const json* stages, rank_reader.Array("stages"));
+    for (size_t c = 0; c < stages->size(); ++c) {
+      if (!(*stages)[c].is_number_integer()) {
+        return InvalidInput(rank_reader.FieldPath("stages") + "[" + std::to_string(c) +
+                            "]: must be an integer");
+      }
+      program.stages.push_back((*stages)[c].get<int32_t>());
+    }
+    ZB_ASSIGN_OR_RETURN(const json* ops, rank_reader.Array("ops"));
+    program.ops.reserve(ops->size());
+    for (size_t i = 0; i < ops->size(); ++i) {
+      Reader op_reader((*ops)[i], rank_reader.FieldPath("ops") + "[" + std::to_string(i) + "]");
+      ZB_RETURN_IF_ERROR(op_reader.ExpectObject({"type", "mb", "chunk", "start", "end"}));
+      ZB_ASSIGN_OR_RETURN(std::string type, op_reader.String("type"));
+      auto kind = ParseOpKind(type);
+      if (!kind) {
+        return InvalidInput(op_reader.FieldPath("type") + ": must be F, B, W or BW, got \"" +
+                            type + "\"");
+      }
+      Op op;
+      op.kind = *kind;
+      ZB_ASSIGN_OR_RETURN(int64_t mb, op_reader.Integer("mb", 0, kMaxCount));
+      op.microbatch = static_cast<int32_t>(mb);
+      if (op_reader.Has("chunk")) {
+        ZB_ASSIGN_OR_RETURN(int64_t chunk, op_reader.Integer("chunk", 0, 1024));
+        op.chunk = static_cast<int32_t>(chunk);
+      }
+      if (op_reader.Has("start") || op_reader.Has("end")) {
+        ZB_ASSIGN_OR_RETURN(double start, op_reader.Number("start", 0));
+        ZB_ASSIGN_OR_RETURN(double end, op_reader.Number("end", 0));
+        op.start = MsToNs(start);
+        op.end = MsToNs(end);
+      }
+      program.ops.push_back(op);
+    }
+    schedule.programs.push_back(std::move(program));
+  }
+
+  if (reader.Has("predicted")) {
+    Reader predicted_reader(value.at("predicted"), "predicted");
+    ZB_RETURN_IF_ERROR(predicted_reader.ExpectObject(
+        {"makespan", "span", "bubble_rate", "paper_bubble_rate", "peak_memory"}));
+    Prediction predicted;
+    ZB_ASSIGN_OR_RETURN(double makespan, predicted_reader.Number("makespan", 0));
+    predicted.makespan = MsToNs(makespan);
+    if (predicted_reader.Has("span")) {
+      ZB_ASSIGN_OR_RETURN(double span, predicted_reader.Number("span", 0));
+      predicted.span = MsToNs(span);
+    }
+    ZB_ASSIGN_OR_RETURN(predicted.bubble_rate, predicted_reader.Number("bubble_rate", 0));
+    ZB_ASSIGN_OR_RETURN(predicted.paper_bubble_rate,
+                        predicted_reader.Number("paper_bubble_rate", 0));
+    ZB_ASSIGN_OR_RETURN(const json* peaks, predicted_reader.Array("peak_memory"));
+    for (size_t i = 0; i < peaks->size(); ++i) {
+      if (!(*peaks)[i].is_number()) {
+        return InvalidInput("predicted.peak_memory[" + std::to_string(i) +
+                            "]: must be a number");
+      }
+      predicted.peak_memory.push_back((*peaks)[i].get<double>());
+    }
+    schedule.predicted = std::move(predicted);
+  }
+  ZB_RETURN_IF_ERROR(ValidateSchedule(schedule));
+  return schedule;
+}
+
+}  // namespace
+
+Expected<CostProfile> ParseCostsJson(const std::string& text, const std::string& source) {
+  ZB_ASSIGN_OR_RETURN(json value, ParseJsonText(text, source));
+  auto costs = ParseCostsObject(value, "", true);
+  if (!costs.ok()) return costs.status().WithContext(source);
+  return costs;
+}
+
+Expected<CostProfile> ReadCostsFile(const std::string& path) {
+  ZB_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
+  return ParseCostsJson(text, path);
+}
+
+std::string CostsToJson(const CostProfile& costs) {
+  json value = {{"format", kCostsFormat}};
+  value.update(CostsBody(costs));
+  return value.dump(2) + "\n";
+}
+
+Expected<Schedule> ParseScheduleJson(const std::string& text, const std::string& source) {
+  ZB_ASSIGN_OR_RETURN(json value, ParseJsonText(text, source));
+  auto schedule = ParseScheduleValue(value);
+  if (!schedule.ok()) return schedule.status().WithContext(source);
+  return schedule;
+}
+
+Expected<Schedule> ReadScheduleFile(const std::string& path) {
+  ZB_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
+  return ParseScheduleJson(text, path);
+}
+
+std::string ScheduleToJson(const Schedule& schedule) {
+  // Written by hand rather than through one json::dump so that each op stays on one line: a
+  // 24-microbatch schedule is readable and diffable, and large schedules stay compact.
+  std::ostringstream out;
+  out << "{\"format\": " << json(kScheduleFormat).dump() << ",\n"
+      << " \"stages\": " << schedule.ranks << ",\n"
+      << " \"microbatches\": " << schedule.microbatches << ",\n"
+      << " \"chunks\": " << schedule.chunks << ",\n"
+      << " \"placement\": " << json(PlacementName(schedule.placement)).dump() << ",\n";
+  if (!schedule.family.empty()) out << " \"family\": " << json(schedule.family).dump() << ",\n";
+  out << " \"costs\": " << CostsBody(schedule.costs).dump() << ",\n";
+  out << " \"ranks\": [";
+  for (size_t r = 0; r < schedule.programs.size(); ++r) {
+    const RankProgram& program = schedule.programs[r];
+    out << (r == 0 ? "\n" : ",\n") << "  {\"rank\": " << r
+        << ", \"stages\": " << json(program.stages).dump() << ", \"ops\": [";
+    for (size_t i = 0; i < program.ops.size(); ++i) {
+      const Op& op = program.ops[i];
+      json op_json = {{"type", OpKindName(op.kind)},
+                      {"mb", op.microbatch},
+                      {"chunk", op.chunk},
+                      {"start", NsToMs(op.start)},
+                      {"end", NsToMs(op.end)}};
+      out << (i == 0 ? "\n" : ",\n") << "    " << op_json.dump();
+    }
+    out << "]}";
+  }
+  out << "]";
+  if (schedule.predicted) {
+    const Prediction& predicted = *schedule.predicted;
+    json predicted_json = {{"makespan", NsToMs(predicted.makespan)},
+                           {"span", NsToMs(predicted.span)},
+                           {"bubble_rate", predicted.bubble_rate},
+                           {"paper_bubble_rate", predicted.paper_bubble_rate},
+                           {"peak_memory", predicted.peak_memory}};
+    out << ",\n \"predicted\": " << predicted_json.dump();
+  }
+  out << "}\n";
+  return out.str();
+}
+
+Expected<std::string> ReadTextFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound(path + ": cannot open: " + std::strerror(errno));
+  std::ostringstream content;
+  content << in.rdbuf();
+  if (in.bad()) return IoError(path + ": read failed: " + std::strerror(errno));
+  return content.str();
+}
+
+Status WriteFileAtomically(const std::string& path, const std::string& content) {
+  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  std::FILE* file = std::fopen(temp.c_str(), "wb");
+  if (file == nullptr) return IoError(path + ": cannot write: " + std::strerror(errno));
+  const bool written = std::fwrite(content.data(), 1, content.size(), file) == content.size();
+  const bool flushed = std::fflush(file) == 0 && ::fsync(fileno(file)) == 0;
+  const bool closed = std::fclose(file) == 0;
+  if (!written || !flushed || !closed) {
+    const std::string reason = std::strerror(errno);
+    std::remove(temp.c_str());
+    return IoError(path + ": write failed: " + reason);
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    std::remove(temp.c_str());
+    return IoError(path + ": cannot replace: " + reason);
+  }
+  return Status::Ok();
+}
+
+}  // namespace zb

@@ -1,1 +1,83 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "zbkit/tuner/memory_limit.h"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+namespace zb::tuner {
+namespace {
+
+// Parses a whole string as a finite double; std::from_chars for double is in GCC 11+.
+bool ParseNumber(std::string_view text, double& value) {
+  if (text.empty()) return false;
+  const auto result = std::from_chars(text.data(), text.data() + text.size(), value);
+  return result.ec == std::errc() && result.ptr == text.data() + text.size() &&
+         std::isfinite(value);
+}
+
+bool EndsWith(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+}  // namespace
+
+Expected<MemoryLimit> ParseMemoryLimit(std::string_view text) {
+  const std::string quoted = "--mem-limit \"" + std::string(text) + "\"";
+  if (text == "none") return MemoryLimit{};
+  MemoryLimit limit;
+  std::string_view number = text;
+  double scale = 1;
+  if (EndsWith(text, "x")) {
+    limit.kind = MemoryLimit::Kind::kRelative;
+    number.remove_suffix(1);
+  } else {
+    limit.kind = MemoryLimit::Kind::kAbsolute;
+    for (auto [suffix, factor] : {std::pair<std::string_view, double>{"KiB", 1024.0},
+                                  {"MiB", 1024.0 * 1024},
+                                  {"GiB", 1024.0 * 1024 * 1024}}) {
+      if (EndsWith(text, suffix)) {
+        number.remove_suffix(suffix.size());
+        scale = factor;
+        break;
+      }
+    }
+  }
+  double value = 0;
+  if (!ParseNumber(number, value)) {
+    return UsageError(quoted +
+                      ": expected Nx (e.g. 1x, 1.5x), a size (e.g. 4096, 512MiB, 24GiB) or none");
+  }
+  if (value <= 0) return UsageError(quoted + ": must be > 0");
+  limit.value = value * scale;
+  return limit;
+}
+
+std::vector<double> MemoryLimit::RankCaps(const CostProfile& scheduled_costs, int ranks,
+                                          Placement placement) const {
+  std::vector<double> caps(ranks, std::numeric_limits<double>::infinity());
+  if (kind == Kind::kNone) return caps;
+  if (kind == Kind::kAbsolute) {
+    caps.assign(ranks, value);
+    return caps;
+  }
+  std::vector<double> share(ranks, 0);  // M_B of each rank's share of the model
+  for (int stage = 0; stage < scheduled_costs.num_stages(); ++stage) {
+    share[RankOfStage(placement, ranks, stage)] += scheduled_costs.stages[stage].m_b;
+  }
+  for (int rank = 0; rank < ranks; ++rank) caps[rank] = value * ranks * share[rank];
+  return caps;
+}
+
+std::string MemoryLimit::ToString() const {
+  std::ostringstream out;
+  switch (kind) {
+    case Kind::kNone: return "none";
+    case Kind::kRelative: out << value << "x"; break;
+    case Kind::kAbsolute: out << value; break;
+  }
+  return out.str();
+}
+
+}  // namespace zb::tuner

@@ -1,1 +1,193 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "zbkit/tuner/simulator.h"
+
+#include <algorithm>
+#include <string>
+
+namespace zb::tuner {
+namespace {
+
+// Slots are indexed by (kind, stage, microbatch) for kind in F, B, W; a BW op fills both its B
+// and its W slot, so that "B(s+1, j)" finds it whichever way stage s+1 ran its backward.
+inline size_t Slot(int kind, int stage, int microbatch, int num_stages, int microbatches) {
+  return (static_cast<size_t>(kind) * num_stages + stage) * microbatches + microbatch;
+}
+
+std::string Describe(OpKind kind, int stage, int microbatch) {
+  return std::string(OpKindName(kind)) + "(stage " + std::to_string(stage) + ", mb " +
+         std::to_string(microbatch) + ")";
+}
+
+}  // namespace
+
+Status Simulator::Run(Schedule& schedule, const SimulationOptions& options) {
+  const int p = schedule.ranks;
+  const int m = schedule.microbatches;
+  const int num_stages = schedule.num_stages();
+  const std::vector<StageCost>& costs = schedule.costs.stages;
+  const TimeNs comm = schedule.costs.comm;
+
+  rank_offset_.assign(p + 1, 0);
+  for (int r = 0; r < p; ++r) {
+    rank_offset_[r + 1] = rank_offset_[r] + static_cast<int64_t>(schedule.programs[r].ops.size());
+  }
+  const int64_t num_ops = rank_offset_[p];
+  op_index_.assign(static_cast<size_t>(3) * num_stages * m, -1);
+  for (int r = 0; r < p; ++r) {
+    const RankProgram& program = schedule.programs[r];
+    for (size_t i = 0; i < program.ops.size(); ++i) {
+      const Op& op = program.ops[i];
+      const int stage = program.stages[op.chunk];
+      const int64_t id = rank_offset_[r] + static_cast<int64_t>(i);
+      if (op.kind == OpKind::kBW) {
+        op_index_[Slot(1, stage, op.microbatch, num_stages, m)] = id;
+        op_index_[Slot(2, stage, op.microbatch, num_stages, m)] = id;
+      } else {
+        op_index_[Slot(static_cast<int>(op.kind), stage, op.microbatch, num_stages, m)] = id;
+      }
+    }
+  }
+  op_end_.assign(num_ops, -1);
+  waiting_rank_.assign(num_ops, -1);
+  position_.assign(p, 0);
+  clock_.assign(p, 0);
+  ready_.clear();
+  for (int r = p - 1; r >= 0; --r) ready_.push_back(r);
+
+  // The op each op waits for: -1 when it has none. `missing` is set when the dependency should
+  // exist but is not in the schedule (only possible for schedules that skipped validation).
+  auto dependency_slot = [&](const Op& op, int stage) -> int64_t {
+    const int j = op.microbatch;
+    const bool quirk = options.paper_interleaved_quirk && schedule.chunks > 1 &&
+                       schedule.placement == Placement::kLoop && j % p != 0;
+    switch (op.kind) {
+      case OpKind::kF:
+        if (stage == 0) return -1;
+        if (quirk && stage % p == 0) return -1;
+        return static_cast<int64_t>(Slot(0, stage - 1, j, num_stages, m));
+      case OpKind::kB:
+      case OpKind::kBW:
+        if (stage == num_stages - 1) return static_cast<int64_t>(Slot(0, stage, j, num_stages, m));
+        if (quirk && (stage + 1) % p == 0) return -1;
+        return static_cast<int64_t>(Slot(1, stage + 1, j, num_stages, m));
+      case OpKind::kW:
+        return static_cast<int64_t>(Slot(1, stage, j, num_stages, m));
+    }
+    return -1;
+  };
+
+  while (!ready_.empty()) {
+    const int r = ready_.back();
+    ready_.pop_back();
+    RankProgram& program = schedule.programs[r];
+    size_t& position = position_[r];
+    TimeNs& clock = clock_[r];
+    while (position < program.ops.size()) {
+      Op& op = program.ops[position];
+      const int stage = program.stages[op.chunk];
+      const int64_t slot = dependency_slot(op, stage);
+      TimeNs ready_at = 0;
+      if (slot >= 0) {
+        const int64_t dep = op_index_[slot];
+        if (dep < 0) {
+          return InvalidInput("rank " + std::to_string(r) + " op " + std::to_string(position) +
+                              " " + Describe(op.kind, stage, op.microbatch) +
+                              " depends on an op that is not in the schedule");
+        }
+        if (op_end_[dep] < 0) {
+          waiting_rank_[dep] = r;
+          break;
+        }
+        const bool same_rank = dep >= rank_offset_[r] && dep < rank_offset_[r + 1];
+        ready_at = op_end_[dep] + (same_rank ? 0 : comm);
+      }
+      op.start = std::max(clock, ready_at);
+      op.end = op.start + costs[stage].Duration(op.kind);
+      clock = op.end;
+      const int64_t id = rank_offset_[r] + static_cast<int64_t>(position);
+      op_end_[id] = op.end;
+      if (waiting_rank_[id] >= 0) {
+        ready_.push_back(waiting_rank_[id]);
+        waiting_rank_[id] = -1;
+      }
+      ++position;
+    }
+  }
+
+  // Any rank that did not finish is stuck behind an op that can never run.
+  std::string stuck;
+  for (int r = 0; r < p; ++r) {
+    const RankProgram& program = schedule.programs[r];
+    if (position_[r] == program.ops.size()) continue;
+    const Op& op = program.ops[position_[r]];
+    const int stage = program.stages[op.chunk];
+    const int64_t dep = op_index_[dependency_slot(op, stage)];
+    int dep_rank = 0;
+    while (dep >= rank_offset_[dep_rank + 1]) ++dep_rank;
+    const Op& dep_op = schedule.programs[dep_rank].ops[dep - rank_offset_[dep_rank]];
+    const int dep_stage = schedule.programs[dep_rank].stages[dep_op.chunk];
+    if (!stuck.empty()) stuck += "; ";
+    stuck += "rank " + std::to_string(r) + " op " + std::to_string(position_[r]) + " " +
+             Describe(op.kind, stage, op.microbatch) + " waits for " +
+             Describe(dep_op.kind, dep_stage, dep_op.microbatch) + " (rank " +
+             std::to_string(dep_rank) + " op " + std::to_string(dep - rank_offset_[dep_rank]) +
+             ")";
+  }
+  if (!stuck.empty()) return Infeasible("deadlock: " + stuck);
+
+  rank_figures_.assign(p, RankFigures{});
+  Prediction prediction;
+  TimeNs max_busy = 0;
+  for (int r = 0; r < p; ++r) {
+    const RankProgram& program = schedule.programs[r];
+    RankFigures& figures = rank_figures_[r];
+    double memory = 0;
+    bool seen_f = false;
+    for (const Op& op : program.ops) {
+      const StageCost& cost = costs[program.stages[op.chunk]];
+      figures.busy += op.end - op.start;
+      memory += cost.MemoryDelta(op.kind);
+      figures.peak_memory = std::max(figures.peak_memory, memory);
+      if (!seen_f && op.kind == OpKind::kF) {
+        figures.first_f_start = op.start;
+        seen_f = true;
+      }
+    }
+    if (!program.ops.empty()) {
+      figures.end = program.ops.back().end;
+      if (!seen_f) figures.first_f_start = program.ops.front().start;
+    }
+    max_busy = std::max(max_busy, figures.busy);
+    prediction.makespan = std::max(prediction.makespan, figures.end);
+    prediction.span = std::max(prediction.span, figures.end - figures.first_f_start);
+    prediction.peak_memory.push_back(figures.peak_memory);
+  }
+  auto rate = [max_busy](TimeNs span) {
+    return span > 0 ? static_cast<double>(span - max_busy) / static_cast<double>(span) : 0.0;
+  };
+  prediction.bubble_rate = rate(prediction.makespan);
+  prediction.paper_bubble_rate = rate(prediction.span);
+  schedule.predicted = std::move(prediction);
+  return Status::Ok();
+}
+
+Status Simulate(Schedule& schedule, const SimulationOptions& options) {
+  Simulator simulator;
+  return simulator.Run(schedule, options);
+}
+
+std::vector<double> PeakMemory(const Schedule& schedule) {
+  std::vector<double> peaks;
+  for (const RankProgram& program : schedule.programs) {
+    double memory = 0;
+    double peak = 0;
+    for (const Op& op : program.ops) {
+      memory += schedule.costs.stages[program.stages[op.chunk]].MemoryDelta(op.kind);
+      peak = std::max(peak, memory);
+    }
+    peaks.push_back(peak);
+  }
+  return peaks;
+}
+
+}  // namespace zb::tuner

@@ -1,1 +1,108 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "zbkit/tuner/tune.h"
+
+#include <algorithm>
+
+#include "zbkit/model/validate.h"
+#include "zbkit/tuner/families.h"
+#include "zbkit/tuner/simulator.h"
+
+namespace zb::tuner {
+namespace {
+
+Candidate Evaluate(std::string_view family, const CostProfile& rank_costs, int microbatches,
+                   const TuneOptions& options, Simulator& simulator) {
+  Candidate candidate;
+  candidate.family = std::string(family);
+  const int p = rank_costs.num_stages();
+  const FamilyInfo* info = FindFamily(family);
+  // The cap is judged per rank on the model as this family lays it out.
+  const int parts = info->placement == Placement::kV ? 2
+                    : family == "1f1b-i"             ? options.interleave_chunks
+                                                     : 1;
+  const CostProfile scheduled = rank_costs.SplitStages(parts);
+  candidate.caps = options.memory_limit.RankCaps(scheduled, p, info->placement);
+
+  FamilyRequest request{rank_costs, microbatches, options.interleave_chunks, candidate.caps};
+  auto schedule = GenerateFamily(family, request);
+  if (!schedule.ok()) {
+    candidate.status = schedule.status();
+    return candidate;
+  }
+  candidate.schedule = std::move(schedule).value();
+  Status valid = ValidateSchedule(candidate.schedule);
+  if (valid.ok()) valid = simulator.Run(candidate.schedule);
+  if (!valid.ok()) {
+    // A generator produced an incomplete or deadlocking order: a bug, reported, not hidden.
+    candidate.status = InternalError(std::string(family) + " produced an invalid schedule: " +
+                                     valid.message());
+    return candidate;
+  }
+  const Prediction& predicted = *candidate.schedule.predicted;
+  const MemoryLimit one_x{MemoryLimit::Kind::kRelative, 1};
+  const std::vector<double> one_f_one_b = one_x.RankCaps(scheduled, p, info->placement);
+  candidate.fits = true;
+  for (int rank = 0; rank < p; ++rank) {
+    // A relative tolerance: split costs carry memory as fractions that may not add up exactly.
+    const double cap = candidate.caps[rank];
+    candidate.fits = candidate.fits && predicted.peak_memory[rank] <= cap * (1 + 1e-9);
+    candidate.peak_over_1f1b.push_back(
+        one_f_one_b[rank] > 0 ? predicted.peak_memory[rank] / one_f_one_b[rank] : 0);
+  }
+  candidate.bounds = ComputeLowerBounds(scheduled, p, microbatches, info->placement,
+                                        candidate.caps);
+  candidate.t_over_lb = candidate.bounds.makespan > 0
+                            ? static_cast<double>(predicted.makespan) /
+                                  static_cast<double>(candidate.bounds.makespan)
+                            : 0;
+  return candidate;
+}
+
+}  // namespace
+
+Expected<TuneResult> Tune(const CostProfile& rank_costs, int microbatches,
+                          const TuneOptions& options) {
+  ZB_RETURN_IF_ERROR(ValidateCostProfile(rank_costs).WithContext("costs"));
+  if (microbatches < 1) {
+    return UsageError("--microbatches must be >= 1, got " + std::to_string(microbatches));
+  }
+  std::vector<std::string_view> families;
+  if (options.family == "best") {
+    for (const FamilyInfo& info : Families()) {
+      if (!options.placement || info.placement == *options.placement) families.push_back(info.name);
+    }
+  } else {
+    const FamilyInfo* info = FindFamily(options.family);
+    if (info == nullptr) {
+      return GenerateFamily(options.family, {}).status();  // the unknown-family message
+    }
+    if (options.placement && info->placement != *options.placement) {
+      return UsageError("--family " + options.family + " uses placement " +
+                        PlacementName(info->placement) + ", not " +
+                        PlacementName(*options.placement));
+    }
+    families.push_back(info->name);
+  }
+
+  TuneResult result;
+  Simulator simulator;
+  for (std::string_view family : families) {
+    Candidate candidate = Evaluate(family, rank_costs, microbatches, options, simulator);
+    if (families.size() == 1 && !candidate.status.ok() &&
+        candidate.status.code() == ErrorCode::kUsage) {
+      return candidate.status;
+    }
+    result.candidates.push_back(std::move(candidate));
+  }
+  for (int i = 0; i < static_cast<int>(result.candidates.size()); ++i) {
+    const Candidate& candidate = result.candidates[i];
+    if (!candidate.status.ok() || !candidate.fits) continue;
+    if (result.best < 0 || candidate.schedule.predicted->makespan <
+                               result.candidates[result.best].schedule.predicted->makespan) {
+      result.best = i;
+    }
+  }
+  return result;
+}
+
+}  // namespace zb::tuner

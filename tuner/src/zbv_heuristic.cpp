@@ -1,9 +1,490 @@
 // SPDX-License-Identifier: Apache-2.0
-// Placeholder until the ZB-V port lands.
+// ZB-V: the zero-bubble heuristic on the V placement (schedules.md §5), ported from the ZB repo's
+// scheduler/zbv.py and generalized to per-stage costs and per-rank memory caps.
+//
+// The heuristic sees six op streams per rank, named by the direction they travel:
+//   F0 forward of the first model half (rank 0 -> p-1)   = local chunk 0
+//   F1 forward of the second half (rank p-1 -> 0)        = local chunk 1
+//   B0 backward of the second half (rank 0 -> p-1)       = local chunk 1
+//   B1 backward of the first half (rank p-1 -> 0)        = local chunk 0
+//   W0 / W1 the weight gradients of B0 / B1.
+// It places ops one at a time on each rank's clock: a fixed warm-up of forwards, then 2m rounds
+// of "one B per rank, then one F per rank", deferring every W into a FIFO that is drained into
+// gaps (waiting for a neighbour) or when memory runs out. Its objective is the largest idle time
+// of any rank after that rank's first F; each knob setting is re-run with the previous pass's
+// idle times as an "approved" budget until it stops improving.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "zbkit/tuner/v_schedules.h"
 
 namespace zb::tuner {
-Expected<ZbVResult> ZbVHeuristic(const CostProfile&, int, const std::vector<double>&) {
-  return InternalError("zb-v is not implemented yet");
+namespace {
+
+constexpr int kCatF = 0;
+constexpr int kCatB = 1;
+constexpr int kCatW = 2;
+constexpr int kNumStreams = 6;  // category * 2 + stream chunk
+
+int StreamIndex(int category, int stream_chunk) { return category * 2 + stream_chunk; }
+
+// Forward streams follow model order; backward streams are numbered by travel direction, which
+// belongs to the other half of the model (zbv_order_notation).
+int LocalChunkOf(int category, int stream_chunk) {
+  return category == kCatF ? stream_chunk : 1 - stream_chunk;
 }
+
+OpKind KindOf(int category) {
+  return category == kCatF ? OpKind::kF : (category == kCatB ? OpKind::kB : OpKind::kW);
+}
+
+// Memory comparisons tolerate the rounding of long sums of fractional deltas; integer-valued
+// inputs (the golden vectors, byte counts) are unaffected.
+bool FitsUnder(double value, double cap) {
+  if (std::isinf(cap)) return true;
+  return value <= cap + 1e-9 * std::max(1.0, std::abs(cap));
+}
+
+struct Problem {
+  int ranks = 0;
+  int microbatches = 0;
+  TimeNs comm = 0;
+  std::vector<std::array<TimeNs, kNumStreams>> cost;    // [rank][stream]
+  std::vector<std::array<double, kNumStreams>> memory;  // [rank][stream], delta on completion
+  std::vector<double> cap;                              // [rank]
+};
+
+struct PlacedOp {
+  int category;
+  int stream_chunk;
+  int microbatch;
+};
+
+struct PassResult {
+  std::vector<std::vector<PlacedOp>> order;  // per rank, execution order
+  std::vector<TimeNs> end;                   // per node id
+  std::vector<TimeNs> idle;                  // per rank, idle after the rank's first F
+  TimeNs max_idle = 0;
+};
+
+// One greedy pass (the reference's try_v_schedule without its recursion). Every condition the
+// reference asserts becomes a failure of the pass, reported through failure().
+class HeuristicPass {
+ public:
+  HeuristicPass(const Problem& problem, bool fill_b, bool fill_f,
+                const std::vector<TimeNs>* approved_idle)
+      : problem_(problem),
+        p_(problem.ranks),
+        m_(problem.microbatches),
+        fill_b_(fill_b),
+        fill_f_(fill_f),
+        count_(p_, std::array<int, kNumStreams>{}),
+        clock_(p_, 0),
+        memory_(p_, 0.0),
+        pending_w_(p_),
+        result_{std::vector<std::vector<PlacedOp>>(p_),
+                std::vector<TimeNs>(static_cast<size_t>(kNumStreams) * p_ * m_, -1),
+                std::vector<TimeNs>(p_, 0), 0} {
+    // A first pass has no approved idle; the reference encodes that as -1 everywhere, which
+    // makes the approved term of MaxIdle() vanish.
+    approved_ = approved_idle ? *approved_idle : std::vector<TimeNs>(p_, -1);
+    max_approved_ = *std::max_element(approved_.begin(), approved_.end());
+  }
+
+  bool Run() {
+    if (!WarmUp()) return false;
+    for (int round = 0; round < 2 * m_; ++round) {
+      if (!BackwardRound()) return false;
+      if (!ForwardRound()) return false;
+    }
+    for (int r = 0; r < p_; ++r) {
+      while (!pending_w_[r].empty()) {
+        if (!PlaceNextW(r)) return false;
+      }
+    }
+    for (int r = 0; r < p_; ++r) {
+      for (int s = 0; s < kNumStreams; ++s) {
+        if (count_[r][s] != m_) return Fail("rank " + std::to_string(r) + " left ops unplaced");
+      }
+    }
+    result_.max_idle = MaxIdle(-1);
+    return true;
+  }
+
+  const std::string& failure() const { return failure_; }
+  PassResult TakeResult() { return std::move(result_); }
+
+ private:
+  int NodeId(int category, int stream_chunk, int rank, int microbatch) const {
+    return ((StreamIndex(category, stream_chunk) * p_ + rank) * m_) + microbatch;
+  }
+  // The reference marks "no cross-rank predecessor" with node id -1 and then reads
+  // end_time[-1], i.e. the end of the very last node (W1 of the last microbatch on rank p-1),
+  // which is -1 until that W runs. That keeps the slack test below from firing on ranks without
+  // a predecessor; reproducing it keeps the golden orders.
+  TimeNs EndOf(int node) const {
+    return node >= 0 ? result_.end[node] : result_.end.back();
+  }
+
+  TimeNs MaxIdle(int rank) const {
+    TimeNs worst = 0;
+    for (TimeNs idle : result_.idle) worst = std::max(worst, idle);
+    if (rank >= 0) worst = std::max(worst, max_approved_ - approved_[rank]);
+    return worst;
+  }
+
+  bool Fail(std::string why) {
+    if (failure_.empty()) failure_ = std::move(why);
+    return false;
+  }
+
+  bool Place(int category, int stream_chunk, int rank) {
+    const int stream = StreamIndex(category, stream_chunk);
+    const TimeNs duration = problem_.cost[rank][stream];
+    const int microbatch = count_[rank][stream];
+    if (microbatch >= m_) return Fail("rank " + std::to_string(rank) + " ran out of microbatches");
+    if (!FitsUnder(memory_[rank] + problem_.memory[rank][stream], problem_.cap[rank])) {
+      return Fail("rank " + std::to_string(rank) + " exceeds its memory cap");
+    }
+    // The reference requires the op's same-rank prerequisite to be done already rather than
+    // waiting for it: F1 after F0, B0 after F1, B1 after B0, W after its B.
+    int prerequisite = -1;
+    if (category == kCatW) {
+      prerequisite = NodeId(kCatB, stream_chunk, rank, microbatch);
+    } else if (stream > 0) {
+      prerequisite = NodeId((stream - 1) / 2, (stream - 1) % 2, rank, microbatch);
+    }
+    if (prerequisite >= 0 && result_.end[prerequisite] < 0) {
+      return Fail("rank " + std::to_string(rank) + " reached an op before its prerequisite");
+    }
+    const TimeNs no_wait = clock_[rank] + duration;
+    TimeNs end = no_wait;
+    if (category != kCatW) {
+      int neighbour = -1;
+      if (stream_chunk == 1 && rank < p_ - 1) neighbour = rank + 1;
+      if (stream_chunk == 0 && rank > 0) neighbour = rank - 1;
+      if (neighbour >= 0) {
+        const TimeNs dep_end = result_.end[NodeId(category, stream_chunk, neighbour, microbatch)];
+        if (dep_end < 0) {
+          return Fail("rank " + std::to_string(rank) + " reached an op before its dependency");
+        }
+        end = std::max(end, dep_end + problem_.comm + duration);
+      }
+    }
+    // Idle only counts once the rank has started its first F (the span convention).
+    if (count_[rank][StreamIndex(kCatF, 0)] > 0) result_.idle[rank] += end - no_wait;
+    result_.end[NodeId(category, stream_chunk, rank, microbatch)] = end;
+    clock_[rank] = end;
+    memory_[rank] += problem_.memory[rank][stream];
+    result_.order[rank].push_back({category, stream_chunk, microbatch});
+    if (category == kCatB) pending_w_[rank].push_back(stream_chunk);
+    ++count_[rank][stream];
+    return true;
+  }
+
+  bool PlaceNextW(int rank) {
+    if (pending_w_[rank].empty()) {
+      return Fail("rank " + std::to_string(rank) + " needs memory but has no W to run");
+    }
+    const int stream_chunk = pending_w_[rank].front();
+    pending_w_[rank].pop_front();
+    return Place(kCatW, stream_chunk, rank);
+  }
+
+  TimeNs NextWCost(int rank) const {
+    return problem_.cost[rank][StreamIndex(kCatW, pending_w_[rank].front())];
+  }
+
+  // Before an op whose input comes from node `dependency` (-1 = none): run deferred W ops that
+  // fit entirely in the wait, then one more if the remaining wait exceeds the idle this rank may
+  // still accumulate without worsening the objective (and the knob allows it).
+  bool FillWait(int rank, int dependency, bool allow_slack_fill) {
+    while (!pending_w_[rank].empty() && dependency >= 0 &&
+           result_.end[dependency] + problem_.comm >= clock_[rank] + NextWCost(rank)) {
+      if (!PlaceNextW(rank)) return false;
+    }
+    if (!pending_w_[rank].empty() &&
+        EndOf(dependency) + problem_.comm - clock_[rank] >
+            MaxIdle(rank) - result_.idle[rank] &&
+        allow_slack_fill) {
+      if (!PlaceNextW(rank)) return false;
+    }
+    return true;
+  }
+
+  bool WarmUp() {
+    for (int r = 0; r < p_; ++r) {
+      if (!Place(kCatF, 0, r)) return false;
+    }
+    // Going up the V: rank r keeps injecting F0 waves (on ranks 0..r) while they finish before
+    // rank r+1 can hand back its first F1 and while memory leaves room for the (r+1) microbatches
+    // of both chunks still to come, then starts its F1.
+    for (int r = p_ - 1; r >= 0; --r) {
+      if (r < p_ - 1) {
+        const TimeNs handoff = result_.end[NodeId(kCatF, 1, r + 1, 0)] + problem_.comm;
+        const double lookahead =
+            (r + 1) * (problem_.memory[r][StreamIndex(kCatF, 0)] +
+                       problem_.memory[r][StreamIndex(kCatF, 1)]);
+        while (FitsUnder(memory_[r] + lookahead, problem_.cap[r]) &&
+               clock_[r] + problem_.cost[r][StreamIndex(kCatF, 0)] <= handoff &&
+               count_[r][StreamIndex(kCatF, 0)] < m_) {
+          for (int j = 0; j <= r; ++j) {
+            if (!Place(kCatF, 0, j)) return false;
+          }
+        }
+      }
+      if (!Place(kCatF, 1, r)) return false;
+    }
+    // Then make every rank hold at least as many forwards as the rank before it, alternating
+    // chunk-0 and chunk-1 waves over the ranks below.
+    int wave_chunk = 0;
+    const int guard_limit = 8 * m_ + 8;
+    for (int r = 1; r < p_; ++r) {
+      int guard = 0;
+      while (count_[r][0] + count_[r][1] < count_[r - 1][0] + count_[r - 1][1] ||
+             (count_[r][1] <= count_[r - 1][1] && count_[r - 1][1] < m_)) {
+        if (++guard > guard_limit) return Fail("warm-up did not converge");
+        for (int j = p_ - 1; j >= r; --j) {
+          if (count_[j][wave_chunk] < m_ && !Place(kCatF, wave_chunk, j)) return false;
+        }
+        wave_chunk = 1 - wave_chunk;
+      }
+    }
+    return true;
+  }
+
+  bool BackwardRound() {
+    // Which backward each rank runs next: alternate chunks, but prefer B1 as soon as its input
+    // is there (or B0 is exhausted); the last rank produces B1's input itself.
+    std::vector<int> chunk_of(p_, 0);
+    std::vector<int> b0_ranks;
+    std::vector<int> b1_ranks;
+    for (int r = 0; r < p_; ++r) {
+      const int done_b0 = count_[r][StreamIndex(kCatB, 0)];
+      const int done_b1 = count_[r][StreamIndex(kCatB, 1)];
+      bool b1 = false;
+      if (done_b1 >= done_b0) {
+        b1 = false;
+      } else if (r == p_ - 1) {
+        b1 = true;
+      } else {
+        b1 = result_.end[NodeId(kCatB, 1, r + 1, done_b1)] >= 0 || done_b0 >= m_;
+      }
+      chunk_of[r] = b1 ? 1 : 0;
+      (b1 ? b1_ranks : b0_ranks).push_back(r);
+    }
+    // Make room for the B first (a B frees memory, so this only bites when a rank is already
+    // over its cap). Done for every rank before any B is placed, as in the reference, because a
+    // W placed here can be the node the "no dependency" quirk reads.
+    for (int r = 0; r < p_; ++r) {
+      const double delta = problem_.memory[r][StreamIndex(kCatB, chunk_of[r])];
+      while (!FitsUnder(memory_[r] + delta, problem_.cap[r])) {
+        if (!PlaceNextW(r)) return false;
+      }
+    }
+    // B1 travels downwards, so ranks are served from the top; B0 from the bottom.
+    std::vector<std::pair<int, int>> visits;
+    for (auto it = b1_ranks.rbegin(); it != b1_ranks.rend(); ++it) visits.emplace_back(*it, 1);
+    for (int r : b0_ranks) visits.emplace_back(r, 0);
+    for (const auto& [rank, chunk] : visits) {
+      int dependency = -1;
+      if (chunk == 1 && rank < p_ - 1) {
+        dependency = NodeId(kCatB, 1, rank + 1, count_[rank][StreamIndex(kCatB, 1)]);
+      }
+      if (chunk == 0 && rank > 0) {
+        dependency = NodeId(kCatB, 0, rank - 1, count_[rank][StreamIndex(kCatB, 0)]);
+      }
+      // Waiting for B1 always allows the slack fill; waiting for B0 only with the fill_b knob.
+      if (!FillWait(rank, dependency, chunk == 1 || fill_b_)) return false;
+      if (!Place(kCatB, chunk, rank)) return false;
+    }
+    return true;
+  }
+
+  bool ForwardRound() {
+    for (int r = 0; r < p_; ++r) {
+      const int done_f0 = count_[r][StreamIndex(kCatF, 0)];
+      const int done_f1 = count_[r][StreamIndex(kCatF, 1)];
+      if (done_f1 >= m_) continue;
+      int chunk = -1;
+      if (done_f1 >= done_f0) {
+        chunk = 0;
+      } else if (r == p_ - 1) {
+        chunk = 1;
+      } else if (result_.end[NodeId(kCatF, 1, r + 1, done_f1)] >= 0) {
+        chunk = 1;
+      } else if (done_f0 < m_ &&
+                 (r == 0 || result_.end[NodeId(kCatF, 0, r - 1, done_f0)] >= 0)) {
+        chunk = 0;
+      }
+      if (chunk < 0) continue;  // neither forward has its input yet
+      const double delta = problem_.memory[r][StreamIndex(kCatF, chunk)];
+      while (!FitsUnder(memory_[r] + delta, problem_.cap[r])) {
+        if (!PlaceNextW(r)) return false;
+      }
+      int dependency = -1;
+      if (chunk == 0 && r > 0) dependency = NodeId(kCatF, 0, r - 1, done_f0);
+      if (chunk == 1 && r < p_ - 1) dependency = NodeId(kCatF, 1, r + 1, done_f1);
+      if (!FillWait(r, dependency, fill_f_)) return false;
+      if (!Place(kCatF, chunk, r)) return false;
+    }
+    return true;
+  }
+
+  const Problem& problem_;
+  const int p_;
+  const int m_;
+  const bool fill_b_;
+  const bool fill_f_;
+  std::vector<TimeNs> approved_;
+  TimeNs max_approved_ = -1;
+  std::vector<std::array<int, kNumStreams>> count_;  // [rank][stream] ops placed so far
+  std::vector<TimeNs> clock_;                         // [rank] end of the last op
+  std::vector<double> memory_;                        // [rank] activation memory held
+  std::vector<std::deque<int>> pending_w_;            // [rank] stream chunks of deferred W
+  PassResult result_;
+  std::string failure_;
+};
+
+// One knob setting: a first pass, then re-runs that take the previous pass's idle per rank as
+// approved slack (ranks that idled less may now idle up to the worst rank's figure), kept while
+// they strictly improve. The reference recurses; the result is the first pass with the smallest
+// objective along the chain. A re-run that fails ends the chain (the reference would abort the
+// knob instead; keeping the valid pass is strictly more useful and never changes a success).
+Expected<PassResult> RunKnob(const Problem& problem, bool fill_b, bool fill_f) {
+  HeuristicPass first(problem, fill_b, fill_f, nullptr);
+  if (!first.Run()) return Infeasible(first.failure());
+  PassResult best = first.TakeResult();
+  TimeNs previous_max = best.max_idle;
+  std::vector<TimeNs> approved = best.idle;
+  // The chain strictly decreases until a re-run fails to improve, so the best pass is the last
+  // improving one.
+  while (true) {
+    HeuristicPass rerun(problem, fill_b, fill_f, &approved);
+    if (!rerun.Run()) break;
+    PassResult candidate = rerun.TakeResult();
+    if (candidate.max_idle >= previous_max) break;
+    previous_max = candidate.max_idle;
+    approved = candidate.idle;
+    best = std::move(candidate);
+  }
+  return best;
+}
+
+Expected<Problem> MakeProblem(const CostProfile& chunk_costs, int microbatches,
+                              const std::vector<double>& rank_caps) {
+  const int stages = chunk_costs.num_stages();
+  if (stages < 2 || stages % 2 != 0) {
+    return UsageError("zb-v needs an even number (>= 2) of chunk costs, got " +
+                      std::to_string(stages));
+  }
+  if (microbatches < 1) return UsageError("zb-v needs at least one microbatch");
+  if (chunk_costs.comm < 0) return InvalidInput("zb-v: negative comm latency");
+  Problem problem;
+  problem.ranks = stages / 2;
+  problem.microbatches = microbatches;
+  problem.comm = chunk_costs.comm;
+  const int p = problem.ranks;
+  if (!rank_caps.empty() && static_cast<int>(rank_caps.size()) != p) {
+    return UsageError("zb-v needs one memory cap per rank (" + std::to_string(p) + "), got " +
+                      std::to_string(rank_caps.size()));
+  }
+  for (int r = 0; r < p; ++r) {
+    std::array<TimeNs, kNumStreams> cost{};
+    std::array<double, kNumStreams> memory{};
+    for (int category : {kCatF, kCatB, kCatW}) {
+      for (int stream_chunk = 0; stream_chunk < 2; ++stream_chunk) {
+        const int stage =
+            StageOfChunk(Placement::kV, p, r, LocalChunkOf(category, stream_chunk));
+        const StageCost& sc = chunk_costs.stages[stage];
+        const OpKind kind = KindOf(category);
+        if (sc.Duration(kind) < 0) {
+          return InvalidInput("zb-v: negative cost on stage " + std::to_string(stage));
+        }
+        cost[StreamIndex(category, stream_chunk)] = sc.Duration(kind);
+        memory[StreamIndex(category, stream_chunk)] = sc.MemoryDelta(kind);
+      }
+    }
+    problem.cost.push_back(cost);
+    problem.memory.push_back(memory);
+    // Empty caps = the reference's default, 1F1B's activation memory: p microbatches of both
+    // chunks (2p * f_mem with uniform chunks).
+    problem.cap.push_back(rank_caps.empty()
+                              ? p * (memory[StreamIndex(kCatF, 0)] + memory[StreamIndex(kCatF, 1)])
+                              : rank_caps[r]);
+    if (std::isnan(problem.cap.back())) return UsageError("zb-v: memory cap is NaN");
+  }
+  return problem;
+}
+
+Schedule BuildSchedule(const Problem& problem, const CostProfile& chunk_costs,
+                       const PassResult& pass) {
+  const int p = problem.ranks;
+  const int m = problem.microbatches;
+  Schedule schedule;
+  schedule.ranks = p;
+  schedule.microbatches = m;
+  schedule.chunks = 2;
+  schedule.placement = Placement::kV;
+  schedule.family = "zb-v";
+  schedule.costs = chunk_costs;
+  schedule.programs.resize(p);
+  for (int r = 0; r < p; ++r) {
+    RankProgram& program = schedule.programs[r];
+    program.stages = {StageOfChunk(Placement::kV, p, r, 0), StageOfChunk(Placement::kV, p, r, 1)};
+    program.ops.reserve(pass.order[r].size());
+    for (const PlacedOp& placed : pass.order[r]) {
+      const int stream = StreamIndex(placed.category, placed.stream_chunk);
+      const int node = ((stream * p + r) * m) + placed.microbatch;
+      Op op;
+      op.kind = KindOf(placed.category);
+      op.chunk = LocalChunkOf(placed.category, placed.stream_chunk);
+      op.microbatch = placed.microbatch;
+      op.end = pass.end[node];
+      op.start = op.end - problem.cost[r][stream];
+      program.ops.push_back(op);
+    }
+  }
+  return schedule;
+}
+
+}  // namespace
+
+Expected<ZbVResult> ZbVHeuristic(const CostProfile& chunk_costs, int microbatches,
+                                 const std::vector<double>& rank_caps) {
+  ZB_ASSIGN_OR_RETURN(Problem problem, MakeProblem(chunk_costs, microbatches, rank_caps));
+  ZbVResult result;
+  result.knob_max_idle.fill(-1);
+  std::optional<PassResult> best;
+  std::string last_failure;
+  // Knob order (fill_b, fill_f) = TT, TF, FT, FF; a later setting wins only if strictly better.
+  int knob = 0;
+  for (bool fill_b : {true, false}) {
+    for (bool fill_f : {true, false}) {
+      Expected<PassResult> pass = RunKnob(problem, fill_b, fill_f);
+      if (pass.ok()) {
+        result.knob_max_idle[knob] = pass->max_idle;
+        if (!best || pass->max_idle < best->max_idle) best = std::move(pass).value();
+      } else {
+        last_failure = pass.status().message();
+      }
+      ++knob;
+    }
+  }
+  if (!best) {
+    return Infeasible("zb-v: no knob setting fits the memory cap (" + last_failure +
+                      "); caps below 1F1B's memory are outside the heuristic's range");
+  }
+  result.max_stage_idle = best->max_idle;
+  result.schedule = BuildSchedule(problem, chunk_costs, *best);
+  return result;
+}
+
 }  // namespace zb::tuner

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tuning: generate the candidate families for an instance, simulate each, bound it, check it
+// against the per-rank memory cap, and pick the best that fits.
+#ifndef ZBKIT_TUNER_TUNE_H_
+#define ZBKIT_TUNER_TUNE_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "zbkit/model/status.h"
+#include "zbkit/model/types.h"
+#include "zbkit/tuner/lower_bound.h"
+#include "zbkit/tuner/memory_limit.h"
+
+namespace zb::tuner {
+
+struct TuneOptions {
+  std::string family = "best";           // a family name, or "best" = every applicable family
+  std::optional<Placement> placement;    // restricts "best" to one placement; nullopt = any
+  int interleave_chunks = 2;             // v for 1f1b-i
+  MemoryLimit memory_limit;
+};
+
+struct Candidate {
+  std::string family;
+  Status status;              // why the family produced no schedule (then nothing below is set)
+  Schedule schedule;          // simulated: ops carry start/end, predicted is set
+  std::vector<double> caps;   // per-rank cap this candidate is judged against (+inf = none)
+  std::vector<double> peak_over_1f1b;  // per rank: peak / (p x M_B of the rank's share)
+  LowerBounds bounds;
+  bool fits = false;          // every rank's peak <= its cap
+  double t_over_lb = 0;       // makespan / makespan lower bound
+};
+
+struct TuneResult {
+  std::vector<Candidate> candidates;  // in Families() order
+  int best = -1;                      // index of the fastest candidate that fits, -1 if none
+};
+
+// `rank_costs` holds one stage per rank (the p-stage profile a profiler measures). Errors:
+// kUsage for an unknown family or an instance the requested family cannot schedule (only when a
+// single family is requested; with "best" such families are listed with their reason).
+Expected<TuneResult> Tune(const CostProfile& rank_costs, int microbatches,
+                          const TuneOptions& options);
+
+}  // namespace zb::tuner
+
+#endif  // ZBKIT_TUNER_TUNE_H_
