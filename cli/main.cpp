@@ -1,2 +1,57 @@
 // SPDX-License-Identifier: Apache-2.0
-int main() { return 0; }
+// `zb`: the zbkit command-line front end. It only dispatches; each subcommand lives with its
+// component (tuner/cli for tune, export, show, bench).
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+
+namespace {
+
+struct Subcommand {
+  const char* name;
+  int (*run)(const zb::cli::Args&, std::ostream&, std::ostream&);
+  const char* summary;
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {"tune", zb::cli::RunTuneCommand,
+     "pick the best schedule for a cost profile under a memory cap"},
+    {"export", zb::cli::RunExportCommand,
+     "write a stored schedule as zb-schedule/1 JSON or PyTorch CSV"},
+    {"show", zb::cli::RunShowCommand, "print a schedule's per-rank timeline and summary"},
+    {"bench", zb::cli::RunBenchCommand, "recompute the paper's Table 5 (zb bench paper)"},
+};
+
+void PrintUsage(std::ostream& out) {
+  out << "usage: zb <command> [options]   (zb <command> --help for its options)\n\ncommands:\n";
+  for (const Subcommand& sub : kSubcommands) {
+    out << "  " << sub.name << std::string(10 - std::strlen(sub.name), ' ') << sub.summary << "\n";
+  }
+  out << "\nexit codes: 0 success, 2 usage error, 1 any other failure\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    PrintUsage(std::cerr);
+    return 2;
+  }
+  const std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    PrintUsage(std::cout);
+    return 0;
+  }
+  if (name == "--version") {
+    std::cout << "zb " << ZBKIT_VERSION << "\n";
+    return 0;
+  }
+  for (const Subcommand& sub : kSubcommands) {
+    if (name == sub.name) return sub.run(zb::cli::Args(argv + 2, argv + argc), std::cout, std::cerr);
+  }
+  std::cerr << "zb: unknown command \"" << name << "\" (see zb --help)\n";
+  return 2;
+}

@@ -1,9 +1,407 @@
 // SPDX-License-Identifier: Apache-2.0
-// Placeholder until the V-Half / V-Min port lands.
+// V-Half and V-Min: the controllable-memory V schedules (schedules.md §6), ported from the ZB
+// repo's scheduler/zbv_greedy.py and generalized to per-stage costs.
+//
+// Each rank's ops live on an integer "slot" grid. The steady state is a fixed six-slot repeating
+// pattern (one F0, F1, B0, B1 per microbatch per six slots, offset per rank) whose shape fixes the
+// memory: about half (V-Half) or a third (V-Min) of 1F1B's activations. Warm-up and cool-down are
+// then tightened greedily: ops move to the earliest free slot their dependencies allow, provided
+// no rank's activation peak rises above the pattern's; W ops fill the empty slots. After each pass
+// the grid is re-timed with unit costs ("squeeze"). Only the final evaluation uses real costs, so
+// the op orders depend on (setup, p, m) alone.
+//
+// Slot-grid op types, named by travel direction as in ZB-V: F0 forward of the first model half
+// (local chunk 0), F1 forward of the second half (local chunk 1), B0 backward of the second half
+// (local chunk 1), B1 backward of the first half (local chunk 0), then the W ops: one combined W
+// list while reordering, or W0/W1 (the weight gradients of B0/B1) in the final grid.
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "zbkit/tuner/v_schedules.h"
 
 namespace zb::tuner {
-Expected<VGreedyResult> VGreedy(VMemorySetup, const CostProfile&, int) {
-  return InternalError("v-half/v-min are not implemented yet");
+namespace {
+
+constexpr int kF0 = 0;
+constexpr int kF1 = 1;
+constexpr int kB0 = 2;
+constexpr int kB1 = 3;
+constexpr int kW = 4;   // the combined W list, or W0 once split
+constexpr int kW1 = 5;  // only in the split grid
+constexpr int kNumComputeTypes = 4;
+constexpr int kNumSplitTypes = 6;
+
+bool IsBackward(int type) {
+  return type == kB0 || type == kB1;
 }
+
+int LocalChunkOfType(int type) {
+  static constexpr int kChunk[kNumSplitTypes] = {0, 1, 1, 0, 1, 0};
+  return kChunk[type];
+}
+
+OpKind KindOfType(int type) {
+  return type < kB0 ? OpKind::kF : (type < kW ? OpKind::kB : OpKind::kW);
+}
+
+using SlotList = std::vector<int>;         // slot of each microbatch's op of one type
+using RankSlots = std::vector<SlotList>;   // per type
+using SlotTable = std::vector<RankSlots>;  // per rank
+
+// Microbatch 0's slots [F0, F1, B0, B1] on rank i; microbatch k adds 6k. The gap term shifts the
+// backward half so the pattern tiles without collisions for every p.
+SlotTable StablePattern(VMemorySetup setup, int p, int m) {
+  SlotTable table(p, RankSlots(kNumComputeTypes));
+  for (int i = 0; i < p; ++i) {
+    int first[kNumComputeTypes];
+    if (setup == VMemorySetup::kMin) {
+      const int gap = p % 3 == 0 ? 2 : 0;
+      first[kF0] = i;
+      first[kF1] = 2 * p - i - 1;
+      first[kB0] = 2 * p + gap + i;
+      first[kB1] = 4 * p + gap - i - 1;
+    } else {
+      const int gap = p % 2 == 0 ? 3 : 0;
+      first[kF0] = 2 * i;
+      first[kF1] = 3 * p - i - 2;
+      first[kB0] = 3 * p + gap + 2 * i - 1;
+      first[kB1] = 6 * p + gap - i - 2;
+    }
+    for (int type = 0; type < kNumComputeTypes; ++type) {
+      for (int k = 0; k < m; ++k)
+        table[i][type].push_back(first[type] + 6 * k);
+    }
+  }
+  return table;
+}
+
+int LastSlot(const RankSlots& lists) {
+  int last = -1;
+  for (const SlotList& list : lists) {
+    for (int slot : list)
+      last = std::max(last, slot);
+  }
+  return last;
+}
+
+// Which type occupies each slot of a rank (-1 = empty). Slots of one rank are distinct by
+// construction: ops only ever move into slots no visited op holds.
+void FillSlotMap(const RankSlots& lists, int types, std::vector<int>& type_at) {
+  type_at.assign(LastSlot(lists) + 1, -1);
+  for (int type = 0; type < types; ++type) {
+    for (int slot : lists[type])
+      type_at[slot] = type;
+  }
+}
+
+// Gives a rank its W ops: every B leaves one W pending, and each empty slot takes one pending W
+// (W0 before W1 when split by chunk); what is left goes to consecutive slots after the end.
+void AppendWeightSlots(RankSlots& lists, bool split_by_chunk, std::vector<int>& scratch) {
+  FillSlotMap(lists, kNumComputeTypes, scratch);
+  lists.resize(kNumComputeTypes);
+  lists.resize(kNumComputeTypes + (split_by_chunk ? 2 : 1));
+  int pending[2] = {0, 0};
+  const int bound = static_cast<int>(scratch.size()) - 1;
+  for (int slot = 0; slot <= bound; ++slot) {
+    const int type = scratch[slot];
+    if (type >= 0) {
+      if (IsBackward(type)) ++pending[split_by_chunk ? type - kB0 : 0];
+      continue;
+    }
+    for (int w = 0; w < 2; ++w) {
+      if (pending[w] > 0) {
+        lists[kW + w].push_back(slot);
+        --pending[w];
+        break;
+      }
+    }
+  }
+  int slot = bound;
+  for (int w = 0; w < 2; ++w) {
+    for (; pending[w] > 0; --pending[w])
+      lists[kW + w].push_back(++slot);
+  }
+}
+
+// Peak chunk activations of a rank along its slots (F +1, W -1). Without W ops yet, a W is
+// assumed to run in each empty slot while some B's W is outstanding.
+int PeakActivations(const RankSlots& lists, std::vector<int>& scratch) {
+  const bool has_w = lists.size() > kNumComputeTypes;
+  FillSlotMap(lists, static_cast<int>(lists.size()), scratch);
+  int current = 0;
+  int peak = 0;
+  int outstanding_w = 0;
+  for (int type : scratch) {
+    if (type >= 0) {
+      if (type == kF0 || type == kF1) ++current;
+      if (type >= kW) --current;
+      if (IsBackward(type)) ++outstanding_w;
+    } else if (!has_w && outstanding_w > 0) {
+      --current;
+      --outstanding_w;
+    }
+    peak = std::max(peak, current);
+  }
+  return peak;
+}
+
+struct SlotOp {
+  int slot;
+  int rank;
+  int type;
+  int microbatch;
+};
+
+// Visits a slot table's ops in increasing (slot, rank, type, microbatch) order by merging the
+// heads of all lists. Each head is read when the step is taken, so a caller may rewrite the slot
+// of an op it has already been handed.
+class SlotSweep {
+ public:
+  explicit SlotSweep(const SlotTable& table)
+      : table_(table), next_(table.size(), std::vector<int>(table[0].size(), 0)) {}
+
+  bool Next(SlotOp& op) {
+    int best_slot = 0;
+    int best_rank = -1;
+    int best_type = -1;
+    for (int r = 0; r < static_cast<int>(table_.size()); ++r) {
+      for (int t = 0; t < static_cast<int>(table_[r].size()); ++t) {
+        const SlotList& list = table_[r][t];
+        if (next_[r][t] >= static_cast<int>(list.size())) continue;
+        const int slot = list[next_[r][t]];
+        if (best_rank < 0 || slot < best_slot) {
+          best_slot = slot;
+          best_rank = r;
+          best_type = t;
+        }
+      }
+    }
+    if (best_rank < 0) return false;
+    op = {best_slot, best_rank, best_type, next_[best_rank][best_type]++};
+    return true;
+  }
+
+ private:
+  const SlotTable& table_;
+  std::vector<std::vector<int>> next_;
+};
+
+struct EagerResult {
+  TimeNs objective = 0;
+  std::vector<std::vector<std::vector<TimeNs>>> end;    // [rank][type][microbatch]
+  std::vector<std::vector<std::pair<int, int>>> order;  // [rank] (type, microbatch)
+};
+
+// Runs every op as early as possible in slot order on its rank ("squeeze"). Dependencies: the
+// same type on the neighbouring rank its data comes from (+comm), the previous type of the same
+// microbatch on the same rank (F0 -> F1 -> B0 -> B1; on the V these are implied by the cross-rank
+// chains), the same type's previous microbatch, and the rank's previous op. The objective is the
+// reference's: per rank, end of the last op of the last type list minus the start of F0 of
+// microbatch 0, maximized over ranks.
+Expected<EagerResult> EagerTimes(const SlotTable& table,
+                                 const std::vector<std::vector<TimeNs>>& cost, TimeNs comm) {
+  const int p = static_cast<int>(table.size());
+  const int types = static_cast<int>(table[0].size());
+  EagerResult result;
+  result.end.resize(p);
+  result.order.resize(p);
+  for (int r = 0; r < p; ++r) {
+    result.end[r].resize(types);
+    for (int t = 0; t < types; ++t)
+      result.end[r][t].assign(table[r][t].size(), -1);
+  }
+  bool missing = false;
+  auto end_of = [&](int rank, int type, int microbatch) -> TimeNs {
+    const std::vector<TimeNs>& ends = result.end[rank][type];
+    if (microbatch >= static_cast<int>(ends.size()) || ends[microbatch] < 0) {
+      missing = true;
+      return 0;
+    }
+    return ends[microbatch];
+  };
+  SlotSweep sweep(table);
+  SlotOp op{};
+  while (sweep.Next(op)) {
+    const int r = op.rank;
+    const int t = op.type;
+    const int mb = op.microbatch;
+    TimeNs ready = 0;
+    if ((t == kF0 || t == kB0) && r > 0) ready = std::max(ready, end_of(r - 1, t, mb) + comm);
+    if ((t == kF1 || t == kB1) && r + 1 < p) ready = std::max(ready, end_of(r + 1, t, mb) + comm);
+    if (t > kF0 && t < kW) ready = std::max(ready, end_of(r, t - 1, mb));
+    if (mb > 0) ready = std::max(ready, end_of(r, t, mb - 1));
+    if (!result.order[r].empty()) {
+      const auto& [prev_type, prev_mb] = result.order[r].back();
+      ready = std::max(ready, end_of(r, prev_type, prev_mb));
+    }
+    if (missing) {
+      return InternalError("v-greedy: slot grid runs an op before its dependency (rank " +
+                           std::to_string(r) + ", slot " + std::to_string(op.slot) + ")");
+    }
+    result.end[r][t][mb] = ready + cost[r][t];
+    result.order[r].emplace_back(t, mb);
+  }
+  result.objective = 0;
+  for (int r = 0; r < p; ++r) {
+    const TimeNs span = result.end[r][types - 1].back() - result.end[r][kF0][0] + cost[r][kF0];
+    result.objective = std::max(result.objective, span);
+  }
+  return result;
+}
+
+// One greedy tightening pass. Ops are visited in slot order and moved to the earliest free slot
+// after their dependencies' slots, unless that raises the rank's activation peak above the
+// current worst rank's (a global cap, as in the reference). With consider_w the W ops take part
+// and only the warm-up (before rank 0's first B1) and the cool-down (after the last F0) move;
+// without it, only the cool-down moves and W ops are laid out afterwards. The result is re-timed
+// with unit costs, whose start times become the new slots.
+Expected<SlotTable> Reorder(SlotTable table, bool consider_w, int microbatches) {
+  std::vector<int> scratch;
+  if (consider_w) {
+    for (RankSlots& lists : table)
+      AppendWeightSlots(lists, /*split_by_chunk=*/false, scratch);
+  }
+  const int p = static_cast<int>(table.size());
+  int cap = 0;
+  for (const RankSlots& lists : table)
+    cap = std::max(cap, PeakActivations(lists, scratch));
+  std::vector<std::vector<bool>> occupied(p);
+  for (int r = 0; r < p; ++r)
+    occupied[r].assign(LastSlot(table[r]) + 1, false);
+
+  enum class Phase { kWarmUp, kSteady, kCoolDown };
+  Phase phase = Phase::kWarmUp;
+  SlotSweep sweep(table);
+  SlotOp op{};
+  std::vector<int> backward_slots;
+  while (sweep.Next(op)) {
+    const int r = op.rank;
+    const int t = op.type;
+    const int mb = op.microbatch;
+    if (t == kB1 && r == 0 && phase == Phase::kWarmUp) phase = Phase::kSteady;
+    const bool keep = phase == Phase::kSteady || (phase == Phase::kWarmUp && !consider_w);
+    if (phase == Phase::kSteady && t == kF0 && mb == microbatches - 1) phase = Phase::kCoolDown;
+    if (keep) {
+      occupied[r][op.slot] = true;
+      continue;
+    }
+    int after = -1;  // latest slot this op must follow
+    if ((t == kF0 || t == kB0) && r > 0) after = std::max(after, table[r - 1][t][mb]);
+    if ((t == kF1 || t == kB1) && r + 1 < p) after = std::max(after, table[r + 1][t][mb]);
+    if (t > kF0 && t < kW) after = std::max(after, table[r][t - 1][mb]);
+    if (t == kW) {
+      // The mb-th W of the rank follows the mb-th B of either chunk.
+      backward_slots = table[r][kB0];
+      backward_slots.insert(backward_slots.end(), table[r][kB1].begin(), table[r][kB1].end());
+      std::nth_element(backward_slots.begin(), backward_slots.begin() + mb, backward_slots.end());
+      after = std::max(after, backward_slots[mb]);
+    }
+    if (mb > 0) after = std::max(after, table[r][t][mb - 1]);
+    if (after + 1 > op.slot) {
+      return InternalError("v-greedy: slot grid has an op before its dependency (rank " +
+                           std::to_string(r) + ", slot " + std::to_string(op.slot) + ")");
+    }
+    int& slot = table[r][t][mb];
+    bool moved = false;
+    for (int candidate = after + 1; candidate < op.slot; ++candidate) {
+      if (occupied[r][candidate]) continue;
+      slot = candidate;
+      if (PeakActivations(table[r], scratch) <= cap) {
+        moved = true;
+        break;
+      }
+    }
+    if (!moved) slot = op.slot;
+    occupied[r][slot] = true;
+  }
+  if (!consider_w) {
+    for (RankSlots& lists : table)
+      AppendWeightSlots(lists, /*split_by_chunk=*/false, scratch);
+  }
+  const std::vector<std::vector<TimeNs>> unit_cost(p, std::vector<TimeNs>(kW + 1, 1));
+  ZB_ASSIGN_OR_RETURN(EagerResult squeezed, EagerTimes(table, unit_cost, /*comm=*/0));
+  for (int r = 0; r < p; ++r) {
+    for (int type = 0; type <= kW; ++type) {
+      for (size_t k = 0; k < table[r][type].size(); ++k) {
+        table[r][type][k] = static_cast<int>(squeezed.end[r][type][k] - 1);
+      }
+    }
+  }
+  return table;
+}
+
+void DropWeightSlots(SlotTable& table) {
+  for (RankSlots& lists : table)
+    lists.resize(kNumComputeTypes);
+}
+
+}  // namespace
+
+Expected<VGreedyResult> VGreedy(VMemorySetup setup, const CostProfile& chunk_costs,
+                                int microbatches) {
+  const char* family = setup == VMemorySetup::kHalf ? "v-half" : "v-min";
+  const int stages = chunk_costs.num_stages();
+  if (stages < 2 || stages % 2 != 0) {
+    return UsageError(std::string(family) + " needs an even number (>= 2) of chunk costs, got " +
+                      std::to_string(stages));
+  }
+  if (microbatches < 1) return UsageError(std::string(family) + " needs at least one microbatch");
+  if (chunk_costs.comm < 0) return InvalidInput(std::string(family) + ": negative comm latency");
+  const int p = stages / 2;
+  std::vector<std::vector<TimeNs>> cost(p, std::vector<TimeNs>(kNumSplitTypes));
+  for (int r = 0; r < p; ++r) {
+    for (int type = 0; type < kNumSplitTypes; ++type) {
+      const int stage = StageOfChunk(Placement::kV, p, r, LocalChunkOfType(type));
+      cost[r][type] = chunk_costs.stages[stage].Duration(KindOfType(type));
+      if (cost[r][type] < 0) {
+        return InvalidInput(std::string(family) + ": negative cost on stage " +
+                            std::to_string(stage));
+      }
+    }
+  }
+
+  // Two tightening passes: the first moves W ops too, the second re-places the cool-down
+  // without them; W ops are then laid out per chunk and everything is timed with real costs.
+  SlotTable table = StablePattern(setup, p, microbatches);
+  ZB_ASSIGN_OR_RETURN(table, Reorder(std::move(table), /*consider_w=*/true, microbatches));
+  DropWeightSlots(table);
+  ZB_ASSIGN_OR_RETURN(table, Reorder(std::move(table), /*consider_w=*/false, microbatches));
+  DropWeightSlots(table);
+  std::vector<int> scratch;
+  for (RankSlots& lists : table)
+    AppendWeightSlots(lists, /*split_by_chunk=*/true, scratch);
+  ZB_ASSIGN_OR_RETURN(EagerResult timed, EagerTimes(table, cost, chunk_costs.comm));
+
+  VGreedyResult result;
+  result.cost = timed.objective;
+  Schedule& schedule = result.schedule;
+  schedule.ranks = p;
+  schedule.microbatches = microbatches;
+  schedule.chunks = 2;
+  schedule.placement = Placement::kV;
+  schedule.family = family;
+  schedule.costs = chunk_costs;
+  schedule.programs.resize(p);
+  for (int r = 0; r < p; ++r) {
+    RankProgram& program = schedule.programs[r];
+    program.stages = {StageOfChunk(Placement::kV, p, r, 0), StageOfChunk(Placement::kV, p, r, 1)};
+    int activations = 0;
+    for (const auto& [type, mb] : timed.order[r]) {
+      Op op;
+      op.kind = KindOfType(type);
+      op.chunk = LocalChunkOfType(type);
+      op.microbatch = mb;
+      op.end = timed.end[r][type][mb];
+      op.start = op.end - cost[r][type];
+      program.ops.push_back(op);
+      if (op.kind == OpKind::kF) ++activations;
+      if (op.kind == OpKind::kW) --activations;
+      result.peak_chunk_activations = std::max(result.peak_chunk_activations, activations);
+    }
+  }
+  return result;
+}
+
 }  // namespace zb::tuner

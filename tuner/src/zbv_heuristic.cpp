@@ -33,7 +33,9 @@ constexpr int kCatB = 1;
 constexpr int kCatW = 2;
 constexpr int kNumStreams = 6;  // category * 2 + stream chunk
 
-int StreamIndex(int category, int stream_chunk) { return category * 2 + stream_chunk; }
+int StreamIndex(int category, int stream_chunk) {
+  return category * 2 + stream_chunk;
+}
 
 // Forward streams follow model order; backward streams are numbered by travel direction, which
 // belongs to the other half of the model (zbv_order_notation).
@@ -129,13 +131,12 @@ class HeuristicPass {
   // end_time[-1], i.e. the end of the very last node (W1 of the last microbatch on rank p-1),
   // which is -1 until that W runs. That keeps the slack test below from firing on ranks without
   // a predecessor; reproducing it keeps the golden orders.
-  TimeNs EndOf(int node) const {
-    return node >= 0 ? result_.end[node] : result_.end.back();
-  }
+  TimeNs EndOf(int node) const { return node >= 0 ? result_.end[node] : result_.end.back(); }
 
   TimeNs MaxIdle(int rank) const {
     TimeNs worst = 0;
-    for (TimeNs idle : result_.idle) worst = std::max(worst, idle);
+    for (TimeNs idle : result_.idle)
+      worst = std::max(worst, idle);
     if (rank >= 0) worst = std::max(worst, max_approved_ - approved_[rank]);
     return worst;
   }
@@ -211,8 +212,7 @@ class HeuristicPass {
       if (!PlaceNextW(rank)) return false;
     }
     if (!pending_w_[rank].empty() &&
-        EndOf(dependency) + problem_.comm - clock_[rank] >
-            MaxIdle(rank) - result_.idle[rank] &&
+        EndOf(dependency) + problem_.comm - clock_[rank] > MaxIdle(rank) - result_.idle[rank] &&
         allow_slack_fill) {
       if (!PlaceNextW(rank)) return false;
     }
@@ -229,9 +229,8 @@ class HeuristicPass {
     for (int r = p_ - 1; r >= 0; --r) {
       if (r < p_ - 1) {
         const TimeNs handoff = result_.end[NodeId(kCatF, 1, r + 1, 0)] + problem_.comm;
-        const double lookahead =
-            (r + 1) * (problem_.memory[r][StreamIndex(kCatF, 0)] +
-                       problem_.memory[r][StreamIndex(kCatF, 1)]);
+        const double lookahead = (r + 1) * (problem_.memory[r][StreamIndex(kCatF, 0)] +
+                                            problem_.memory[r][StreamIndex(kCatF, 1)]);
         while (FitsUnder(memory_[r] + lookahead, problem_.cap[r]) &&
                clock_[r] + problem_.cost[r][StreamIndex(kCatF, 0)] <= handoff &&
                count_[r][StreamIndex(kCatF, 0)] < m_) {
@@ -291,8 +290,10 @@ class HeuristicPass {
     }
     // B1 travels downwards, so ranks are served from the top; B0 from the bottom.
     std::vector<std::pair<int, int>> visits;
-    for (auto it = b1_ranks.rbegin(); it != b1_ranks.rend(); ++it) visits.emplace_back(*it, 1);
-    for (int r : b0_ranks) visits.emplace_back(r, 0);
+    for (auto it = b1_ranks.rbegin(); it != b1_ranks.rend(); ++it)
+      visits.emplace_back(*it, 1);
+    for (int r : b0_ranks)
+      visits.emplace_back(r, 0);
     for (const auto& [rank, chunk] : visits) {
       int dependency = -1;
       if (chunk == 1 && rank < p_ - 1) {
@@ -320,8 +321,7 @@ class HeuristicPass {
         chunk = 1;
       } else if (result_.end[NodeId(kCatF, 1, r + 1, done_f1)] >= 0) {
         chunk = 1;
-      } else if (done_f0 < m_ &&
-                 (r == 0 || result_.end[NodeId(kCatF, 0, r - 1, done_f0)] >= 0)) {
+      } else if (done_f0 < m_ && (r == 0 || result_.end[NodeId(kCatF, 0, r - 1, done_f0)] >= 0)) {
         chunk = 0;
       }
       if (chunk < 0) continue;  // neither forward has its input yet
@@ -346,9 +346,9 @@ class HeuristicPass {
   std::vector<TimeNs> approved_;
   TimeNs max_approved_ = -1;
   std::vector<std::array<int, kNumStreams>> count_;  // [rank][stream] ops placed so far
-  std::vector<TimeNs> clock_;                         // [rank] end of the last op
-  std::vector<double> memory_;                        // [rank] activation memory held
-  std::vector<std::deque<int>> pending_w_;            // [rank] stream chunks of deferred W
+  std::vector<TimeNs> clock_;                        // [rank] end of the last op
+  std::vector<double> memory_;                       // [rank] activation memory held
+  std::vector<std::deque<int>> pending_w_;           // [rank] stream chunks of deferred W
   PassResult result_;
   std::string failure_;
 };
@@ -401,8 +401,7 @@ Expected<Problem> MakeProblem(const CostProfile& chunk_costs, int microbatches,
     std::array<double, kNumStreams> memory{};
     for (int category : {kCatF, kCatB, kCatW}) {
       for (int stream_chunk = 0; stream_chunk < 2; ++stream_chunk) {
-        const int stage =
-            StageOfChunk(Placement::kV, p, r, LocalChunkOf(category, stream_chunk));
+        const int stage = StageOfChunk(Placement::kV, p, r, LocalChunkOf(category, stream_chunk));
         const StageCost& sc = chunk_costs.stages[stage];
         const OpKind kind = KindOf(category);
         if (sc.Duration(kind) < 0) {

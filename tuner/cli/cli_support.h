@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+// Helpers shared by the `zb` subcommands: option parsing with one-line usage errors, error
+// reporting with the exit-code convention, and loading a schedule from a file or a store.
+#ifndef ZBKIT_TUNER_CLI_CLI_SUPPORT_H_
+#define ZBKIT_TUNER_CLI_CLI_SUPPORT_H_
+
+#include <boost/program_options.hpp>
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "commands.h"
+#include "zbkit/model/status.h"
+#include "zbkit/model/types.h"
+
+namespace zb::cli {
+
+namespace po = boost::program_options;
+
+// Parses `args`; prints the usage to `out` for --help (returns 0 in `exit_code`) and one error
+// line to `err` for anything malformed (returns 2). Returns true when the command should run.
+bool ParseCommandLine(const std::string& command, const std::string& usage, const Args& args,
+                      const po::options_description& options,
+                      const po::positional_options_description& positional,
+                      po::variables_map& values, std::ostream& out, std::ostream& err,
+                      int& exit_code);
+
+// Writes "zb <command>: <message>" and returns the exit code for the status.
+int ReportError(std::ostream& err, const std::string& command, const Status& status);
+
+// A schedule named either by a zb-schedule/1 file or by --store DB --schedule ID.
+Expected<Schedule> LoadScheduleFromFileOrStore(const std::optional<std::string>& file,
+                                               const std::optional<std::string>& store,
+                                               const std::optional<int64_t>& schedule_id);
+
+}  // namespace zb::cli
+
+#endif  // ZBKIT_TUNER_CLI_CLI_SUPPORT_H_
