@@ -142,10 +142,16 @@ void ZbGreedy::Warmup() {
     }
     b_arrival = std::max(clock, b_arrival + comm_) + Duration(stage, kB);
   }
-  // Keep the staircase: each stage holds fewer warm-up forwards than the one before it.
+  // Keep the staircase: each stage holds fewer warm-up forwards than the one before it (the
+  // reference lets a stage that fits all m forwards keep them). Beyond the reference: never more
+  // than the stage before has run, which only binds with heterogeneous caps, where the
+  // reference would time forwards whose inputs do not exist yet.
   for (int stage = 1; stage < p_; ++stage) {
     while (extra[stage] > 0 && extra[stage] >= extra[stage - 1] &&
            count_[kF][stage] + extra[stage] < m_) {
+      --extra[stage];
+    }
+    while (count_[kF][stage] + extra[stage] > count_[kF][stage - 1] + extra[stage - 1]) {
       --extra[stage];
     }
   }
@@ -185,8 +191,11 @@ Status ZbGreedy::Run() {
   for (int i = 1; i < m_; ++i) {
     std::vector<int> want(p_, 0);
     for (int stage = 0; stage < p_; ++stage) want[stage] = WantsForward(stage) ? 1 : 0;
+    // A stage runs its next F only if the next stage does, so it never runs further ahead. A
+    // next stage that has run all its forwards does not hold it back (beyond the reference,
+    // which would leave this stage's remaining forwards unscheduled).
     for (int stage = p_ - 2; stage >= 0; --stage) {
-      want[stage] = std::min(want[stage], want[stage + 1]);
+      if (count_[kF][stage + 1] < m_) want[stage] = std::min(want[stage], want[stage + 1]);
     }
     for (int stage = 0; stage < p_; ++stage) {
       if (!want[stage]) continue;

@@ -61,6 +61,8 @@ struct Problem {
   std::vector<std::array<TimeNs, kNumStreams>> cost;    // [rank][stream]
   std::vector<std::array<double, kNumStreams>> memory;  // [rank][stream], delta on completion
   std::vector<double> cap;                              // [rank]
+  // Caps below 1F1B's memory on some rank: outside the reference's range, so run it strictly.
+  bool strict = false;
 };
 
 struct PlacedOp {
@@ -76,15 +78,22 @@ struct PassResult {
   TimeNs max_idle = 0;
 };
 
-// One greedy pass (the reference's try_v_schedule without its recursion). Every condition the
-// reference asserts becomes a failure of the pass, reported through failure().
+// One greedy pass: the reference's try_v_schedule without its recursion.
+//
+// The reference asserts at several points that the op its rules picked can run: its input is
+// placed, it fits under the cap, a W is left to free memory. With uniform costs and the default
+// cap those hold; with heterogeneous costs or memory they often do not. A strict pass fails there,
+// as the reference does; a lenient pass defers the op instead (it is picked again in a later wave
+// or round) and keeps running rounds until every op is placed. Deferral only ever happens where
+// the reference would have aborted, so both agree whenever the reference succeeds.
 class HeuristicPass {
  public:
-  HeuristicPass(const Problem& problem, bool fill_b, bool fill_f,
+  HeuristicPass(const Problem& problem, bool strict, bool fill_b, bool fill_f,
                 const std::vector<TimeNs>* approved_idle)
       : problem_(problem),
         p_(problem.ranks),
         m_(problem.microbatches),
+        strict_(strict),
         fill_b_(fill_b),
         fill_f_(fill_f),
         count_(p_, std::array<int, kNumStreams>{}),
@@ -101,11 +110,22 @@ class HeuristicPass {
   }
 
   bool Run() {
+    phase_ = "warm-up";
     if (!WarmUp()) return false;
+    phase_ = "steady state";
     for (int round = 0; round < 2 * m_; ++round) {
-      if (!BackwardRound()) return false;
-      if (!ForwardRound()) return false;
+      if (!BackwardRound() || !ForwardRound()) return false;
     }
+    // After 2m rounds every rank has run one B per round, i.e. all of them, unless ops were
+    // deferred; then keep going while rounds make progress.
+    while (placed_ops_ < placed_target_) {
+      const int64_t before = placed_ops_;
+      if (!BackwardRound() || !ForwardRound()) return false;
+      if (placed_ops_ == before) {
+        return Fail("steady state: no rank can make progress under its memory cap");
+      }
+    }
+    phase_ = "cool-down";
     for (int r = 0; r < p_; ++r) {
       while (!pending_w_[r].empty()) {
         if (!PlaceNextW(r)) return false;
@@ -113,7 +133,7 @@ class HeuristicPass {
     }
     for (int r = 0; r < p_; ++r) {
       for (int s = 0; s < kNumStreams; ++s) {
-        if (count_[r][s] != m_) return Fail("rank " + std::to_string(r) + " left ops unplaced");
+        if (count_[r][s] != m_) return Fail("rank " + std::to_string(r) + " left ops unscheduled");
       }
     }
     result_.max_idle = MaxIdle(-1);
@@ -124,6 +144,8 @@ class HeuristicPass {
   PassResult TakeResult() { return std::move(result_); }
 
  private:
+  enum class Outcome { kPlaced, kDeferred, kFailed };
+
   int NodeId(int category, int stream_chunk, int rank, int microbatch) const {
     return ((StreamIndex(category, stream_chunk) * p_ + rank) * m_) + microbatch;
   }
@@ -141,21 +163,34 @@ class HeuristicPass {
     return worst;
   }
 
+  std::string Describe(int category, int stream_chunk, int rank, int microbatch) const {
+    return std::string(phase_) + ", rank " + std::to_string(rank) + ": " + "FBW"[category] +
+           std::to_string(stream_chunk) + " of microbatch " + std::to_string(microbatch);
+  }
+
   bool Fail(std::string why) {
     if (failure_.empty()) failure_ = std::move(why);
     return false;
   }
 
-  bool Place(int category, int stream_chunk, int rank) {
-    const int stream = StreamIndex(category, stream_chunk);
-    const TimeNs duration = problem_.cost[rank][stream];
-    const int microbatch = count_[rank][stream];
-    if (microbatch >= m_) return Fail("rank " + std::to_string(rank) + " ran out of microbatches");
-    if (!FitsUnder(memory_[rank] + problem_.memory[rank][stream], problem_.cap[rank])) {
-      return Fail("rank " + std::to_string(rank) + " exceeds its memory cap");
+  // A point where the reference asserts: fail when strict, defer the op otherwise.
+  Outcome Refuse(std::string why) {
+    if (strict_) {
+      Fail(std::move(why));
+      return Outcome::kFailed;
     }
-    // The reference requires the op's same-rank prerequisite to be done already rather than
-    // waiting for it: F1 after F0, B0 after F1, B1 after B0, W after its B.
+    return Outcome::kDeferred;
+  }
+
+  // Why the next op of a stream cannot run on `rank` now (memory aside), or "" if it can: all
+  // its microbatches are done, or its same-rank prerequisite (F1 after F0, B0 after F1, B1
+  // after B0, W after its B) or its cross-rank input has not been placed.
+  std::string Blocker(int category, int stream_chunk, int rank) const {
+    const int stream = StreamIndex(category, stream_chunk);
+    const int microbatch = count_[rank][stream];
+    if (microbatch >= m_) {
+      return Describe(category, stream_chunk, rank, microbatch) + " is past the last microbatch";
+    }
     int prerequisite = -1;
     if (category == kCatW) {
       prerequisite = NodeId(kCatB, stream_chunk, rank, microbatch);
@@ -163,22 +198,47 @@ class HeuristicPass {
       prerequisite = NodeId((stream - 1) / 2, (stream - 1) % 2, rank, microbatch);
     }
     if (prerequisite >= 0 && result_.end[prerequisite] < 0) {
-      return Fail("rank " + std::to_string(rank) + " reached an op before its prerequisite");
+      return Describe(category, stream_chunk, rank, microbatch) + " precedes its prerequisite";
     }
+    const int input = InputNode(category, stream_chunk, rank, microbatch);
+    if (input >= 0 && result_.end[input] < 0) {
+      return Describe(category, stream_chunk, rank, microbatch) + " would run before its input";
+    }
+    return "";
+  }
+
+  // The cross-rank op an F or B consumes: chunk-0 streams flow up the ranks, chunk-1 streams
+  // down; the turns of the V (F1 and B1 on the last rank, B0 on rank 0) stay on one rank and are
+  // covered by the prerequisite.
+  int InputNode(int category, int stream_chunk, int rank, int microbatch) const {
+    if (category == kCatW) return -1;
+    if (stream_chunk == 1 && rank < p_ - 1) {
+      return NodeId(category, stream_chunk, rank + 1, microbatch);
+    }
+    if (stream_chunk == 0 && rank > 0) return NodeId(category, stream_chunk, rank - 1, microbatch);
+    return -1;
+  }
+
+  bool Fits(int rank, int stream) const {
+    return FitsUnder(memory_[rank] + problem_.memory[rank][stream], problem_.cap[rank]);
+  }
+
+  // Appends the next op of a stream to the rank's program at the earliest time the rank and the
+  // op's input allow. Callers have checked Blocker() and memory; a violation here is a bug.
+  bool Place(int category, int stream_chunk, int rank) {
+    const int stream = StreamIndex(category, stream_chunk);
+    const int microbatch = count_[rank][stream];
+    if (std::string why = Blocker(category, stream_chunk, rank); !why.empty()) {
+      return Fail(std::move(why));
+    }
+    if (!Fits(rank, stream)) {
+      return Fail(Describe(category, stream_chunk, rank, microbatch) + " exceeds the memory cap");
+    }
+    const TimeNs duration = problem_.cost[rank][stream];
     const TimeNs no_wait = clock_[rank] + duration;
     TimeNs end = no_wait;
-    if (category != kCatW) {
-      int neighbour = -1;
-      if (stream_chunk == 1 && rank < p_ - 1) neighbour = rank + 1;
-      if (stream_chunk == 0 && rank > 0) neighbour = rank - 1;
-      if (neighbour >= 0) {
-        const TimeNs dep_end = result_.end[NodeId(category, stream_chunk, neighbour, microbatch)];
-        if (dep_end < 0) {
-          return Fail("rank " + std::to_string(rank) + " reached an op before its dependency");
-        }
-        end = std::max(end, dep_end + problem_.comm + duration);
-      }
-    }
+    const int input = InputNode(category, stream_chunk, rank, microbatch);
+    if (input >= 0) end = std::max(end, result_.end[input] + problem_.comm + duration);
     // Idle only counts once the rank has started its first F (the span convention).
     if (count_[rank][StreamIndex(kCatF, 0)] > 0) result_.idle[rank] += end - no_wait;
     result_.end[NodeId(category, stream_chunk, rank, microbatch)] = end;
@@ -187,16 +247,40 @@ class HeuristicPass {
     result_.order[rank].push_back({category, stream_chunk, microbatch});
     if (category == kCatB) pending_w_[rank].push_back(stream_chunk);
     ++count_[rank][stream];
+    if (category != kCatW) ++placed_ops_;
     return true;
   }
 
-  bool PlaceNextW(int rank) {
-    if (pending_w_[rank].empty()) {
-      return Fail("rank " + std::to_string(rank) + " needs memory but has no W to run");
+  // Places an op the way the warm-up does: no W is run to make room.
+  Outcome TryPlace(int category, int stream_chunk, int rank) {
+    if (std::string why = Blocker(category, stream_chunk, rank); !why.empty()) {
+      return Refuse(std::move(why));
     }
+    if (!Fits(rank, StreamIndex(category, stream_chunk))) {
+      return Refuse(Describe(category, stream_chunk, rank,
+                             count_[rank][StreamIndex(category, stream_chunk)]) +
+                    " exceeds the memory cap");
+    }
+    return Place(category, stream_chunk, rank) ? Outcome::kPlaced : Outcome::kFailed;
+  }
+
+  bool PlaceNextW(int rank) {
+    if (pending_w_[rank].empty()) return Fail("rank " + std::to_string(rank) + ": no W to run");
     const int stream_chunk = pending_w_[rank].front();
     pending_w_[rank].pop_front();
     return Place(kCatW, stream_chunk, rank);
+  }
+
+  // Runs deferred W ops until the next op of `stream` fits under the rank's cap.
+  Outcome MakeRoom(int rank, int stream) {
+    while (!Fits(rank, stream)) {
+      if (pending_w_[rank].empty()) {
+        return Refuse(std::string(phase_) + ", rank " + std::to_string(rank) +
+                      ": over the memory cap with no W left to free it");
+      }
+      if (!PlaceNextW(rank)) return Outcome::kFailed;
+    }
+    return Outcome::kPlaced;
   }
 
   TimeNs NextWCost(int rank) const {
@@ -221,7 +305,7 @@ class HeuristicPass {
 
   bool WarmUp() {
     for (int r = 0; r < p_; ++r) {
-      if (!Place(kCatF, 0, r)) return false;
+      if (TryPlace(kCatF, 0, r) == Outcome::kFailed) return false;
     }
     // Going up the V: rank r keeps injecting F0 waves (on ranks 0..r) while they finish before
     // rank r+1 can hand back its first F1 and while memory leaves room for the (r+1) microbatches
@@ -231,29 +315,37 @@ class HeuristicPass {
         const TimeNs handoff = result_.end[NodeId(kCatF, 1, r + 1, 0)] + problem_.comm;
         const double lookahead = (r + 1) * (problem_.memory[r][StreamIndex(kCatF, 0)] +
                                             problem_.memory[r][StreamIndex(kCatF, 1)]);
-        while (FitsUnder(memory_[r] + lookahead, problem_.cap[r]) &&
+        bool stalled = false;
+        while (!stalled && FitsUnder(memory_[r] + lookahead, problem_.cap[r]) &&
                clock_[r] + problem_.cost[r][StreamIndex(kCatF, 0)] <= handoff &&
                count_[r][StreamIndex(kCatF, 0)] < m_) {
-          for (int j = 0; j <= r; ++j) {
-            if (!Place(kCatF, 0, j)) return false;
+          for (int j = 0; j <= r && !stalled; ++j) {
+            const Outcome outcome = TryPlace(kCatF, 0, j);
+            if (outcome == Outcome::kFailed) return false;
+            stalled = outcome == Outcome::kDeferred;
           }
         }
       }
-      if (!Place(kCatF, 1, r)) return false;
+      if (TryPlace(kCatF, 1, r) == Outcome::kFailed) return false;
     }
     // Then make every rank hold at least as many forwards as the rank before it, alternating
-    // chunk-0 and chunk-1 waves over the ranks below.
+    // chunk-0 and chunk-1 waves over the ranks above. Two waves in a row that place nothing mean
+    // both chunks are deferred everywhere (the reference's loop would have ended already).
     int wave_chunk = 0;
-    const int guard_limit = 8 * m_ + 8;
     for (int r = 1; r < p_; ++r) {
-      int guard = 0;
-      while (count_[r][0] + count_[r][1] < count_[r - 1][0] + count_[r - 1][1] ||
-             (count_[r][1] <= count_[r - 1][1] && count_[r - 1][1] < m_)) {
-        if (++guard > guard_limit) return Fail("warm-up did not converge");
+      int empty_waves = 0;
+      while (empty_waves < 2 &&
+             (count_[r][0] + count_[r][1] < count_[r - 1][0] + count_[r - 1][1] ||
+              (count_[r][1] <= count_[r - 1][1] && count_[r - 1][1] < m_))) {
+        bool placed = false;
         for (int j = p_ - 1; j >= r; --j) {
-          if (count_[j][wave_chunk] < m_ && !Place(kCatF, wave_chunk, j)) return false;
+          if (count_[j][wave_chunk] >= m_) continue;
+          const Outcome outcome = TryPlace(kCatF, wave_chunk, j);
+          if (outcome == Outcome::kFailed) return false;
+          placed = placed || outcome == Outcome::kPlaced;
         }
         wave_chunk = 1 - wave_chunk;
+        empty_waves = placed ? 0 : empty_waves + 1;
       }
     }
     return true;
@@ -279,31 +371,31 @@ class HeuristicPass {
       chunk_of[r] = b1 ? 1 : 0;
       (b1 ? b1_ranks : b0_ranks).push_back(r);
     }
-    // Make room for the B first (a B frees memory, so this only bites when a rank is already
-    // over its cap). Done for every rank before any B is placed, as in the reference, because a
-    // W placed here can be the node the "no dependency" quirk reads.
-    for (int r = 0; r < p_; ++r) {
-      const double delta = problem_.memory[r][StreamIndex(kCatB, chunk_of[r])];
-      while (!FitsUnder(memory_[r] + delta, problem_.cap[r])) {
-        if (!PlaceNextW(r)) return false;
-      }
-    }
     // B1 travels downwards, so ranks are served from the top; B0 from the bottom.
     std::vector<std::pair<int, int>> visits;
     for (auto it = b1_ranks.rbegin(); it != b1_ranks.rend(); ++it)
       visits.emplace_back(*it, 1);
     for (int r : b0_ranks)
       visits.emplace_back(r, 0);
+    // Make room for the B first (a B frees memory, so this only bites when a rank is already
+    // over its cap). Done for every rank before any B is placed, as in the reference, because a
+    // W placed here can be the node the "no dependency" quirk reads.
+    std::vector<bool> deferred(p_, false);
+    for (int r = 0; r < p_; ++r) {
+      const Outcome outcome = MakeRoom(r, StreamIndex(kCatB, chunk_of[r]));
+      if (outcome == Outcome::kFailed) return false;
+      deferred[r] = outcome == Outcome::kDeferred;
+    }
     for (const auto& [rank, chunk] : visits) {
-      int dependency = -1;
-      if (chunk == 1 && rank < p_ - 1) {
-        dependency = NodeId(kCatB, 1, rank + 1, count_[rank][StreamIndex(kCatB, 1)]);
+      if (deferred[rank]) continue;
+      if (std::string why = Blocker(kCatB, chunk, rank); !why.empty()) {
+        if (Refuse(std::move(why)) == Outcome::kFailed) return false;
+        continue;
       }
-      if (chunk == 0 && rank > 0) {
-        dependency = NodeId(kCatB, 0, rank - 1, count_[rank][StreamIndex(kCatB, 0)]);
-      }
+      const int done = count_[rank][StreamIndex(kCatB, chunk)];
+      const int input = InputNode(kCatB, chunk, rank, done);
       // Waiting for B1 always allows the slack fill; waiting for B0 only with the fill_b knob.
-      if (!FillWait(rank, dependency, chunk == 1 || fill_b_)) return false;
+      if (!FillWait(rank, input, chunk == 1 || fill_b_)) return false;
       if (!Place(kCatB, chunk, rank)) return false;
     }
     return true;
@@ -314,6 +406,7 @@ class HeuristicPass {
       const int done_f0 = count_[r][StreamIndex(kCatF, 0)];
       const int done_f1 = count_[r][StreamIndex(kCatF, 1)];
       if (done_f1 >= m_) continue;
+      // F1 when its input has arrived, else F0 when its input has; keep F0 ahead of F1.
       int chunk = -1;
       if (done_f1 >= done_f0) {
         chunk = 0;
@@ -325,14 +418,15 @@ class HeuristicPass {
         chunk = 0;
       }
       if (chunk < 0) continue;  // neither forward has its input yet
-      const double delta = problem_.memory[r][StreamIndex(kCatF, chunk)];
-      while (!FitsUnder(memory_[r] + delta, problem_.cap[r])) {
-        if (!PlaceNextW(r)) return false;
+      if (std::string why = Blocker(kCatF, chunk, r); !why.empty()) {
+        if (Refuse(std::move(why)) == Outcome::kFailed) return false;
+        continue;
       }
-      int dependency = -1;
-      if (chunk == 0 && r > 0) dependency = NodeId(kCatF, 0, r - 1, done_f0);
-      if (chunk == 1 && r < p_ - 1) dependency = NodeId(kCatF, 1, r + 1, done_f1);
-      if (!FillWait(r, dependency, fill_f_)) return false;
+      const Outcome room = MakeRoom(r, StreamIndex(kCatF, chunk));
+      if (room == Outcome::kFailed) return false;
+      if (room == Outcome::kDeferred) continue;
+      const int input = InputNode(kCatF, chunk, r, chunk == 0 ? done_f0 : done_f1);
+      if (!FillWait(r, input, fill_f_)) return false;
       if (!Place(kCatF, chunk, r)) return false;
     }
     return true;
@@ -341,6 +435,7 @@ class HeuristicPass {
   const Problem& problem_;
   const int p_;
   const int m_;
+  const bool strict_;
   const bool fill_b_;
   const bool fill_f_;
   std::vector<TimeNs> approved_;
@@ -349,7 +444,10 @@ class HeuristicPass {
   std::vector<TimeNs> clock_;                        // [rank] end of the last op
   std::vector<double> memory_;                       // [rank] activation memory held
   std::vector<std::deque<int>> pending_w_;           // [rank] stream chunks of deferred W
+  int64_t placed_ops_ = 0;                           // F and B ops placed
+  const int64_t placed_target_ = static_cast<int64_t>(4) * p_ * m_;
   PassResult result_;
+  const char* phase_ = "";
   std::string failure_;
 };
 
@@ -358,8 +456,8 @@ class HeuristicPass {
 // they strictly improve. The reference recurses; the result is the first pass with the smallest
 // objective along the chain. A re-run that fails ends the chain (the reference would abort the
 // knob instead; keeping the valid pass is strictly more useful and never changes a success).
-Expected<PassResult> RunKnob(const Problem& problem, bool fill_b, bool fill_f) {
-  HeuristicPass first(problem, fill_b, fill_f, nullptr);
+Expected<PassResult> RunKnob(const Problem& problem, bool strict, bool fill_b, bool fill_f) {
+  HeuristicPass first(problem, strict, fill_b, fill_f, nullptr);
   if (!first.Run()) return Infeasible(first.failure());
   PassResult best = first.TakeResult();
   TimeNs previous_max = best.max_idle;
@@ -367,7 +465,7 @@ Expected<PassResult> RunKnob(const Problem& problem, bool fill_b, bool fill_f) {
   // The chain strictly decreases until a re-run fails to improve, so the best pass is the last
   // improving one.
   while (true) {
-    HeuristicPass rerun(problem, fill_b, fill_f, &approved);
+    HeuristicPass rerun(problem, strict, fill_b, fill_f, &approved);
     if (!rerun.Run()) break;
     PassResult candidate = rerun.TakeResult();
     if (candidate.max_idle >= previous_max) break;
@@ -413,12 +511,13 @@ Expected<Problem> MakeProblem(const CostProfile& chunk_costs, int microbatches,
     }
     problem.cost.push_back(cost);
     problem.memory.push_back(memory);
-    // Empty caps = the reference's default, 1F1B's activation memory: p microbatches of both
-    // chunks (2p * f_mem with uniform chunks).
-    problem.cap.push_back(rank_caps.empty()
-                              ? p * (memory[StreamIndex(kCatF, 0)] + memory[StreamIndex(kCatF, 1)])
-                              : rank_caps[r]);
-    if (std::isnan(problem.cap.back())) return UsageError("zb-v: memory cap is NaN");
+    // The reference's default cap is 1F1B's activation memory: p microbatches of both chunks
+    // (2p * f_mem with uniform chunks). Empty caps select it.
+    const double one_f1b = p * (memory[StreamIndex(kCatF, 0)] + memory[StreamIndex(kCatF, 1)]);
+    const double cap = rank_caps.empty() ? one_f1b : rank_caps[r];
+    if (std::isnan(cap)) return UsageError("zb-v: memory cap is NaN");
+    problem.cap.push_back(cap);
+    if (!FitsUnder(one_f1b, cap)) problem.strict = true;
   }
   return problem;
 }
@@ -467,7 +566,7 @@ Expected<ZbVResult> ZbVHeuristic(const CostProfile& chunk_costs, int microbatche
   int knob = 0;
   for (bool fill_b : {true, false}) {
     for (bool fill_f : {true, false}) {
-      Expected<PassResult> pass = RunKnob(problem, fill_b, fill_f);
+      Expected<PassResult> pass = RunKnob(problem, problem.strict, fill_b, fill_f);
       if (pass.ok()) {
         result.knob_max_idle[knob] = pass->max_idle;
         if (!best || pass->max_idle < best->max_idle) best = std::move(pass).value();
@@ -478,8 +577,12 @@ Expected<ZbVResult> ZbVHeuristic(const CostProfile& chunk_costs, int microbatche
     }
   }
   if (!best) {
-    return Infeasible("zb-v: no knob setting fits the memory cap (" + last_failure +
-                      "); caps below 1F1B's memory are outside the heuristic's range");
+    if (problem.strict) {
+      return Infeasible("zb-v: no knob setting schedules under a cap below 1F1B's memory (" +
+                        last_failure + ")");
+    }
+    return Infeasible("zb-v: no knob setting schedules under the memory cap (" + last_failure +
+                      ")");
   }
   result.max_stage_idle = best->max_idle;
   result.schedule = BuildSchedule(problem, chunk_costs, *best);

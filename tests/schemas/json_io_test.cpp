@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: Apache-2.0
+// zb-costs/1 and zb-schedule/1: round trips, and bad input rejected with one line naming the
+// field.
+#include "zbkit/model/json_io.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "zbkit/model/validate.h"
+
+namespace zb {
+namespace {
+
+const char* kCosts = R"({"format": "zb-costs/1", "comm": 0.6,
+  "stages": [{"F": 18.5, "B": 18.1, "W": 9.3, "M_B": 201216, "M_W": 73728},
+             {"F": 20, "B": 19, "W": 10, "M_B": 201216, "M_W": 73728}]})";
+
+std::string ErrorOf(const std::string& text) {
+  auto costs = ParseCostsJson(text, "c.json");
+  EXPECT_FALSE(costs.ok());
+  if (costs.ok()) return "";
+  EXPECT_EQ(costs.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_EQ(costs.status().message().find('\n'), std::string::npos) << "one line";
+  return costs.status().message();
+}
+
+TEST(CostsJsonTest, ParsesMillisecondsIntoNanoseconds) {
+  auto costs = ParseCostsJson(kCosts, "c.json");
+  ASSERT_TRUE(costs.ok()) << costs.status().message();
+  ASSERT_EQ(costs->num_stages(), 2);
+  EXPECT_EQ(costs->comm, 600'000);
+  EXPECT_EQ(costs->stages[0].f, 18'500'000);
+  EXPECT_EQ(costs->stages[1].w, 10'000'000);
+  EXPECT_EQ(costs->stages[0].m_b, 201216);
+}
+
+TEST(CostsJsonTest, CountExpandsOneEntryAndRoundTrips) {
+  auto costs = ParseCostsJson(
+      R"({"format": "zb-costs/1", "count": 4, "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 2, "M_W": 1}]})",
+      "c.json");
+  ASSERT_TRUE(costs.ok());
+  EXPECT_EQ(costs->num_stages(), 4);
+  EXPECT_EQ(costs->comm, 0);  // optional, default 0
+  const std::string written = CostsToJson(*costs);
+  EXPECT_NE(written.find("\"count\": 4"), std::string::npos) << written;
+  auto again = ParseCostsJson(written, "again");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *costs);
+
+  auto heterogeneous = ParseCostsJson(kCosts, "c.json");
+  auto round_trip = ParseCostsJson(CostsToJson(*heterogeneous), "again");
+  ASSERT_TRUE(round_trip.ok());
+  EXPECT_EQ(*round_trip, *heterogeneous);
+}
+
+TEST(CostsJsonTest, BadInputNamesTheField) {
+  EXPECT_EQ(ErrorOf(R"({"format": "zb-costs/1", "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 2}]})"),
+            "c.json: stages[0].M_W: missing field");
+  EXPECT_EQ(ErrorOf(R"({"format": "zb-costs/1", "stages": [{"F": 1, "B": -1, "W": 1, "M_B": 2, "M_W": 1}]})"),
+            "c.json: stages[0].B: must be a finite number >= 0, got -1");
+  EXPECT_EQ(ErrorOf(R"({"format": "zb-costs/1", "stages": [{"F": 0, "B": 1, "W": 1, "M_B": 2, "M_W": 1}]})"),
+            "c.json: stages[0].F: must be a finite number > 0, got 0");
+  EXPECT_EQ(ErrorOf(R"({"format": "zb-costs/1", "stages": []})"),
+            "c.json: stages: must not be empty");
+  EXPECT_EQ(ErrorOf(R"({"format": "zb-costs/1", "count": 0, "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 2, "M_W": 1}]})"),
+            "c.json: count: must be in [1, 1048576], got 0");
+  EXPECT_EQ(ErrorOf(R"({"format": "zb-costs/2", "stages": []})"),
+            "c.json: format: expected \"zb-costs/1\", got \"zb-costs/2\"");
+  EXPECT_EQ(ErrorOf(R"({"format": "zb-costs/1", "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 2, "M_W": 1, "m_b": 3}]})"),
+            "c.json: stages[0].m_b: unknown field");
+  EXPECT_EQ(ErrorOf(R"({"format": "zb-costs/1", "stages": [{"F": "1", "B": 1, "W": 1, "M_B": 2, "M_W": 1}]})"),
+            "c.json: stages[0].F: must be a number");
+  EXPECT_EQ(ErrorOf(R"([1, 2])"), "c.json: must be a JSON object");
+  const std::string nan = ErrorOf(R"({"format": "zb-costs/1", "stages": [{"F": NaN, "B": 1, "W": 1, "M_B": 2, "M_W": 1}]})");
+  EXPECT_NE(nan.find("c.json: not valid JSON"), std::string::npos) << nan;
+  EXPECT_NE(nan.find("NaN and Infinity are not valid JSON numbers"), std::string::npos) << nan;
+  EXPECT_NE(ErrorOf("{\"format\": ").find("c.json: not valid JSON"), std::string::npos);
+}
+
+TEST(CostsJsonTest, MissingFileIsNotFound) {
+  auto costs = ReadCostsFile("/nonexistent/costs.json");
+  ASSERT_FALSE(costs.ok());
+  EXPECT_EQ(costs.status().code(), ErrorCode::kNotFound);
+  EXPECT_NE(costs.status().message().find("/nonexistent/costs.json: cannot open"),
+            std::string::npos);
+}
+
+Schedule SmallSchedule() {
+  Schedule schedule;
+  schedule.ranks = 2;
+  schedule.microbatches = 1;
+  schedule.family = "test";
+  schedule.costs.comm = 1'000'000;
+  schedule.costs.stages = {{2'000'000, 3'000'000, 1'000'000, 4, 1},
+                           {2'500'000, 3'000'000, 1'000'000, 4, 1}};
+  schedule.programs = {
+      {{0}, {{OpKind::kF, 0, 0, 0, 2'000'000}, {OpKind::kBW, 0, 0, 9'000'000, 13'000'000}}},
+      {{1},
+       {{OpKind::kF, 0, 0, 3'000'000, 5'500'000},
+        {OpKind::kB, 0, 0, 5'500'000, 8'500'000},
+        {OpKind::kW, 0, 0, 8'500'000, 9'500'000}}}};
+  schedule.predicted = Prediction{13'000'000, 13'000'000, 0.5, 0.5, {4, 4}};
+  return schedule;
+}
+
+TEST(ScheduleJsonTest, RoundTripsExactly) {
+  const Schedule schedule = SmallSchedule();
+  ASSERT_TRUE(ValidateSchedule(schedule).ok());
+  const std::string text = ScheduleToJson(schedule);
+  auto parsed = ParseScheduleJson(text, "s.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(*parsed, schedule);
+}
+
+TEST(ScheduleJsonTest, RejectsIncompleteAndDuplicateOps) {
+  Schedule missing = SmallSchedule();
+  missing.programs[1].ops.pop_back();
+  auto parsed = ParseScheduleJson(ScheduleToJson(missing), "s.json");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().message(), "s.json: ranks[1].ops: missing W of stage 1 microbatch 0");
+
+  Schedule duplicate = SmallSchedule();
+  duplicate.programs[0].ops.push_back({OpKind::kW, 0, 0, 13'000'000, 14'000'000});
+  parsed = ParseScheduleJson(ScheduleToJson(duplicate), "s.json");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().message(),
+            "s.json: ranks[0].ops[2]: duplicate W of stage 0 microbatch 0");
+
+  Schedule wrong_stage = SmallSchedule();
+  wrong_stage.programs[1].stages = {3};
+  parsed = ParseScheduleJson(ScheduleToJson(wrong_stage), "s.json");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().message(),
+            "s.json: ranks[1].stages[0]: placement \"loop\" puts stage 1 here, got 3");
+}
+
+TEST(ScheduleJsonTest, RejectsBadFields) {
+  auto error = [](const std::string& text) {
+    auto parsed = ParseScheduleJson(text, "s.json");
+    EXPECT_FALSE(parsed.ok());
+    return parsed.ok() ? std::string() : parsed.status().message();
+  };
+  std::string text = ScheduleToJson(SmallSchedule());
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string copy = text;
+    const size_t at = copy.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return copy.replace(at, from.size(), to);
+  };
+  EXPECT_EQ(error(replaced("\"stages\": 2", "\"stages\": 0")),
+            "s.json: stages: must be in [1, 1048576], got 0");
+  EXPECT_EQ(error(replaced("\"placement\": \"loop\"", "\"placement\": \"zigzag\"")),
+            "s.json: placement: must be \"loop\" or \"v\", got \"zigzag\"");
+  EXPECT_EQ(error(replaced("{\"chunk\":0,\"end\":2.0,\"mb\":0,\"start\":0.0,\"type\":\"F\"}",
+                           "{\"chunk\":0,\"end\":2.0,\"mb\":0,\"start\":0.0,\"type\":\"X\"}")),
+            "s.json: ranks[0].ops[0].type: must be F, B, W or BW, got \"X\"");
+  EXPECT_EQ(error(replaced("\"microbatches\": 1", "\"microbatches\": 1.5")),
+            "s.json: microbatches: must be an integer");
+}
+
+TEST(FileTest, AtomicWriteReplacesWholeFilesAndFailsCleanly) {
+  const auto dir = std::filesystem::temp_directory_path() / "zbkit_json_io_test";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "out.json").string();
+  ASSERT_TRUE(WriteFileAtomically(path, "first").ok());
+  ASSERT_TRUE(WriteFileAtomically(path, "second").ok());
+  auto text = ReadTextFile(path);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(*text, "second");
+  Status failed = WriteFileAtomically((dir / "no/such/dir/out.json").string(), "x");
+  EXPECT_FALSE(failed.ok());
+  EXPECT_EQ(failed.code(), ErrorCode::kIo);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace zb
