@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: Apache-2.0
+// The `zb` command as users run it: golden output, the JSON forms, the store round trip, and bad
+// input giving one clear line on stderr with exit code 2 (usage) or 1 (failure).
+//
+// Golden files live in tests/data/cli; run with ZBKIT_UPDATE_GOLDEN=1 to rewrite them after an
+// intended change (and read the diff).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "zbkit/model/json_io.h"
+
+namespace zb {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string Slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("zbkit_cli_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs zb with `args` (a shell-quoted string), capturing stdout, stderr and the exit code.
+  Result Zb(const std::string& args) {
+    const fs::path out = dir_ / "stdout";
+    const fs::path err = dir_ / "stderr";
+    const std::string command = std::string(ZBKIT_ZB_BINARY) + " " + args + " >" + out.string() +
+                                " 2>" + err.string();
+    const int status = std::system(command.c_str());
+    Result result;
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    result.out = Slurp(out);
+    result.err = Slurp(err);
+    return result;
+  }
+
+  static std::string Data(const std::string& name) {
+    return std::string(ZBKIT_TEST_DATA_DIR) + "/" + name;
+  }
+
+  // Compares with tests/data/cli/<name>, or rewrites it when ZBKIT_UPDATE_GOLDEN is set.
+  static void ExpectGolden(const std::string& name, const std::string& actual) {
+    const fs::path path = fs::path(ZBKIT_TEST_DATA_DIR) / "cli" / name;
+    if (std::getenv("ZBKIT_UPDATE_GOLDEN") != nullptr) {
+      std::ofstream(path, std::ios::binary) << actual;
+      return;
+    }
+    ASSERT_TRUE(fs::exists(path)) << path << " missing; run with ZBKIT_UPDATE_GOLDEN=1";
+    EXPECT_EQ(actual, Slurp(path)) << "golden " << path;
+  }
+
+  // The error contract: the exit code, nothing on stdout for early errors, exactly one line on
+  // stderr that starts with "zb <command>: " and contains `fragment`.
+  static void ExpectOneLineError(const Result& result, int exit_code, const std::string& command,
+                                 const std::string& fragment) {
+    EXPECT_EQ(result.exit_code, exit_code) << result.err;
+    ASSERT_FALSE(result.err.empty());
+    EXPECT_EQ(result.err.find('\n'), result.err.size() - 1) << "one line: " << result.err;
+    EXPECT_EQ(result.err.rfind("zb " + command + ": ", 0), 0u) << result.err;
+    EXPECT_NE(result.err.find(fragment), std::string::npos) << result.err;
+  }
+
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+};
+
+TEST_F(CliTest, TuneTableIsStable) {
+  Result result = Zb("tune --costs " + Data("costs/hetero4.json") + " -m 8 --mem-limit 1.5x");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  // The header names the input path, which differs between checkouts.
+  const std::string body = result.out.substr(result.out.find('\n') + 1);
+  ExpectGolden("tune_hetero4_m8_1.5x.txt", body);
+}
+
+TEST_F(CliTest, TuneJsonListsEveryFamilyAndPicksTheFastestThatFits) {
+  Result result =
+      Zb("tune --costs " + Data("costs/uniform4.json") + " -m 8 --mem-limit 1x --json");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto report = nlohmann::json::parse(result.out);
+  EXPECT_EQ(report["format"], "zb-tune-report/1");
+  ASSERT_EQ(report["candidates"].size(), 8u);
+  double best_makespan = 1e300;
+  std::string best;
+  for (const auto& candidate : report["candidates"]) {
+    if (!candidate["ok"].get<bool>() || !candidate["fits"].get<bool>()) continue;
+    EXPECT_GE(candidate["t_over_lb"].get<double>(), 1.0);
+    if (candidate["makespan"].get<double>() < best_makespan) {
+      best_makespan = candidate["makespan"];
+      best = candidate["family"];
+    }
+  }
+  EXPECT_EQ(report["best"], best);
+  // 1x = 1F1B's memory: ZB-H2 needs about twice that, so it must not fit.
+  for (const auto& candidate : report["candidates"]) {
+    if (candidate["family"] == "zb-h2") EXPECT_FALSE(candidate["fits"].get<bool>());
+    if (candidate["family"] == "1f1b-i") {
+      EXPECT_TRUE(candidate["ok"].get<bool>());  // m = 8 is a multiple of p = 4
+    }
+  }
+}
+
+TEST_F(CliTest, TuneWritesTheScheduleAndTheStoreGivesItBack) {
+  const std::string out = Path("best.json");
+  const std::string store = Path("zb.db");
+  Result tuned = Zb("tune --costs " + Data("costs/hetero4.json") +
+                    " -m 8 --mem-limit 2x --family zb-auto --store " + store + " --out " + out);
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.err;
+  EXPECT_NE(tuned.out.find("stored as schedule 1 in"), std::string::npos) << tuned.out;
+  auto from_file = ReadScheduleFile(out);
+  ASSERT_TRUE(from_file.ok()) << from_file.status().message();
+  EXPECT_EQ(from_file->family, "zb-auto");
+  ASSERT_TRUE(from_file->predicted.has_value());
+
+  Result exported =
+      Zb("export --store " + store + " --schedule 1 --format json -o " + Path("exported.json"));
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  auto from_store = ReadScheduleFile(Path("exported.json"));
+  ASSERT_TRUE(from_store.ok()) << from_store.status().message();
+  EXPECT_EQ(*from_store, *from_file);
+
+  Result csv = Zb("export --store " + store + " --schedule 1 --format torch-csv -o -");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  ExpectGolden("export_hetero4_zb_auto.csv", csv.out);
+  Result legacy = Zb("export " + out + " --format torch-csv-legacy -o -");
+  ASSERT_EQ(legacy.exit_code, 0) << legacy.err;
+  EXPECT_EQ(legacy.out.find("I"), std::string::npos);  // legacy has no I token
+  EXPECT_NE(legacy.out.find("0B0"), std::string::npos);
+}
+
+TEST_F(CliTest, ShowDrawsEveryRankAndTheSummary) {
+  const std::string out = Path("h1.json");
+  ASSERT_EQ(Zb("tune --costs " + Data("costs/uniform4.json") +
+               " -m 8 --mem-limit none --family zb-h1 --out " + out)
+                .exit_code,
+            0);
+  Result shown = Zb("show " + out + " --width 80");
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  ExpectGolden("show_uniform4_zb_h1.txt", shown.out);
+  Result json = Zb("show " + out + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto summary = nlohmann::json::parse(json.out);
+  EXPECT_EQ(summary["ranks"].size(), 4u);
+  EXPECT_EQ(summary["family"], "zb-h1");
+}
+
+TEST_F(CliTest, BenchPaperMatchesThePublishedTable) {
+  Result result = Zb("bench paper --json");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto report = nlohmann::json::parse(result.out);
+  EXPECT_EQ(report["mismatches"], 0);
+  EXPECT_EQ(report["rows"].size(), 12u);
+}
+
+TEST_F(CliTest, BadCostsFilesFailWithOneLine) {
+  const std::string tune = "tune -m 8 --mem-limit 1x --costs ";
+  ExpectOneLineError(Zb(tune + Data("costs/missing_field.json")), 1, "tune",
+                     "missing_field.json: stages[0].W: missing field");
+  ExpectOneLineError(Zb(tune + Data("costs/negative_time.json")), 1, "tune",
+                     "negative_time.json: stages[0].B: must be a finite number >= 0, got -2.5");
+  ExpectOneLineError(Zb(tune + Data("costs/nan_time.json")), 1, "tune",
+                     "NaN and Infinity are not valid JSON numbers");
+  ExpectOneLineError(Zb(tune + Data("costs/zero_stages.json")), 1, "tune",
+                     "zero_stages.json: count: must be in [1, 1048576], got 0");
+  ExpectOneLineError(Zb(tune + Path("absent.json")), 1, "tune", "absent.json: cannot open");
+}
+
+TEST_F(CliTest, BadRequestsAreUsageErrors) {
+  const std::string costs = " --costs " + Data("costs/uniform4.json");
+  ExpectOneLineError(Zb("tune" + costs + " -m 6 --mem-limit 1x --family zb-h2"), 2, "tune",
+                     "zb-h2: needs at least 8 microbatches, got 6");
+  ExpectOneLineError(Zb("tune" + costs + " -m 6 --mem-limit 1x --family 1f1b-i"), 2, "tune",
+                     "multiple of p = 4");
+  ExpectOneLineError(Zb("tune" + costs + " -m 8 --mem-limit 1x --family gpipe"), 2, "tune",
+                     "unknown family \"gpipe\"");
+  ExpectOneLineError(Zb("tune" + costs + " -m 8 --mem-limit lots"), 2, "tune",
+                     "--mem-limit \"lots\"");
+  ExpectOneLineError(Zb("tune" + costs + " -m 0 --mem-limit 1x"), 2, "tune",
+                     "--microbatches must be >= 1");
+  ExpectOneLineError(Zb("tune" + costs + " --mem-limit 1x"), 2, "tune", "microbatches");
+  ExpectOneLineError(Zb("tune" + costs + " -m 8 --mem-limit 1x --placement zigzag"), 2, "tune",
+                     "--placement must be loop, v or any");
+  ExpectOneLineError(Zb("export --format yaml -o - " + Data("costs/uniform4.json")), 2, "export",
+                     "--format must be json, torch-csv or torch-csv-legacy");
+  Result unknown = Zb("frobnicate");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("unknown command \"frobnicate\""), std::string::npos);
+}
+
+TEST_F(CliTest, NothingFitsFailsAndWritesNothing) {
+  const std::string out = Path("never.json");
+  const std::string store = Path("zb.db");
+  Result result = Zb("tune --costs " + Data("costs/uniform4.json") +
+                     " -m 8 --mem-limit 0.1x --store " + store + " --out " + out);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("no schedule fits --mem-limit 0.1x"), std::string::npos) << result.err;
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(store));
+}
+
+TEST_F(CliTest, UnreadableStoresFailWithOneLine) {
+  ExpectOneLineError(
+      Zb("export --store " + Path("absent.db") + " --schedule 1 --format json -o -"), 1, "export",
+      "absent.db");
+  EXPECT_FALSE(fs::exists(Path("absent.db"))) << "a read-only open must not create the store";
+  std::ofstream(Path("garbage.db")) << "this is not a database, just text\n";
+  ExpectOneLineError(Zb("show --store " + Path("garbage.db") + " --schedule 1"), 1, "show",
+                     "garbage.db");
+
+  const std::string store = Path("zb.db");
+  ASSERT_EQ(Zb("tune --costs " + Data("costs/uniform4.json") +
+               " -m 8 --mem-limit 1x --family zb-h1 --store " + store)
+                .exit_code,
+            0);
+  ExpectOneLineError(Zb("show --store " + store + " --schedule 42"), 1, "show", "42");
+}
+
+}  // namespace
+}  // namespace zb

@@ -385,9 +385,8 @@ CostProfile RandomChunks(std::mt19937& rng, int p) {
 
 TEST(VSchedulesProperty, RandomHeterogeneousInstances) {
   std::mt19937 rng(20240611);
-  int zbv_scheduled = 0;
-  int zbv_infeasible = 0;
-  constexpr int kInstances = 300;
+  int below_one_f1b_scheduled = 0;
+  constexpr int kInstances = 320;
   for (int instance = 0; instance < kInstances; ++instance) {
     const int p = std::uniform_int_distribution<int>(2, 8)(rng);
     const int m = std::uniform_int_distribution<int>(p, 4 * p)(rng);
@@ -395,16 +394,20 @@ TEST(VSchedulesProperty, RandomHeterogeneousInstances) {
     SCOPED_TRACE("instance " + std::to_string(instance) + " p=" + std::to_string(p) +
                  " m=" + std::to_string(m));
 
-    // Caps: 1F1B's memory, somewhat more, or none.
+    // Caps: 1F1B's memory, more, none, or less (outside the reference's range).
+    const int cap_kind = instance % 4;
+    const double scale[] = {1.0, 1.5, kInf, 0.75};
     std::vector<double> caps(p);
-    const int cap_kind = instance % 3;
     for (int r = 0; r < p; ++r) {
       const double one_f1b = p * (costs.stages[r].m_b + costs.stages[2 * p - 1 - r].m_b);
-      caps[r] = cap_kind == 0 ? one_f1b : (cap_kind == 1 ? 1.5 * one_f1b : kInf);
+      caps[r] = cap_kind == 2 ? kInf : scale[cap_kind] * one_f1b;
     }
     Expected<ZbVResult> zbv = ZbVHeuristic(costs, m, caps);
-    if (zbv.ok()) {
-      ++zbv_scheduled;
+    if (cap_kind == 3 && !zbv.ok()) {
+      EXPECT_EQ(zbv.status().code(), ErrorCode::kInfeasible) << zbv.status().message();
+    } else {
+      ASSERT_TRUE(zbv.ok()) << zbv.status().message();
+      below_one_f1b_scheduled += cap_kind == 3;
       EXPECT_EQ(CheckStructureAndTimes(zbv->schedule), "");
       const std::vector<double> peaks = PeakMemoryOf(zbv->schedule);
       for (int r = 0; r < p; ++r)
@@ -415,9 +418,6 @@ TEST(VSchedulesProperty, RandomHeterogeneousInstances) {
         if (knob >= 0 && (best_knob < 0 || knob < best_knob)) best_knob = knob;
       }
       EXPECT_EQ(best_knob, zbv->max_stage_idle);
-    } else {
-      ++zbv_infeasible;
-      EXPECT_EQ(zbv.status().code(), ErrorCode::kInfeasible) << zbv.status().message();
     }
 
     for (VMemorySetup setup : {VMemorySetup::kHalf, VMemorySetup::kMin}) {
@@ -429,9 +429,8 @@ TEST(VSchedulesProperty, RandomHeterogeneousInstances) {
       EXPECT_EQ(VGreedySpan(greedy->schedule), greedy->cost);
     }
   }
-  // Heterogeneous memory can push the warm-up past a cap (the reference's limit), but the
-  // heuristic must still schedule the bulk of the instances.
-  EXPECT_GE(zbv_scheduled, kInstances * 9 / 10) << zbv_infeasible << " infeasible";
+  // Informational: how often the strict reference still fits below 1F1B's memory.
+  RecordProperty("zbv_below_one_f1b_scheduled", below_one_f1b_scheduled);
 }
 
 }  // namespace

@@ -27,8 +27,9 @@ double MaxOf(const std::vector<double>& values) {
 std::string FormatCap(const std::vector<double>& caps) {
   const double cap = MaxOf(caps);
   if (std::isinf(cap)) return "none";
-  const double low = *std::min_element(caps.begin(), caps.end());
-  return low == cap ? FormatFixed(cap, 0) : FormatFixed(low, 0) + ".." + FormatFixed(cap, 0);
+  const std::string low = FormatFixed(*std::min_element(caps.begin(), caps.end()), 0);
+  const std::string high = FormatFixed(cap, 0);
+  return low == high ? high : low + ".." + high;
 }
 
 void PrintTable(const TuneResult& result, std::ostream& out) {

@@ -65,6 +65,13 @@ struct Problem {
   bool strict = false;
 };
 
+// How a pass treats the points where the reference asserts that the op its rules picked can run.
+enum class PassMode {
+  kStrict,     // fail there, as the reference does
+  kLenient,    // defer the op and retry it in a later wave or round
+  kReserving,  // defer, and admit an F0 only with room for the F1 of every F0 in flight
+};
+
 struct PlacedOp {
   int category;
   int stream_chunk;
@@ -86,14 +93,20 @@ struct PassResult {
 // as the reference does; a lenient pass defers the op instead (it is picked again in a later wave
 // or round) and keeps running rounds until every op is placed. Deferral only ever happens where
 // the reference would have aborted, so both agree whenever the reference succeeds.
+//
+// A lenient pass can still deadlock when a rank fills its cap with F0 activations and has no room
+// for the F1 that would let the oldest microbatch turn around the V. A reserving pass admits an F0
+// only if the F1s of all F0s in flight would still fit; since F1 is then always admissible and
+// backward ops only free memory, the oldest microbatch can always advance. It changes decisions
+// the reference makes, so it is only the last resort.
 class HeuristicPass {
  public:
-  HeuristicPass(const Problem& problem, bool strict, bool fill_b, bool fill_f,
+  HeuristicPass(const Problem& problem, PassMode mode, bool fill_b, bool fill_f,
                 const std::vector<TimeNs>* approved_idle)
       : problem_(problem),
         p_(problem.ranks),
         m_(problem.microbatches),
-        strict_(strict),
+        mode_(mode),
         fill_b_(fill_b),
         fill_f_(fill_f),
         count_(p_, std::array<int, kNumStreams>{}),
@@ -175,7 +188,7 @@ class HeuristicPass {
 
   // A point where the reference asserts: fail when strict, defer the op otherwise.
   Outcome Refuse(std::string why) {
-    if (strict_) {
+    if (mode_ == PassMode::kStrict) {
       Fail(std::move(why));
       return Outcome::kFailed;
     }
@@ -223,6 +236,17 @@ class HeuristicPass {
     return FitsUnder(memory_[rank] + problem_.memory[rank][stream], problem_.cap[rank]);
   }
 
+  // Fits(), plus in a reserving pass room for the F1 of every F0 in flight when admitting an F0.
+  bool Admissible(int rank, int stream) const {
+    double needed = problem_.memory[rank][stream];
+    if (mode_ == PassMode::kReserving && stream == StreamIndex(kCatF, 0)) {
+      const int in_flight =
+          count_[rank][StreamIndex(kCatF, 0)] + 1 - count_[rank][StreamIndex(kCatF, 1)];
+      needed += in_flight * problem_.memory[rank][StreamIndex(kCatF, 1)];
+    }
+    return FitsUnder(memory_[rank] + needed, problem_.cap[rank]);
+  }
+
   // Appends the next op of a stream to the rank's program at the earliest time the rank and the
   // op's input allow. Callers have checked Blocker() and memory; a violation here is a bug.
   bool Place(int category, int stream_chunk, int rank) {
@@ -256,7 +280,7 @@ class HeuristicPass {
     if (std::string why = Blocker(category, stream_chunk, rank); !why.empty()) {
       return Refuse(std::move(why));
     }
-    if (!Fits(rank, StreamIndex(category, stream_chunk))) {
+    if (!Admissible(rank, StreamIndex(category, stream_chunk))) {
       return Refuse(Describe(category, stream_chunk, rank,
                              count_[rank][StreamIndex(category, stream_chunk)]) +
                     " exceeds the memory cap");
@@ -273,7 +297,7 @@ class HeuristicPass {
 
   // Runs deferred W ops until the next op of `stream` fits under the rank's cap.
   Outcome MakeRoom(int rank, int stream) {
-    while (!Fits(rank, stream)) {
+    while (!Admissible(rank, stream)) {
       if (pending_w_[rank].empty()) {
         return Refuse(std::string(phase_) + ", rank " + std::to_string(rank) +
                       ": over the memory cap with no W left to free it");
@@ -435,7 +459,7 @@ class HeuristicPass {
   const Problem& problem_;
   const int p_;
   const int m_;
-  const bool strict_;
+  const PassMode mode_;
   const bool fill_b_;
   const bool fill_f_;
   std::vector<TimeNs> approved_;
@@ -456,8 +480,8 @@ class HeuristicPass {
 // they strictly improve. The reference recurses; the result is the first pass with the smallest
 // objective along the chain. A re-run that fails ends the chain (the reference would abort the
 // knob instead; keeping the valid pass is strictly more useful and never changes a success).
-Expected<PassResult> RunKnob(const Problem& problem, bool strict, bool fill_b, bool fill_f) {
-  HeuristicPass first(problem, strict, fill_b, fill_f, nullptr);
+Expected<PassResult> RunKnob(const Problem& problem, PassMode mode, bool fill_b, bool fill_f) {
+  HeuristicPass first(problem, mode, fill_b, fill_f, nullptr);
   if (!first.Run()) return Infeasible(first.failure());
   PassResult best = first.TakeResult();
   TimeNs previous_max = best.max_idle;
@@ -465,7 +489,7 @@ Expected<PassResult> RunKnob(const Problem& problem, bool strict, bool fill_b, b
   // The chain strictly decreases until a re-run fails to improve, so the best pass is the last
   // improving one.
   while (true) {
-    HeuristicPass rerun(problem, strict, fill_b, fill_f, &approved);
+    HeuristicPass rerun(problem, mode, fill_b, fill_f, &approved);
     if (!rerun.Run()) break;
     PassResult candidate = rerun.TakeResult();
     if (candidate.max_idle >= previous_max) break;
@@ -566,7 +590,11 @@ Expected<ZbVResult> ZbVHeuristic(const CostProfile& chunk_costs, int microbatche
   int knob = 0;
   for (bool fill_b : {true, false}) {
     for (bool fill_f : {true, false}) {
-      Expected<PassResult> pass = RunKnob(problem, problem.strict, fill_b, fill_f);
+      Expected<PassResult> pass =
+          RunKnob(problem, problem.strict ? PassMode::kStrict : PassMode::kLenient, fill_b, fill_f);
+      if (!pass.ok() && !problem.strict) {
+        pass = RunKnob(problem, PassMode::kReserving, fill_b, fill_f);
+      }
       if (pass.ok()) {
         result.knob_max_idle[knob] = pass->max_idle;
         if (!best || pass->max_idle < best->max_idle) best = std::move(pass).value();
