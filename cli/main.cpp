@@ -22,6 +22,7 @@ constexpr Subcommand kSubcommands[] = {
     {"export", zb::cli::RunExportCommand,
      "write a stored schedule as zb-schedule/1 JSON or PyTorch CSV"},
     {"show", zb::cli::RunShowCommand, "print a schedule's per-rank timeline and summary"},
+    {"list", zb::cli::RunListCommand, "list the schedules a store holds"},
     {"bench", zb::cli::RunBenchCommand, "recompute the paper's Table 5 (zb bench paper)"},
 };
 

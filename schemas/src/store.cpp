@@ -4,8 +4,9 @@
 // Shape: RAII handles for the connection and statements; every public write is one
 // BEGIN IMMEDIATE ... COMMIT whose guard rolls back on any early return; reads run inside one
 // deferred transaction so that a schedule and its ops come from the same snapshot even while a
-// writer commits. Bulk rows (ops, samples) reuse one prepared statement: reset, rebind the
-// changing columns, step. Error messages are "<store path>: <what failed>: <sqlite message>".
+// writer commits. Statements are prepared once per operation and reset/rebound per row; the
+// 1M-row tables (timeline ops, memory samples) take 64 rows per statement (see InsertChildRows).
+// Error messages are "<store path>: <what failed>: <sqlite message>".
 #include "zbkit/model/store.h"
 
 #include <sqlite3.h>
@@ -14,12 +15,16 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <iterator>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 // Generated at build time from schemas/store.sql (cmake/EmbedText.cmake).
 extern const char* const kZbkitStoreSql;
@@ -252,7 +257,7 @@ struct Connection {
     return Status::Ok();
   }
 
-  // NotFound unless `table` has a row with this id; `noun` names it in the message.
+  // NotFound unless `sql` (a SELECT by ?1 = id) finds a row; `noun` names the row's kind.
   Status CheckExists(const char* sql, int64_t id, std::string_view what,
                      std::string_view noun) const {
     ZB_ASSIGN_OR_RETURN(Statement stmt, Prepare(sql, what));
@@ -269,13 +274,13 @@ struct Connection {
 // every early `return error` leaves the store exactly as it was.
 class Transaction {
  public:
-  explicit Transaction(Connection& impl) : impl_(impl) {}
+  explicit Transaction(Connection& conn) : conn_(conn) {}
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
   ~Transaction() {
     // Some errors (SQLITE_FULL, IOERR, ...) already rolled back; a second ROLLBACK would fail.
-    if (active_ && !sqlite3_get_autocommit(impl_.db.get())) {
-      sqlite3_exec(impl_.db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    if (active_ && !sqlite3_get_autocommit(conn_.db.get())) {
+      sqlite3_exec(conn_.db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
     }
   }
 
@@ -287,21 +292,21 @@ class Transaction {
   Status BeginRead(std::string_view what) { return Begin("BEGIN", what); }
 
   Status Commit(std::string_view what) {
-    const int rc = sqlite3_exec(impl_.db.get(), "COMMIT", nullptr, nullptr, nullptr);
-    if (rc != SQLITE_OK) return impl_.Error(std::string(what) + ": commit", rc);
+    const int rc = sqlite3_exec(conn_.db.get(), "COMMIT", nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK) return conn_.Error(std::string(what) + ": commit", rc);
     active_ = false;
     return Status::Ok();
   }
 
  private:
   Status Begin(const char* sql, std::string_view what) {
-    const int rc = sqlite3_exec(impl_.db.get(), sql, nullptr, nullptr, nullptr);
-    if (rc != SQLITE_OK) return impl_.Error(std::string(what) + ": begin transaction", rc);
+    const int rc = sqlite3_exec(conn_.db.get(), sql, nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK) return conn_.Error(std::string(what) + ": begin transaction", rc);
     active_ = true;
     return Status::Ok();
   }
 
-  Connection& impl_;
+  Connection& conn_;
   bool active_ = false;
 };
 
@@ -320,8 +325,9 @@ std::string MultiRowInsertSql(const char* head, int row_params, size_t rows) {
   int param = 2;
   for (size_t row = 0; row < rows; ++row) {
     sql += row == 0 ? "(?1" : ", (?1";
-    for (int column = 0; column < row_params; ++column)
+    for (int column = 0; column < row_params; ++column) {
       sql += ", ?" + std::to_string(param++);
+    }
     sql += ')';
   }
   return sql;

@@ -17,6 +17,7 @@ int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err);
 int RunExportCommand(const Args& args, std::ostream& out, std::ostream& err);
 int RunShowCommand(const Args& args, std::ostream& out, std::ostream& err);
 int RunBenchCommand(const Args& args, std::ostream& out, std::ostream& err);
+int RunListCommand(const Args& args, std::ostream& out, std::ostream& err);
 
 }  // namespace zb::cli
 

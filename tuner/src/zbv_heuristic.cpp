@@ -13,6 +13,11 @@
 // gaps (waiting for a neighbour) or when memory runs out. Its objective is the largest idle time
 // of any rank after that rank's first F; each knob setting is re-run with the previous pass's
 // idle times as an "approved" budget until it stops improving.
+//
+// Generalization: costs and memory deltas are those of the model stage an op belongs to. The
+// reference's rules assume uniform stages and assert where they break; below 1F1B's memory this
+// port fails there too (kInfeasible), at or above it the op is deferred instead (see
+// HeuristicPass), which leaves every run the reference completes unchanged.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -50,7 +55,7 @@ OpKind KindOf(int category) {
 // Memory comparisons tolerate the rounding of long sums of fractional deltas; integer-valued
 // inputs (the golden vectors, byte counts) are unaffected.
 bool FitsUnder(double value, double cap) {
-  if (std::isinf(cap)) return true;
+  if (cap == std::numeric_limits<double>::infinity()) return true;
   return value <= cap + 1e-9 * std::max(1.0, std::abs(cap));
 }
 

@@ -23,8 +23,11 @@ struct ZbVResult {
 };
 
 // `chunk_costs` has 2p stages in model order (stage s is chunk s of the model); `rank_caps` has
-// one activation-memory cap per rank (use +infinity for none). Fails with kInfeasible when no
-// knob setting stays under the cap.
+// one activation-memory cap per rank (use +infinity for none; empty = the reference's default,
+// 1F1B's memory p * (M_B(r) + M_B(2p-1-r))). Fails with kInfeasible when no knob setting stays
+// under the cap. Caps below 1F1B's memory are outside the reference's range and are run exactly
+// like the reference (which often aborts there); at or above it, ops the reference's rules would
+// trip on (common with heterogeneous stages) are deferred rather than aborting the knob.
 Expected<ZbVResult> ZbVHeuristic(const CostProfile& chunk_costs, int microbatches,
                                  const std::vector<double>& rank_caps);
 

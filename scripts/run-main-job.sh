@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The README's main job, as far as the landed components reach: set up and build, recompute the
+# ZB paper's Table 5, then tune the paper's twelve settings (bundled cost profiles from its
+# Table 6) at the ZB-1p (1x) and ZB-2p (2x) memory budgets into the embedded SQLite store, list
+# what was stored, and show one tuned timeline. Output store: out/zbkit.db (ZBKIT_STORE).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+"$root/scripts/setup.sh"
+"$root/scripts/build.sh" >/dev/null
+zb="${ZBKIT_BUILD_DIR:-$root/build}/cli/zb"
+store="${ZBKIT_STORE:-$root/out/zbkit.db}"
+mkdir -p "$(dirname "$store")"
+rm -f "$store" "$store-wal" "$store-shm"
+
+echo "== zb bench paper: ICLR 2024 Table 5 recomputed from Table 6"
+"$zb" bench paper
+echo
+echo "== zb tune: the twelve paper settings at 1x and 2x of 1F1B's activation memory"
+for costs in "$root"/tuner/data/paper/*.json; do
+  name="$(basename "$costs" .json)"
+  microbatches="${name##*-m}"
+  for limit in 1x 2x; do
+    "$zb" tune --costs "$costs" --microbatches "$microbatches" --mem-limit "$limit" \
+      --store "$store" --cluster paper-a100 --job "$name@$limit" >/dev/null
+  done
+done
+"$zb" list --store "$store"
+echo
+echo "== zb show: the tuned 1.5B p8 m24 schedule at 2x"
+id="$("$zb" list --store "$store" | awk '$2 == "paper-a100/1.5B-p8-m24@2x" {print $1}')"
+"$zb" show --store "$store" --schedule "$id" --width 120
+echo
+echo "store: $store"
