@@ -38,7 +38,11 @@ void BM_Simulate(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * schedule.num_ops());
   state.counters["ops"] = static_cast<double>(schedule.num_ops());
 }
-BENCHMARK(BM_Simulate)->Args({8, 24})->Args({32, 256})->Args({64, 512})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Simulate)
+    ->Args({8, 24})
+    ->Args({32, 256})
+    ->Args({64, 512})
+    ->Unit(benchmark::kMicrosecond);
 
 void BM_ZbAuto(benchmark::State& state) {
   const int p = static_cast<int>(state.range(0));
@@ -50,7 +54,8 @@ void BM_ZbAuto(benchmark::State& state) {
     benchmark::DoNotOptimize(result);
   }
 }
-BENCHMARK(BM_ZbAuto)->Args({8, 24})->Args({32, 256})->Args({64, 512})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ZbAuto)->Args({8, 24})->Args({32, 256})->Args({64, 512})->Unit(
+    benchmark::kMillisecond);
 
 // What `zb tune --family best` does: every family generated, simulated, bounded, checked.
 void BM_TuneAllFamilies(benchmark::State& state) {

@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   for (const Subcommand& sub : kSubcommands) {
-    if (name == sub.name) return sub.run(zb::cli::Args(argv + 2, argv + argc), std::cout, std::cerr);
+    if (name == sub.name)
+      return sub.run(zb::cli::Args(argv + 2, argv + argc), std::cout, std::cerr);
   }
   std::cerr << "zb: unknown command \"" << name << "\" (see zb --help)\n";
   return 2;

@@ -34,7 +34,8 @@ class Reader {
     if (!value_.is_object()) return InvalidInput(Where() + "must be a JSON object");
     for (const auto& item : value_.items()) {
       bool known = false;
-      for (std::string_view key : allowed) known = known || item.key() == key;
+      for (std::string_view key : allowed)
+        known = known || item.key() == key;
       if (!known) return InvalidInput(FieldPath(item.key()) + ": unknown field");
     }
     return Status::Ok();
@@ -161,7 +162,8 @@ json CostsBody(const CostProfile& costs) {
     body["stages"] = json::array({stage_json(costs.stages.front())});
   } else {
     body["stages"] = json::array();
-    for (const StageCost& stage : costs.stages) body["stages"].push_back(stage_json(stage));
+    for (const StageCost& stage : costs.stages)
+      body["stages"].push_back(stage_json(stage));
   }
   return body;
 }
@@ -184,9 +186,8 @@ Expected<json> ParseJsonText(const std::string& text, const std::string& source)
 
 Expected<Schedule> ParseScheduleValue(const json& value) {
   Reader reader(value, "");
-  ZB_RETURN_IF_ERROR(reader.ExpectObject({"format", "stages", "microbatches", "chunks",
-                                          "placement", "family", "costs", "ranks",
-                                          "predicted"}));
+  ZB_RETURN_IF_ERROR(reader.ExpectObject({"format", "stages", "microbatches", "chunks", "placement",
+                                          "family", "costs", "ranks", "predicted"}));
   ZB_RETURN_IF_ERROR(CheckFormat(reader, kScheduleFormat));
   Schedule schedule;
   ZB_ASSIGN_OR_RETURN(int64_t ranks, reader.Integer("stages", 1, kMaxCount));
@@ -215,8 +216,7 @@ Expected<Schedule> ParseScheduleValue(const json& value) {
     ZB_ASSIGN_OR_RETURN(int64_t rank, rank_reader.Integer("rank", 0, kMaxCount));
     if (rank != static_cast<int64_t>(r)) {
       return InvalidInput(rank_reader.FieldPath("rank") + ": ranks must be listed in order 0.." +
-                          std::to_string(ranks_json->size() - 1) + ", got " +
-                          std::to_string(rank));
+                          std::to_string(ranks_json->size() - 1) + ", got " + std::to_string(rank));
     }
     RankProgram program;
     ZB_ASSIGN_OR_RETURN(const json* stages, rank_reader.Array("stages"));
@@ -235,8 +235,8 @@ Expected<Schedule> ParseScheduleValue(const json& value) {
       ZB_ASSIGN_OR_RETURN(std::string type, op_reader.String("type"));
       auto kind = ParseOpKind(type);
       if (!kind) {
-        return InvalidInput(op_reader.FieldPath("type") + ": must be F, B, W or BW, got \"" +
-                            type + "\"");
+        return InvalidInput(op_reader.FieldPath("type") + ": must be F, B, W or BW, got \"" + type +
+                            "\"");
       }
       Op op;
       op.kind = *kind;
@@ -274,8 +274,7 @@ Expected<Schedule> ParseScheduleValue(const json& value) {
     ZB_ASSIGN_OR_RETURN(const json* peaks, predicted_reader.Array("peak_memory"));
     for (size_t i = 0; i < peaks->size(); ++i) {
       if (!(*peaks)[i].is_number()) {
-        return InvalidInput("predicted.peak_memory[" + std::to_string(i) +
-                            "]: must be a number");
+        return InvalidInput("predicted.peak_memory[" + std::to_string(i) + "]: must be a number");
       }
       predicted.peak_memory.push_back((*peaks)[i].get<double>());
     }

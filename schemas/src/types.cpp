@@ -5,15 +5,23 @@
 
 namespace zb {
 
-TimeNs MsToNs(double ms) { return static_cast<TimeNs>(std::llround(ms * 1e6)); }
-double NsToMs(TimeNs ns) { return static_cast<double>(ns) / 1e6; }
+TimeNs MsToNs(double ms) {
+  return static_cast<TimeNs>(std::llround(ms * 1e6));
+}
+double NsToMs(TimeNs ns) {
+  return static_cast<double>(ns) / 1e6;
+}
 
 const char* OpKindName(OpKind kind) {
   switch (kind) {
-    case OpKind::kF: return "F";
-    case OpKind::kB: return "B";
-    case OpKind::kW: return "W";
-    case OpKind::kBW: return "BW";
+    case OpKind::kF:
+      return "F";
+    case OpKind::kB:
+      return "B";
+    case OpKind::kW:
+      return "W";
+    case OpKind::kBW:
+      return "BW";
   }
   return "?";
 }
@@ -42,9 +50,7 @@ CostProfile CostProfile::SplitStages(int parts) const {
     // Integer division would lose up to parts-1 ns per stage; give the remainder to the first
     // sub-stages so the sub-stages add up to the original stage exactly.
     for (int part = 0; part < parts; ++part) {
-      auto share = [&](TimeNs total) {
-        return total / parts + (part < total % parts ? 1 : 0);
-      };
+      auto share = [&](TimeNs total) { return total / parts + (part < total % parts ? 1 : 0); };
       StageCost sub;
       sub.f = share(stage.f);
       sub.b = share(stage.b);
@@ -79,7 +85,8 @@ int RankOfStage(Placement placement, int ranks, int stage) {
 
 int64_t Schedule::num_ops() const {
   int64_t count = 0;
-  for (const RankProgram& program : programs) count += static_cast<int64_t>(program.ops.size());
+  for (const RankProgram& program : programs)
+    count += static_cast<int64_t>(program.ops.size());
   return count;
 }
 

@@ -38,7 +38,8 @@ Status ValidateSchedule(const Schedule& schedule) {
   const int p = schedule.ranks;
   const int m = schedule.microbatches;
   const int v = schedule.chunks;
-  if (p < 1) return InvalidInput("stages: the number of ranks must be >= 1, got " + std::to_string(p));
+  if (p < 1)
+    return InvalidInput("stages: the number of ranks must be >= 1, got " + std::to_string(p));
   if (m < 1) return InvalidInput("microbatches: must be >= 1, got " + std::to_string(m));
   if (v < 1) return InvalidInput("chunks: must be >= 1, got " + std::to_string(v));
   if (schedule.placement == Placement::kV && v != 2) {
@@ -109,8 +110,7 @@ Status ValidateSchedule(const Schedule& schedule) {
     for (int stage = 0; stage < num_stages; ++stage) {
       for (int mb = 0; mb < m; ++mb) {
         if (!seen[kind * per_kind + static_cast<size_t>(stage) * m + mb]) {
-          return InvalidInput("ranks[" +
-                              std::to_string(RankOfStage(schedule.placement, p, stage)) +
+          return InvalidInput("ranks[" + std::to_string(RankOfStage(schedule.placement, p, stage)) +
                               "].ops: missing " + OpName(static_cast<OpKind>(kind), stage, mb));
         }
       }

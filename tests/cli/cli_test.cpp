@@ -50,8 +50,8 @@ class CliTest : public ::testing::Test {
   Result Zb(const std::string& args) {
     const fs::path out = dir_ / "stdout";
     const fs::path err = dir_ / "stderr";
-    const std::string command = std::string(ZBKIT_ZB_BINARY) + " " + args + " >" + out.string() +
-                                " 2>" + err.string();
+    const std::string command =
+        std::string(ZBKIT_ZB_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
     const int status = std::system(command.c_str());
     Result result;
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -100,8 +100,7 @@ TEST_F(CliTest, TuneTableIsStable) {
 }
 
 TEST_F(CliTest, TuneJsonListsEveryFamilyAndPicksTheFastestThatFits) {
-  Result result =
-      Zb("tune --costs " + Data("costs/uniform4.json") + " -m 8 --mem-limit 1x --json");
+  Result result = Zb("tune --costs " + Data("costs/uniform4.json") + " -m 8 --mem-limit 1x --json");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto report = nlohmann::json::parse(result.out);
   EXPECT_EQ(report["format"], "zb-tune-report/1");
@@ -119,7 +118,9 @@ TEST_F(CliTest, TuneJsonListsEveryFamilyAndPicksTheFastestThatFits) {
   EXPECT_EQ(report["best"], best);
   // 1x = 1F1B's memory: ZB-H2 needs about twice that, so it must not fit.
   for (const auto& candidate : report["candidates"]) {
-    if (candidate["family"] == "zb-h2") EXPECT_FALSE(candidate["fits"].get<bool>());
+    if (candidate["family"] == "zb-h2") {
+      EXPECT_FALSE(candidate["fits"].get<bool>());
+    }
     if (candidate["family"] == "1f1b-i") {
       EXPECT_TRUE(candidate["ok"].get<bool>());  // m = 8 is a multiple of p = 4
     }
@@ -225,9 +226,8 @@ TEST_F(CliTest, NothingFitsFailsAndWritesNothing) {
 }
 
 TEST_F(CliTest, UnreadableStoresFailWithOneLine) {
-  ExpectOneLineError(
-      Zb("export --store " + Path("absent.db") + " --schedule 1 --format json -o -"), 1, "export",
-      "absent.db");
+  ExpectOneLineError(Zb("export --store " + Path("absent.db") + " --schedule 1 --format json -o -"),
+                     1, "export", "absent.db");
   EXPECT_FALSE(fs::exists(Path("absent.db"))) << "a read-only open must not create the store";
   std::ofstream(Path("garbage.db")) << "this is not a database, just text\n";
   ExpectOneLineError(Zb("show --store " + Path("garbage.db") + " --schedule 1"), 1, "show",

@@ -57,22 +57,33 @@ TEST(CostsJsonTest, CountExpandsOneEntryAndRoundTrips) {
 TEST(CostsJsonTest, BadInputNamesTheField) {
   EXPECT_EQ(ErrorOf(R"({"format": "zb-costs/1", "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 2}]})"),
             "c.json: stages[0].M_W: missing field");
-  EXPECT_EQ(ErrorOf(R"({"format": "zb-costs/1", "stages": [{"F": 1, "B": -1, "W": 1, "M_B": 2, "M_W": 1}]})"),
-            "c.json: stages[0].B: must be a finite number >= 0, got -1");
-  EXPECT_EQ(ErrorOf(R"({"format": "zb-costs/1", "stages": [{"F": 0, "B": 1, "W": 1, "M_B": 2, "M_W": 1}]})"),
-            "c.json: stages[0].F: must be a finite number > 0, got 0");
+  EXPECT_EQ(
+      ErrorOf(
+          R"({"format": "zb-costs/1", "stages": [{"F": 1, "B": -1, "W": 1, "M_B": 2, "M_W": 1}]})"),
+      "c.json: stages[0].B: must be a finite number >= 0, got -1");
+  EXPECT_EQ(
+      ErrorOf(
+          R"({"format": "zb-costs/1", "stages": [{"F": 0, "B": 1, "W": 1, "M_B": 2, "M_W": 1}]})"),
+      "c.json: stages[0].F: must be a finite number > 0, got 0");
   EXPECT_EQ(ErrorOf(R"({"format": "zb-costs/1", "stages": []})"),
             "c.json: stages: must not be empty");
-  EXPECT_EQ(ErrorOf(R"({"format": "zb-costs/1", "count": 0, "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 2, "M_W": 1}]})"),
-            "c.json: count: must be in [1, 1048576], got 0");
+  EXPECT_EQ(
+      ErrorOf(
+          R"({"format": "zb-costs/1", "count": 0, "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 2, "M_W": 1}]})"),
+      "c.json: count: must be in [1, 1048576], got 0");
   EXPECT_EQ(ErrorOf(R"({"format": "zb-costs/2", "stages": []})"),
             "c.json: format: expected \"zb-costs/1\", got \"zb-costs/2\"");
-  EXPECT_EQ(ErrorOf(R"({"format": "zb-costs/1", "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 2, "M_W": 1, "m_b": 3}]})"),
-            "c.json: stages[0].m_b: unknown field");
-  EXPECT_EQ(ErrorOf(R"({"format": "zb-costs/1", "stages": [{"F": "1", "B": 1, "W": 1, "M_B": 2, "M_W": 1}]})"),
-            "c.json: stages[0].F: must be a number");
+  EXPECT_EQ(
+      ErrorOf(
+          R"({"format": "zb-costs/1", "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 2, "M_W": 1, "m_b": 3}]})"),
+      "c.json: stages[0].m_b: unknown field");
+  EXPECT_EQ(
+      ErrorOf(
+          R"({"format": "zb-costs/1", "stages": [{"F": "1", "B": 1, "W": 1, "M_B": 2, "M_W": 1}]})"),
+      "c.json: stages[0].F: must be a number");
   EXPECT_EQ(ErrorOf(R"([1, 2])"), "c.json: must be a JSON object");
-  const std::string nan = ErrorOf(R"({"format": "zb-costs/1", "stages": [{"F": NaN, "B": 1, "W": 1, "M_B": 2, "M_W": 1}]})");
+  const std::string nan = ErrorOf(
+      R"({"format": "zb-costs/1", "stages": [{"F": NaN, "B": 1, "W": 1, "M_B": 2, "M_W": 1}]})");
   EXPECT_NE(nan.find("c.json: not valid JSON"), std::string::npos) << nan;
   EXPECT_NE(nan.find("NaN and Infinity are not valid JSON numbers"), std::string::npos) << nan;
   EXPECT_NE(ErrorOf("{\"format\": ").find("c.json: not valid JSON"), std::string::npos);

@@ -22,9 +22,9 @@ TEST(TypesTest, OpKindNamesParseBack) {
 
 TEST(TypesTest, MemoryDeltasOfOneMicrobatchSumToZero) {
   StageCost cost{1, 2, 3, 201216, 73728};
-  EXPECT_EQ(cost.MemoryDelta(OpKind::kF) + cost.MemoryDelta(OpKind::kB) +
-                cost.MemoryDelta(OpKind::kW),
-            0);
+  EXPECT_EQ(
+      cost.MemoryDelta(OpKind::kF) + cost.MemoryDelta(OpKind::kB) + cost.MemoryDelta(OpKind::kW),
+      0);
   EXPECT_EQ(cost.MemoryDelta(OpKind::kF) + cost.MemoryDelta(OpKind::kBW), 0);
   EXPECT_EQ(cost.Duration(OpKind::kBW), 5);
 }

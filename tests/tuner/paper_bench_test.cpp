@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // End-to-end check of the handcrafted families, the ZB heuristic and the simulator: the paper's
 // Table 5 recomputed from its Table 6 costs must match every published bubble rate to 4 decimals.
+#include "zbkit/tuner/paper_bench.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
-
-#include "zbkit/tuner/paper_bench.h"
 
 namespace zb::tuner {
 namespace {
@@ -29,7 +29,8 @@ TEST(PaperBenchTest, EnforcingEveryInterleavedDependencyCostsMore) {
   // schedules.md §3: enforcing the wrap-around edge for all microbatches gives 0.1090 instead of
   // the published 0.1055 for 1.5B m24.
   EXPECT_NEAR((*rows)[0].interleaved_strict, 0.1090, 5e-5);
-  for (const PaperBenchRow& row : *rows) EXPECT_GE(row.interleaved_strict, row.computed[1]);
+  for (const PaperBenchRow& row : *rows)
+    EXPECT_GE(row.interleaved_strict, row.computed[1]);
 }
 
 }  // namespace

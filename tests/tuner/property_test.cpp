@@ -93,7 +93,8 @@ Dependency DependencyOf(const Schedule& schedule,
 std::vector<std::vector<TimeNs>> FixedPointStarts(const Schedule& schedule) {
   const auto where = IndexOps(schedule);
   std::vector<std::vector<TimeNs>> start(schedule.ranks);
-  for (int r = 0; r < schedule.ranks; ++r) start[r].assign(schedule.programs[r].ops.size(), 0);
+  for (int r = 0; r < schedule.ranks; ++r)
+    start[r].assign(schedule.programs[r].ops.size(), 0);
   auto end_of = [&](int r, size_t i) {
     const Op& op = schedule.programs[r].ops[i];
     return start[r][i] +
@@ -133,9 +134,9 @@ TEST(PropertyTest, RandomHeterogeneousInstancesHoldEveryInvariant) {
     const int parts = family.placement == Placement::kV ? 2 : family.name == "1f1b-i" ? 2 : 1;
     const CostProfile scheduled = costs.SplitStages(parts);
     const std::vector<double> caps = limit.RankCaps(scheduled, p, family.placement);
-    SCOPED_TRACE("seed " + std::to_string(kSeed) + " instance " + std::to_string(instance) +
-                 ": " + std::string(family.name) + " p=" + std::to_string(p) +
-                 " m=" + std::to_string(m) + " mem-limit " + limit_text);
+    SCOPED_TRACE("seed " + std::to_string(kSeed) + " instance " + std::to_string(instance) + ": " +
+                 std::string(family.name) + " p=" + std::to_string(p) + " m=" + std::to_string(m) +
+                 " mem-limit " + limit_text);
 
     auto generated = GenerateFamily(family.name, {costs, m, 2, caps});
     if (!generated.ok()) {
@@ -157,9 +158,12 @@ TEST(PropertyTest, RandomHeterogeneousInstancesHoldEveryInvariant) {
     // simulator, or their own objective, which picks among knob settings, would be wrong.
     bool generator_timed = false;
     for (const RankProgram& program : as_generated.programs) {
-      for (const Op& op : program.ops) generator_timed = generator_timed || op.end > 0;
+      for (const Op& op : program.ops)
+        generator_timed = generator_timed || op.end > 0;
     }
-    if (generator_timed) ASSERT_EQ(as_generated.programs, schedule.programs);
+    if (generator_timed) {
+      ASSERT_EQ(as_generated.programs, schedule.programs);
+    }
 
     // The simulator equals the independent fixed point, op by op.
     const auto starts = FixedPointStarts(schedule);
@@ -175,7 +179,9 @@ TEST(PropertyTest, RandomHeterogeneousInstancesHoldEveryInvariant) {
         if (dep.rank >= 0) {
           ASSERT_GE(op.start, schedule.programs[dep.rank].ops[dep.index].end + dep.delay);
         }
-        if (i > 0) ASSERT_GE(op.start, program.ops[i - 1].end);
+        if (i > 0) {
+          ASSERT_GE(op.start, program.ops[i - 1].end);
+        }
       }
     }
     // Families that adapt to the cap stay under it.
@@ -191,7 +197,8 @@ TEST(PropertyTest, RandomHeterogeneousInstancesHoldEveryInvariant) {
     ASSERT_GE(predicted.makespan, free_bounds.makespan);
     ASSERT_GE(predicted.span, free_bounds.span);
     bool fits = true;
-    for (int r = 0; r < p; ++r) fits = fits && predicted.peak_memory[r] <= caps[r] * (1 + 1e-9);
+    for (int r = 0; r < p; ++r)
+      fits = fits && predicted.peak_memory[r] <= caps[r] * (1 + 1e-9);
     if (fits) {
       const LowerBounds capped = ComputeLowerBounds(scheduled, p, m, family.placement, caps);
       ASSERT_GE(predicted.makespan, capped.makespan);
@@ -200,7 +207,8 @@ TEST(PropertyTest, RandomHeterogeneousInstancesHoldEveryInvariant) {
     ++checked;
   }
   std::cout << "[ property ] " << checked << " schedules checked; refused (m or cap unsuitable):";
-  for (const auto& [name, count] : refused) std::cout << " " << name << " " << count;
+  for (const auto& [name, count] : refused)
+    std::cout << " " << name << " " << count;
   std::cout << "\n";
   EXPECT_GE(checked, 1000);
 }

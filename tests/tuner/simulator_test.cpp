@@ -33,10 +33,10 @@ TEST(SimulatorTest, TimesOpsAsEarlyAsTheirRankAndInputsAllow) {
   ASSERT_TRUE(Simulate(schedule).ok());
   const auto& r0 = schedule.programs[0].ops;
   const auto& r1 = schedule.programs[1].ops;
-  EXPECT_EQ(r0[0].start, 0);   // F(0,0)
+  EXPECT_EQ(r0[0].start, 0);  // F(0,0)
   EXPECT_EQ(r0[0].end, 2);
-  EXPECT_EQ(r1[0].start, 7);   // F(1,0) after F(0,0) + comm 5
-  EXPECT_EQ(r1[1].start, 9);   // B(1,0) after its own F, same rank: no comm
+  EXPECT_EQ(r1[0].start, 7);  // F(1,0) after F(0,0) + comm 5
+  EXPECT_EQ(r1[1].start, 9);  // B(1,0) after its own F, same rank: no comm
   EXPECT_EQ(r1[1].end, 12);
   EXPECT_EQ(r0[1].start, 17);  // B(0,0) after B(1,0) + comm
   EXPECT_EQ(r0[2].end, 21);    // W(0,0)
@@ -119,10 +119,8 @@ TEST(SimulatorTest, CommOnlyOnEdgesBetweenRanks) {
   schedule.placement = Placement::kV;
   schedule.costs = UniformCosts(4, 1, 1, 1, 10, 1, 0);
   schedule.programs = {
-      {{0, 3},
-       {{OpKind::kF, 0, 0}, {OpKind::kF, 1, 0}, {OpKind::kBW, 1, 0}, {OpKind::kBW, 0, 0}}},
-      {{1, 2},
-       {{OpKind::kF, 0, 0}, {OpKind::kF, 1, 0}, {OpKind::kBW, 1, 0}, {OpKind::kBW, 0, 0}}}};
+      {{0, 3}, {{OpKind::kF, 0, 0}, {OpKind::kF, 1, 0}, {OpKind::kBW, 1, 0}, {OpKind::kBW, 0, 0}}},
+      {{1, 2}, {{OpKind::kF, 0, 0}, {OpKind::kF, 1, 0}, {OpKind::kBW, 1, 0}, {OpKind::kBW, 0, 0}}}};
   ASSERT_TRUE(ValidateSchedule(schedule).ok());
   ASSERT_TRUE(Simulate(schedule).ok());
   const auto& r1 = schedule.programs[1].ops;

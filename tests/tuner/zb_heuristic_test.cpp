@@ -22,8 +22,7 @@ void CheckGoldenEntry(const nlohmann::json& entry) {
   const int p = entry["p"];
   const int m = entry["m"];
   SCOPED_TRACE(entry.dump());
-  const CostProfile costs =
-      UniformCosts(p, entry["F"], entry["B"], entry["W"], entry["C"], 2, 1);
+  const CostProfile costs = UniformCosts(p, entry["F"], entry["B"], entry["W"], entry["C"], 2, 1);
   const std::vector<double> caps(p, entry["M_limit"].get<double>());
   auto result = ZbAuto(costs, m, caps);
   ASSERT_TRUE(result.ok()) << result.status().message();
@@ -37,8 +36,9 @@ void CheckGoldenEntry(const nlohmann::json& entry) {
           << "stage " << stage;
     }
   }
-  const double work = static_cast<double>(m) * (entry["F"].get<double>() + entry["B"].get<double>() +
-                                                entry["W"].get<double>());
+  const double work =
+      static_cast<double>(m) *
+      (entry["F"].get<double>() + entry["B"].get<double>() + entry["W"].get<double>());
   const double bubble = (static_cast<double>(result->cost) - work) / result->cost;
   EXPECT_NEAR(bubble, entry["bubble"].get<double>(), 5e-5);
 
@@ -55,11 +55,13 @@ void CheckGoldenEntry(const nlohmann::json& entry) {
 }
 
 TEST(ZbHeuristicTest, ReproducesEveryGoldenVector) {
-  for (const auto& entry : GoldenVectors()["zb_heuristic"]) CheckGoldenEntry(entry);
+  for (const auto& entry : GoldenVectors()["zb_heuristic"])
+    CheckGoldenEntry(entry);
 }
 
 TEST(ZbHeuristicTest, ReproducesEveryExtraGoldenVector) {
-  for (const auto& entry : GoldenVectors()["zb_heuristic_extra"]) CheckGoldenEntry(entry);
+  for (const auto& entry : GoldenVectors()["zb_heuristic_extra"])
+    CheckGoldenEntry(entry);
 }
 
 TEST(ZbHeuristicTest, ReproducesTheProfiled8x32Instances) {
@@ -72,8 +74,8 @@ TEST(ZbHeuristicTest, ReproducesTheProfiled8x32Instances) {
     for (int s = 0; s < 8; ++s) {
       const double mem_f = instance["mem_f"][s];
       const double mem_w = instance["mem_w"][s];
-      costs.stages.push_back({instance["cost_f"][s], instance["cost_b"][s], instance["cost_w"][s],
-                              mem_f, -mem_w});
+      costs.stages.push_back(
+          {instance["cost_f"][s], instance["cost_b"][s], instance["cost_w"][s], mem_f, -mem_w});
     }
     const std::vector<double> caps(8, run["max_mem_per_stage"].get<double>());
     auto result = ZbAuto(costs, run["m"], caps);

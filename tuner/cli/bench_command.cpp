@@ -40,15 +40,15 @@ int RunPaperBench(bool json, std::ostream& out, std::ostream& err) {
   } else {
     out << "ICLR 2024 Table 5 bubble rates from Table 6 costs: published / computed by zbkit\n";
     std::vector<std::string> header = {"model"};
-    for (const char* name : tuner::kPaperSchedules) header.push_back(name);
+    for (const char* name : tuner::kPaperSchedules)
+      header.push_back(name);
     header.push_back("1F1B-I strict");
     TextTable table(header);
     for (const auto& row : *rows) {
       std::vector<std::string> cells = {row.model + " p" + std::to_string(row.p) + " m" +
                                         std::to_string(row.m)};
       for (int k = 0; k < tuner::kNumPaperSchedules; ++k) {
-        cells.push_back(FormatFixed(row.published[k], 4) + " / " +
-                        FormatFixed(row.computed[k], 4) +
+        cells.push_back(FormatFixed(row.published[k], 4) + " / " + FormatFixed(row.computed[k], 4) +
                         (matches(row.computed[k], row.published[k]) ? "" : " !"));
       }
       cells.push_back(FormatFixed(row.interleaved_strict, 4));
@@ -74,8 +74,8 @@ int RunPaperBench(bool json, std::ostream& out, std::ostream& err) {
 int RunBenchCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const std::string command = "bench";
   po::options_description options("options");
-  options.add_options()("what", po::value<std::string>()->required(), "paper")(
-      "json", "print JSON");
+  options.add_options()("what", po::value<std::string>()->required(), "paper")("json",
+                                                                               "print JSON");
   po::positional_options_description positional;
   positional.add("what", 1);
   po::variables_map values;

@@ -9,14 +9,13 @@ namespace zb::cli {
 int RunExportCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const std::string command = "export";
   po::options_description options("options");
-  options.add_options()
-      ("store", po::value<std::string>(), "SQLite store holding the schedule")
-      ("schedule", po::value<int64_t>(), "schedule id in the store")
-      ("file", po::value<std::string>(), "or a zb-schedule/1 file (also positional)")
-      ("format", po::value<std::string>()->required(),
-       "json (zb-schedule/1), torch-csv (PyTorch >= 2.6: F/I/W/B) or torch-csv-legacy "
-       "(PyTorch <= 2.5: F/B/W/BW)")
-      ("output,o", po::value<std::string>()->required(), "file to write ('-' for stdout)");
+  options.add_options()("store", po::value<std::string>(), "SQLite store holding the schedule")(
+      "schedule", po::value<int64_t>(), "schedule id in the store")(
+      "file", po::value<std::string>(), "or a zb-schedule/1 file (also positional)")(
+      "format", po::value<std::string>()->required(),
+      "json (zb-schedule/1), torch-csv (PyTorch >= 2.6: F/I/W/B) or torch-csv-legacy "
+      "(PyTorch <= 2.5: F/B/W/BW)")("output,o", po::value<std::string>()->required(),
+                                    "file to write ('-' for stdout)");
   po::positional_options_description positional;
   positional.add("file", 1);
   po::variables_map values;
@@ -27,9 +26,9 @@ int RunExportCommand(const Args& args, std::ostream& out, std::ostream& err) {
   }
   const std::string format = values["format"].as<std::string>();
   if (format != "json" && format != "torch-csv" && format != "torch-csv-legacy") {
-    return ReportError(err, command,
-                       UsageError("--format must be json, torch-csv or torch-csv-legacy, got \"" +
-                                  format + "\""));
+    return ReportError(
+        err, command,
+        UsageError("--format must be json, torch-csv or torch-csv-legacy, got \"" + format + "\""));
   }
   auto optional_string = [&](const char* name) -> std::optional<std::string> {
     if (!values.count(name)) return std::nullopt;

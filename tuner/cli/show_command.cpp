@@ -32,9 +32,9 @@ std::vector<std::string> RenderLanes(const Schedule& schedule, int width) {
       for (int c = first; c <= last; ++c) {
         const int offset = c - first;
         const bool label_fits = static_cast<int>(label.size()) <= last - first + 1;
-        lane[c] = offset == 0 ? label[0] : (label_fits && offset < static_cast<int>(label.size()))
-                                               ? label[offset]
-                                               : '-';
+        lane[c] = offset == 0                                               ? label[0]
+                  : (label_fits && offset < static_cast<int>(label.size())) ? label[offset]
+                                                                            : '-';
       }
     }
     lanes.push_back(lane);
@@ -47,12 +47,11 @@ std::vector<std::string> RenderLanes(const Schedule& schedule, int width) {
 int RunShowCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const std::string command = "show";
   po::options_description options("options");
-  options.add_options()
-      ("store", po::value<std::string>(), "SQLite store holding the schedule")
-      ("schedule", po::value<int64_t>(), "schedule id in the store")
-      ("file", po::value<std::string>(), "or a zb-schedule/1 file (also positional)")
-      ("width", po::value<int>()->default_value(120), "columns of the text timeline")
-      ("json", "print the summary as JSON instead");
+  options.add_options()("store", po::value<std::string>(), "SQLite store holding the schedule")(
+      "schedule", po::value<int64_t>(), "schedule id in the store")(
+      "file", po::value<std::string>(), "or a zb-schedule/1 file (also positional)")(
+      "width", po::value<int>()->default_value(120), "columns of the text timeline")(
+      "json", "print the summary as JSON instead");
   po::positional_options_description positional;
   positional.add("file", 1);
   po::variables_map values;
@@ -86,20 +85,19 @@ int RunShowCommand(const Args& args, std::ostream& out, std::ostream& err) {
       bounds.makespan > 0 ? static_cast<double>(predicted.makespan) / bounds.makespan : 0;
 
   if (values.count("json")) {
-    nlohmann::json summary = {
-        {"format", "zb-show/1"},
-        {"family", schedule.family},
-        {"stages", schedule.ranks},
-        {"microbatches", schedule.microbatches},
-        {"chunks", schedule.chunks},
-        {"placement", PlacementName(schedule.placement)},
-        {"makespan", NsToMs(predicted.makespan)},
-        {"span", NsToMs(predicted.span)},
-        {"bubble_rate", predicted.bubble_rate},
-        {"paper_bubble_rate", predicted.paper_bubble_rate},
-        {"lower_bound", NsToMs(bounds.makespan)},
-        {"t_over_lb", t_over_lb},
-        {"ranks", nlohmann::json::array()}};
+    nlohmann::json summary = {{"format", "zb-show/1"},
+                              {"family", schedule.family},
+                              {"stages", schedule.ranks},
+                              {"microbatches", schedule.microbatches},
+                              {"chunks", schedule.chunks},
+                              {"placement", PlacementName(schedule.placement)},
+                              {"makespan", NsToMs(predicted.makespan)},
+                              {"span", NsToMs(predicted.span)},
+                              {"bubble_rate", predicted.bubble_rate},
+                              {"paper_bubble_rate", predicted.paper_bubble_rate},
+                              {"lower_bound", NsToMs(bounds.makespan)},
+                              {"t_over_lb", t_over_lb},
+                              {"ranks", nlohmann::json::array()}};
     for (int r = 0; r < schedule.ranks; ++r) {
       const tuner::RankFigures& figures = simulator.ranks()[r];
       summary["ranks"].push_back({{"rank", r},

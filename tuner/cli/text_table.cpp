@@ -15,7 +15,8 @@ void TextTable::Render(std::ostream& out) const {
     }
   };
   measure(header_);
-  for (const auto& row : rows_) measure(row);
+  for (const auto& row : rows_)
+    measure(row);
   auto print = [&](const std::vector<std::string>& row) {
     for (size_t i = 0; i < width.size(); ++i) {
       const std::string cell = i < row.size() ? row[i] : "";
@@ -30,9 +31,11 @@ void TextTable::Render(std::ostream& out) const {
   };
   print(header_);
   size_t total = 0;
-  for (size_t w : width) total += w;
+  for (size_t w : width)
+    total += w;
   out << std::string(total + 2 * (width.size() - 1), '-') << "\n";
-  for (const auto& row : rows_) print(row);
+  for (const auto& row : rows_)
+    print(row);
 }
 
 std::string FormatFixed(double value, int decimals) {
@@ -41,6 +44,8 @@ std::string FormatFixed(double value, int decimals) {
   return buffer;
 }
 
-std::string FormatMs(long long ns) { return FormatFixed(static_cast<double>(ns) / 1e6, 3); }
+std::string FormatMs(long long ns) {
+  return FormatFixed(static_cast<double>(ns) / 1e6, 3);
+}
 
 }  // namespace zb::cli

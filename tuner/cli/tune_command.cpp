@@ -64,7 +64,8 @@ nlohmann::json ReportJson(const TuneResult& result, int ranks, int microbatches,
   for (const Candidate& c : result.candidates) {
     nlohmann::json entry = {{"family", c.family}, {"ok", c.status.ok()}};
     std::vector<double> caps;
-    for (double cap : c.caps) caps.push_back(std::isinf(cap) ? -1 : cap);
+    for (double cap : c.caps)
+      caps.push_back(std::isinf(cap) ? -1 : cap);
     entry["cap"] = caps;  // -1 = no cap
     if (!c.status.ok()) {
       entry["error"] = c.status.message();
@@ -105,21 +106,21 @@ Expected<int64_t> StoreResult(const std::string& path, const std::string& cluste
 int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const std::string command = "tune";
   po::options_description options("options");
-  options.add_options()
-      ("costs", po::value<std::string>()->required(), "zb-costs/1 file: one stage per rank")
-      ("microbatches,m", po::value<int>()->required(), "microbatches per iteration")
-      ("mem-limit", po::value<std::string>()->required(),
-       "per-rank activation cap: Nx (N x 1F1B's peak), a size in M_B units (KiB/MiB/GiB), none")
-      ("family", po::value<std::string>()->default_value("best"),
-       "a family (1f1b, 1f1b-i, zb-h1, zb-h2, zb-auto, zb-v, v-half, v-min) or best")
-      ("placement", po::value<std::string>()->default_value("any"),
-       "with --family best: consider loop, v or any placement")
-      ("chunks", po::value<int>()->default_value(2), "chunks per rank for 1f1b-i")
-      ("store", po::value<std::string>(), "record the chosen schedule in this SQLite store")
-      ("cluster", po::value<std::string>()->default_value("local"), "cluster name in the store")
-      ("job", po::value<std::string>(), "job name in the store (default: the costs file name)")
-      ("out,o", po::value<std::string>(), "write the chosen schedule (zb-schedule/1) here")
-      ("json", "print the comparison as JSON");
+  options.add_options()("costs", po::value<std::string>()->required(),
+                        "zb-costs/1 file: one stage per rank")(
+      "microbatches,m", po::value<int>()->required(), "microbatches per iteration")(
+      "mem-limit", po::value<std::string>()->required(),
+      "per-rank activation cap: Nx (N x 1F1B's peak), a size in M_B units (KiB/MiB/GiB), none")(
+      "family", po::value<std::string>()->default_value("best"),
+      "a family (1f1b, 1f1b-i, zb-h1, zb-h2, zb-auto, zb-v, v-half, v-min) or best")(
+      "placement", po::value<std::string>()->default_value("any"),
+      "with --family best: consider loop, v or any placement")(
+      "chunks", po::value<int>()->default_value(2), "chunks per rank for 1f1b-i")(
+      "store", po::value<std::string>(), "record the chosen schedule in this SQLite store")(
+      "cluster", po::value<std::string>()->default_value("local"), "cluster name in the store")(
+      "job", po::value<std::string>(), "job name in the store (default: the costs file name)")(
+      "out,o", po::value<std::string>(), "write the chosen schedule (zb-schedule/1) here")(
+      "json", "print the comparison as JSON");
   po::variables_map values;
   int exit_code = 0;
   if (!ParseCommandLine(command, "--costs FILE --microbatches M --mem-limit L [options]", args,
@@ -133,8 +134,9 @@ int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
   if (placement != "any") {
     auto parsed = ParsePlacement(placement);
     if (!parsed) {
-      return ReportError(err, command,
-                         UsageError("--placement must be loop, v or any, got \"" + placement + "\""));
+      return ReportError(
+          err, command,
+          UsageError("--placement must be loop, v or any, got \"" + placement + "\""));
     }
     tune_options.placement = *parsed;
   }
@@ -155,35 +157,35 @@ int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
   if (!result.ok()) return ReportError(err, command, result.status());
 
   const bool json = values.count("json") > 0;
-  nlohmann::json report = ReportJson(*result, costs->num_stages(), microbatches,
-                                     tune_options.memory_limit.ToString());
+  nlohmann::json report =
+      ReportJson(*result, costs->num_stages(), microbatches, tune_options.memory_limit.ToString());
   if (!json) {
-    out << "p=" << costs->num_stages() << " m=" << microbatches << " comm="
-        << FormatMs(costs->comm) << "ms mem-limit=" << tune_options.memory_limit.ToString()
-        << " (" << costs_path << ")\n";
+    out << "p=" << costs->num_stages() << " m=" << microbatches << " comm=" << FormatMs(costs->comm)
+        << "ms mem-limit=" << tune_options.memory_limit.ToString() << " (" << costs_path << ")\n";
     PrintTable(*result, out);
   }
   if (result->best < 0) {
     if (json) out << report.dump(2) << "\n";
-    return ReportError(err, command,
-                       Infeasible("no schedule fits --mem-limit " +
-                                  values["mem-limit"].as<std::string>() +
-                                  " (the peak/1F1B column shows what each family needs)"));
+    return ReportError(
+        err, command,
+        Infeasible("no schedule fits --mem-limit " + values["mem-limit"].as<std::string>() +
+                   " (the peak/1F1B column shows what each family needs)"));
   }
   const Candidate& best = result->candidates[result->best];
 
   std::optional<int64_t> schedule_id;
   if (values.count("store")) {
-    auto stored = StoreResult(values["store"].as<std::string>(), values["cluster"].as<std::string>(),
-                              values.count("job") ? values["job"].as<std::string>()
-                                                  : std::filesystem::path(costs_path).stem().string(),
-                              costs_path, *costs, best);
+    auto stored =
+        StoreResult(values["store"].as<std::string>(), values["cluster"].as<std::string>(),
+                    values.count("job") ? values["job"].as<std::string>()
+                                        : std::filesystem::path(costs_path).stem().string(),
+                    costs_path, *costs, best);
     if (!stored.ok()) return ReportError(err, command, stored.status());
     schedule_id = *stored;
   }
   if (values.count("out")) {
-    Status written = WriteFileAtomically(values["out"].as<std::string>(),
-                                         ScheduleToJson(best.schedule));
+    Status written =
+        WriteFileAtomically(values["out"].as<std::string>(), ScheduleToJson(best.schedule));
     if (!written.ok()) return ReportError(err, command, written);
   }
 

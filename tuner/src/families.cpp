@@ -43,7 +43,8 @@ Schedule StaircaseSchedule(const CostProfile& costs, int microbatches, std::stri
     const int w_lag = w_lag_factor * rank;
     int forwards = 0;
     int weights = 0;
-    for (; forwards < warmup; ++forwards) ops.push_back({OpKind::kF, 0, forwards});
+    for (; forwards < warmup; ++forwards)
+      ops.push_back({OpKind::kF, 0, forwards});
     for (int i = 0; i < m; ++i) {
       if (forwards < m) ops.push_back({OpKind::kF, 0, forwards++});
       if (fused) {
@@ -53,7 +54,8 @@ Schedule StaircaseSchedule(const CostProfile& costs, int microbatches, std::stri
       ops.push_back({OpKind::kB, 0, i});
       if (i >= w_lag) ops.push_back({OpKind::kW, 0, weights++});
     }
-    while (!fused && weights < m) ops.push_back({OpKind::kW, 0, weights++});
+    while (!fused && weights < m)
+      ops.push_back({OpKind::kW, 0, weights++});
   }
   return schedule;
 }
@@ -146,7 +148,8 @@ Expected<Schedule> GenerateFamily(std::string_view family, const FamilyRequest& 
   const FamilyInfo* info = FindFamily(family);
   if (info == nullptr) {
     std::string known;
-    for (const FamilyInfo& f : Families()) known += (known.empty() ? "" : ", ") + std::string(f.name);
+    for (const FamilyInfo& f : Families())
+      known += (known.empty() ? "" : ", ") + std::string(f.name);
     return UsageError("unknown family \"" + std::string(family) + "\" (known: " + known + ")");
   }
   const CostProfile& costs = request.rank_costs;

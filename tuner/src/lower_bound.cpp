@@ -14,18 +14,19 @@ LowerBounds ComputeLowerBounds(const CostProfile& costs, int ranks, int microbat
   const double m = microbatches;
   const std::vector<StageCost>& stage = costs.stages;
   auto hop = [&](int from) {  // latency of the edge from stage `from` to stage `from + 1`
-    return RankOfStage(placement, p, from) != RankOfStage(placement, p, from + 1) ? costs.comm
-                                                                                    : 0;
+    return RankOfStage(placement, p, from) != RankOfStage(placement, p, from + 1) ? costs.comm : 0;
   };
 
   // head[s]: earliest start of stage s's first F; round_trip[s]: from the end of F(s, j) to the
   // start of B(s, j) at the earliest; b_chain[s]: from the end of B(s, j) to the end of B(0, j).
   std::vector<TimeNs> head(num_stages, 0), round_trip(num_stages, 0), b_chain(num_stages, 0);
-  for (int s = 1; s < num_stages; ++s) head[s] = head[s - 1] + stage[s - 1].f + hop(s - 1);
+  for (int s = 1; s < num_stages; ++s)
+    head[s] = head[s - 1] + stage[s - 1].f + hop(s - 1);
   for (int s = num_stages - 2; s >= 0; --s) {
     round_trip[s] = round_trip[s + 1] + stage[s + 1].f + stage[s + 1].b + 2 * hop(s);
   }
-  for (int s = 1; s < num_stages; ++s) b_chain[s] = b_chain[s - 1] + hop(s - 1) + stage[s - 1].b;
+  for (int s = 1; s < num_stages; ++s)
+    b_chain[s] = b_chain[s - 1] + hop(s - 1) + stage[s - 1].b;
 
   double makespan = 0;
   double span = 0;
@@ -36,7 +37,8 @@ LowerBounds ComputeLowerBounds(const CostProfile& costs, int ranks, int microbat
   }
   for (int d = 0; d < p; ++d) {
     std::vector<int> stages;
-    for (int chunk = 0; chunk < v; ++chunk) stages.push_back(StageOfChunk(placement, p, d, chunk));
+    for (int chunk = 0; chunk < v; ++chunk)
+      stages.push_back(StageOfChunk(placement, p, d, chunk));
     TimeNs first_start = head[stages[0]];
     double work = 0;
     double held = 0;  // memory x time that m microbatches must hold on this rank

@@ -66,16 +66,22 @@ std::vector<double> MemoryLimit::RankCaps(const CostProfile& scheduled_costs, in
   for (int stage = 0; stage < scheduled_costs.num_stages(); ++stage) {
     share[RankOfStage(placement, ranks, stage)] += scheduled_costs.stages[stage].m_b;
   }
-  for (int rank = 0; rank < ranks; ++rank) caps[rank] = value * ranks * share[rank];
+  for (int rank = 0; rank < ranks; ++rank)
+    caps[rank] = value * ranks * share[rank];
   return caps;
 }
 
 std::string MemoryLimit::ToString() const {
   std::ostringstream out;
   switch (kind) {
-    case Kind::kNone: return "none";
-    case Kind::kRelative: out << value << "x"; break;
-    case Kind::kAbsolute: out << value; break;
+    case Kind::kNone:
+      return "none";
+    case Kind::kRelative:
+      out << value << "x";
+      break;
+    case Kind::kAbsolute:
+      out << value;
+      break;
   }
   return out.str();
 }

@@ -52,7 +52,8 @@ Status Simulator::Run(Schedule& schedule, const SimulationOptions& options) {
   position_.assign(p, 0);
   clock_.assign(p, 0);
   ready_.clear();
-  for (int r = p - 1; r >= 0; --r) ready_.push_back(r);
+  for (int r = p - 1; r >= 0; --r)
+    ready_.push_back(r);
 
   // The op each op waits for: -1 when it has none. `missing` is set when the dependency should
   // exist but is not in the schedule (only possible for schedules that skipped validation).
@@ -123,15 +124,15 @@ Status Simulator::Run(Schedule& schedule, const SimulationOptions& options) {
     const int stage = program.stages[op.chunk];
     const int64_t dep = op_index_[dependency_slot(op, stage)];
     int dep_rank = 0;
-    while (dep >= rank_offset_[dep_rank + 1]) ++dep_rank;
+    while (dep >= rank_offset_[dep_rank + 1])
+      ++dep_rank;
     const Op& dep_op = schedule.programs[dep_rank].ops[dep - rank_offset_[dep_rank]];
     const int dep_stage = schedule.programs[dep_rank].stages[dep_op.chunk];
     if (!stuck.empty()) stuck += "; ";
     stuck += "rank " + std::to_string(r) + " op " + std::to_string(position_[r]) + " " +
              Describe(op.kind, stage, op.microbatch) + " waits for " +
              Describe(dep_op.kind, dep_stage, dep_op.microbatch) + " (rank " +
-             std::to_string(dep_rank) + " op " + std::to_string(dep - rank_offset_[dep_rank]) +
-             ")";
+             std::to_string(dep_rank) + " op " + std::to_string(dep - rank_offset_[dep_rank]) + ")";
   }
   if (!stuck.empty()) return Infeasible("deadlock: " + stuck);
 

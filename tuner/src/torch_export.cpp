@@ -8,10 +8,14 @@ namespace zb::tuner {
 std::string ToTorchCsv(const Schedule& schedule, TorchDialect dialect) {
   auto token = [dialect](OpKind kind) {
     switch (kind) {
-      case OpKind::kF: return "F";
-      case OpKind::kB: return dialect == TorchDialect::kModern ? "I" : "B";
-      case OpKind::kW: return "W";
-      case OpKind::kBW: return dialect == TorchDialect::kModern ? "B" : "BW";
+      case OpKind::kF:
+        return "F";
+      case OpKind::kB:
+        return dialect == TorchDialect::kModern ? "I" : "B";
+      case OpKind::kW:
+        return "W";
+      case OpKind::kBW:
+        return dialect == TorchDialect::kModern ? "B" : "BW";
     }
     return "?";
   };

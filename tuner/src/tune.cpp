@@ -34,8 +34,8 @@ Candidate Evaluate(std::string_view family, const CostProfile& rank_costs, int m
   if (valid.ok()) valid = simulator.Run(candidate.schedule);
   if (!valid.ok()) {
     // A generator produced an incomplete or deadlocking order: a bug, reported, not hidden.
-    candidate.status = InternalError(std::string(family) + " produced an invalid schedule: " +
-                                     valid.message());
+    candidate.status =
+        InternalError(std::string(family) + " produced an invalid schedule: " + valid.message());
     return candidate;
   }
   const Prediction& predicted = *candidate.schedule.predicted;
@@ -49,12 +49,12 @@ Candidate Evaluate(std::string_view family, const CostProfile& rank_costs, int m
     candidate.peak_over_1f1b.push_back(
         one_f_one_b[rank] > 0 ? predicted.peak_memory[rank] / one_f_one_b[rank] : 0);
   }
-  candidate.bounds = ComputeLowerBounds(scheduled, p, microbatches, info->placement,
-                                        candidate.caps);
-  candidate.t_over_lb = candidate.bounds.makespan > 0
-                            ? static_cast<double>(predicted.makespan) /
-                                  static_cast<double>(candidate.bounds.makespan)
-                            : 0;
+  candidate.bounds =
+      ComputeLowerBounds(scheduled, p, microbatches, info->placement, candidate.caps);
+  candidate.t_over_lb =
+      candidate.bounds.makespan > 0
+          ? static_cast<double>(predicted.makespan) / static_cast<double>(candidate.bounds.makespan)
+          : 0;
   return candidate;
 }
 

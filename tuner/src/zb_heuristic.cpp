@@ -38,7 +38,8 @@ class ZbGreedy {
         order_(p_) {
     if (caps_.empty()) {
       // The reference default: room for three microbatches' worth of forwards per microbatch.
-      for (const StageCost& stage : costs_) caps_.push_back(stage.m_b * m_ * 3);
+      for (const StageCost& stage : costs_)
+        caps_.push_back(stage.m_b * m_ * 3);
     }
   }
 
@@ -74,7 +75,7 @@ class ZbGreedy {
   std::vector<std::vector<int>> count_;  // [pass][stage]: ops of that pass put so far
   std::vector<TimeNs> clock_;            // end of the last op put on each stage
   std::vector<double> memory_;
-  std::vector<TimeNs> bubble_;  // idle time after each stage's first F
+  std::vector<TimeNs> bubble_;                         // idle time after each stage's first F
   std::vector<std::vector<std::vector<TimeNs>>> end_;  // [pass][stage][mb]
   std::vector<std::vector<Op>> order_;
   TimeNs cost_ = 0;
@@ -99,7 +100,8 @@ void ZbGreedy::Put(int stage, Pass pass) {
 
 void ZbGreedy::FillGap(int stage, TimeNs ready) {
   auto pending_w = [&] { return count_[kW][stage] < count_[kB][stage]; };
-  while (pending_w() && clock_[stage] + Duration(stage, kW) <= ready) Put(stage, kW);
+  while (pending_w() && clock_[stage] + Duration(stage, kW) <= ready)
+    Put(stage, kW);
   if (pending_w() && clock_[stage] < ready) {
     if (ready - clock_[stage] <= MaxBubble() - bubble_[stage]) {
       if (knobs_.no_bubble_greedy) Put(stage, kW);
@@ -118,7 +120,8 @@ bool ZbGreedy::FreeMemoryFor(int stage, double delta) {
 }
 
 void ZbGreedy::Warmup() {
-  for (int stage = 0; stage < p_; ++stage) Put(stage, kF);
+  for (int stage = 0; stage < p_; ++stage)
+    Put(stage, kF);
   // Walk back from the last stage estimating when microbatch 0's B reaches each stage, and give
   // each stage as many extra forwards as fit (in time and memory) before it.
   std::vector<int> extra(p_, 0);
@@ -130,8 +133,7 @@ void ZbGreedy::Warmup() {
     }
     double memory = memory_[stage];
     TimeNs clock = clock_[stage];
-    while (count_[kF][stage] + extra[stage] < m_ &&
-           memory + Delta(stage, kF) <= caps_[stage]) {
+    while (count_[kF][stage] + extra[stage] < m_ && memory + Delta(stage, kF) <= caps_[stage]) {
       const bool stop = knobs_.allow_bubble_before_first_b
                             ? clock + Duration(stage, kF) > b_arrival + comm_
                             : clock >= b_arrival + comm_;
@@ -156,9 +158,11 @@ void ZbGreedy::Warmup() {
     }
   }
   for (int stage = 0; stage < p_; ++stage) {
-    for (int k = 0; k < extra[stage]; ++k) Put(stage, kF);
+    for (int k = 0; k < extra[stage]; ++k)
+      Put(stage, kF);
   }
-  for (int stage = p_ - 1; stage >= 0; --stage) Put(stage, kB);
+  for (int stage = p_ - 1; stage >= 0; --stage)
+    Put(stage, kB);
 }
 
 bool ZbGreedy::WantsForward(int stage) const {
@@ -173,8 +177,7 @@ bool ZbGreedy::WantsForward(int stage) const {
   if (clock_[stage] >= next_b_arrival) return false;
   TimeNs w_cost = 0;
   double memory_with_w = memory_[stage] + Delta(stage, kF);
-  for (int k = 0; memory_with_w > caps_[stage] && count_[kW][stage] + k < count_[kB][stage];
-       ++k) {
+  for (int k = 0; memory_with_w > caps_[stage] && count_[kW][stage] + k < count_[kB][stage]; ++k) {
     w_cost += Duration(stage, kW);
     memory_with_w += Delta(stage, kW);
   }
@@ -190,7 +193,8 @@ Status ZbGreedy::Run() {
   Warmup();
   for (int i = 1; i < m_; ++i) {
     std::vector<int> want(p_, 0);
-    for (int stage = 0; stage < p_; ++stage) want[stage] = WantsForward(stage) ? 1 : 0;
+    for (int stage = 0; stage < p_; ++stage)
+      want[stage] = WantsForward(stage) ? 1 : 0;
     // A stage runs its next F only if the next stage does, so it never runs further ahead. A
     // next stage that has run all its forwards does not hold it back (beyond the reference,
     // which would leave this stage's remaining forwards unscheduled).
@@ -207,13 +211,15 @@ Status ZbGreedy::Run() {
       if (!FreeMemoryFor(stage, Delta(stage, kB))) return cannot_fit(stage, "B");
       if (stage + 1 < p_) FillGap(stage, end_[kB][stage + 1][i] + comm_);
       if (stage == 0 && count_[kF][stage] == m_) {
-        while (count_[kW][stage] < count_[kB][stage]) Put(stage, kW);
+        while (count_[kW][stage] < count_[kB][stage])
+          Put(stage, kW);
       }
       Put(stage, kB);
     }
   }
   for (int stage = 0; stage < p_; ++stage) {
-    while (count_[kW][stage] < m_) Put(stage, kW);
+    while (count_[kW][stage] < m_)
+      Put(stage, kW);
   }
   for (int stage = 0; stage < p_; ++stage) {
     cost_ = std::max(cost_, end_[kW][stage][m_ - 1] - end_[kF][stage][0] + Duration(stage, kF));

@@ -17,13 +17,13 @@ namespace zb {
 
 enum class ErrorCode {
   kOk = 0,
-  kUsage,       // the request itself is malformed: bad flag value, unknown family, m too small
-  kInvalidInput,// an input file or record is malformed or violates a constraint
-  kNotFound,    // a named file, schedule or record does not exist
-  kIo,          // reading or writing a file failed
-  kStore,       // the SQLite store failed (open, schema, constraint, busy)
-  kInfeasible,  // the request is well formed but has no solution (e.g. nothing fits the cap)
-  kInternal,    // a bug: an invariant of zbkit itself did not hold
+  kUsage,         // the request itself is malformed: bad flag value, unknown family, m too small
+  kInvalidInput,  // an input file or record is malformed or violates a constraint
+  kNotFound,      // a named file, schedule or record does not exist
+  kIo,            // reading or writing a file failed
+  kStore,         // the SQLite store failed (open, schema, constraint, busy)
+  kInfeasible,    // the request is well formed but has no solution (e.g. nothing fits the cap)
+  kInternal,      // a bug: an invariant of zbkit itself did not hold
 };
 
 class [[nodiscard]] Status {
@@ -49,13 +49,21 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status UsageError(std::string message) { return {ErrorCode::kUsage, std::move(message)}; }
+inline Status UsageError(std::string message) {
+  return {ErrorCode::kUsage, std::move(message)};
+}
 inline Status InvalidInput(std::string message) {
   return {ErrorCode::kInvalidInput, std::move(message)};
 }
-inline Status NotFound(std::string message) { return {ErrorCode::kNotFound, std::move(message)}; }
-inline Status IoError(std::string message) { return {ErrorCode::kIo, std::move(message)}; }
-inline Status StoreError(std::string message) { return {ErrorCode::kStore, std::move(message)}; }
+inline Status NotFound(std::string message) {
+  return {ErrorCode::kNotFound, std::move(message)};
+}
+inline Status IoError(std::string message) {
+  return {ErrorCode::kIo, std::move(message)};
+}
+inline Status StoreError(std::string message) {
+  return {ErrorCode::kStore, std::move(message)};
+}
 inline Status Infeasible(std::string message) {
   return {ErrorCode::kInfeasible, std::move(message)};
 }
@@ -103,9 +111,9 @@ class [[nodiscard]] Expected {
 #define ZB_STATUS_CONCAT(a, b) ZB_STATUS_CONCAT_INNER(a, b)
 
 // Returns the Status from the enclosing function if `expr` is not OK.
-#define ZB_RETURN_IF_ERROR(expr)                    \
-  do {                                              \
-    ::zb::Status zb_status_tmp_ = (expr);           \
+#define ZB_RETURN_IF_ERROR(expr)                     \
+  do {                                               \
+    ::zb::Status zb_status_tmp_ = (expr);            \
     if (!zb_status_tmp_.ok()) return zb_status_tmp_; \
   } while (0)
 

@@ -41,10 +41,14 @@ struct StageCost {
 
   TimeNs Duration(OpKind kind) const {
     switch (kind) {
-      case OpKind::kF: return f;
-      case OpKind::kB: return b;
-      case OpKind::kW: return w;
-      case OpKind::kBW: return b + w;
+      case OpKind::kF:
+        return f;
+      case OpKind::kB:
+        return b;
+      case OpKind::kW:
+        return w;
+      case OpKind::kBW:
+        return b + w;
     }
     return 0;
   }
@@ -52,10 +56,14 @@ struct StageCost {
   // B -(M_B - M_W), W -M_W, BW -M_B; the four sum to zero per microbatch).
   double MemoryDelta(OpKind kind) const {
     switch (kind) {
-      case OpKind::kF: return m_b;
-      case OpKind::kB: return m_w - m_b;
-      case OpKind::kW: return -m_w;
-      case OpKind::kBW: return -m_b;
+      case OpKind::kF:
+        return m_b;
+      case OpKind::kB:
+        return m_w - m_b;
+      case OpKind::kW:
+        return -m_w;
+      case OpKind::kBW:
+        return -m_b;
     }
     return 0;
   }
@@ -94,7 +102,7 @@ int RankOfStage(Placement placement, int ranks, int stage);
 // One op in a rank's program. start/end are the predicted (or measured) times, 0 if unknown.
 struct Op {
   OpKind kind = OpKind::kF;
-  int32_t chunk = 0;       // local chunk index on the rank (index into RankProgram::stages)
+  int32_t chunk = 0;  // local chunk index on the rank (index into RankProgram::stages)
   int32_t microbatch = 0;
   TimeNs start = 0;
   TimeNs end = 0;
@@ -115,10 +123,10 @@ struct RankProgram {
 
 // Summary figures of a simulated or measured schedule.
 struct Prediction {
-  TimeNs makespan = 0;           // max over ranks of the last op's end, from t = 0
-  TimeNs span = 0;               // max over ranks of (last end - start of the rank's first F)
-  double bubble_rate = 0;        // (makespan - heaviest rank's busy time) / makespan
-  double paper_bubble_rate = 0;  // (span - heaviest rank's busy time) / span, the paper's
+  TimeNs makespan = 0;              // max over ranks of the last op's end, from t = 0
+  TimeNs span = 0;                  // max over ranks of (last end - start of the rank's first F)
+  double bubble_rate = 0;           // (makespan - heaviest rank's busy time) / makespan
+  double paper_bubble_rate = 0;     // (span - heaviest rank's busy time) / span, the paper's
   std::vector<double> peak_memory;  // per rank, activation memory
   bool operator==(const Prediction& other) const {
     return makespan == other.makespan && span == other.span && bubble_rate == other.bubble_rate &&
@@ -132,8 +140,8 @@ struct Schedule {
   int microbatches = 0;  // m
   int chunks = 1;        // v, stages per rank
   Placement placement = Placement::kLoop;
-  std::string family;    // the generator that produced it ("zb-auto", "1f1b", ...), may be empty
-  CostProfile costs;     // p*v entries, per stage as scheduled
+  std::string family;  // the generator that produced it ("zb-auto", "1f1b", ...), may be empty
+  CostProfile costs;   // p*v entries, per stage as scheduled
   std::vector<RankProgram> programs;  // index = rank
   std::optional<Prediction> predicted;
 

@@ -41,10 +41,10 @@ const std::vector<FamilyInfo>& Families();
 const FamilyInfo* FindFamily(std::string_view name);
 
 struct FamilyRequest {
-  CostProfile rank_costs;        // p stages: the share of the model each rank holds
-  int microbatches = 0;          // m
-  int interleave_chunks = 2;     // v for 1f1b-i
-  std::vector<double> rank_caps; // per-rank activation-memory cap; empty = none
+  CostProfile rank_costs;         // p stages: the share of the model each rank holds
+  int microbatches = 0;           // m
+  int interleave_chunks = 2;      // v for 1f1b-i
+  std::vector<double> rank_caps;  // per-rank activation-memory cap; empty = none
 };
 
 // Builds the family's schedule (ops in order, costs split per scheduled stage, family set), not
@@ -67,9 +67,9 @@ struct ZbKnobs {
   bool no_bubble_greedy = true;
 };
 struct ZbAutoResult {
-  Schedule schedule;                 // ops in order with the heuristic's own start/end times
-  TimeNs cost = 0;                   // span convention, the heuristic's objective
-  std::vector<TimeNs> knob_costs;    // 8 entries, order TTT..FFF; -1 = "cannot fit memory"
+  Schedule schedule;               // ops in order with the heuristic's own start/end times
+  TimeNs cost = 0;                 // span convention, the heuristic's objective
+  std::vector<TimeNs> knob_costs;  // 8 entries, order TTT..FFF; -1 = "cannot fit memory"
 };
 Expected<Schedule> ZbManualOrder(const CostProfile& costs, int microbatches,
                                  const std::vector<double>& stage_caps, const ZbKnobs& knobs,

@@ -18,8 +18,8 @@
 
 namespace zb::tuner {
 
-inline constexpr const char* kPaperSchedules[] = {"1F1B", "1F1B-I", "ZB-H1", "ZB-H2", "ZB-1p",
-                                                  "ZB-2p"};
+inline constexpr const char* kPaperSchedules[] = {"1F1B",  "1F1B-I", "ZB-H1",
+                                                  "ZB-H2", "ZB-1p",  "ZB-2p"};
 inline constexpr int kNumPaperSchedules = 6;
 
 struct PaperBenchRow {

@@ -3,10 +3,10 @@
 // computes when every op starts and ends (each op as early as its rank and its dependencies
 // allow), the peak activation memory of every rank, and the summary figures.
 //
-// Dependencies (schedules.md §1):  F(s,j) <- F(s-1,j);  B(s,j) <- B(s+1,j);  B(last,j) <- F(last,j);
-// W(s,j) <- B(s,j); a BW op stands for both B and W. An edge between two ranks adds the comm
-// latency; an edge within a rank (the V turn, B after F on the last stage) does not. Ops on a rank
-// run one at a time in the given order. An order that can never finish is a deadlock, reported
+// Dependencies (schedules.md §1):  F(s,j) <- F(s-1,j);  B(s,j) <- B(s+1,j);  B(last,j) <-
+// F(last,j); W(s,j) <- B(s,j); a BW op stands for both B and W. An edge between two ranks adds the
+// comm latency; an edge within a rank (the V turn, B after F on the last stage) does not. Ops on a
+// rank run one at a time in the given order. An order that can never finish is a deadlock, reported
 // with the ops each rank is stuck on.
 //
 // The sweep is event driven and O(ops): each rank runs until its next op waits on an op that has
@@ -49,11 +49,11 @@ class Simulator {
 
  private:
   // Reused between runs so that repeated simulation (search, benchmarks) does not allocate.
-  std::vector<int64_t> op_index_;     // (kind, stage, microbatch) -> flat op id, -1 if absent
-  std::vector<TimeNs> op_end_;        // per flat op id, -1 until it ran
-  std::vector<int32_t> waiting_rank_; // per flat op id, the rank blocked on it, -1 if none
-  std::vector<int64_t> rank_offset_;  // flat op id of each rank's first op
-  std::vector<size_t> position_;      // next op to run per rank
+  std::vector<int64_t> op_index_;      // (kind, stage, microbatch) -> flat op id, -1 if absent
+  std::vector<TimeNs> op_end_;         // per flat op id, -1 until it ran
+  std::vector<int32_t> waiting_rank_;  // per flat op id, the rank blocked on it, -1 if none
+  std::vector<int64_t> rank_offset_;   // flat op id of each rank's first op
+  std::vector<size_t> position_;       // next op to run per rank
   std::vector<TimeNs> clock_;
   std::vector<int32_t> ready_;
   std::vector<RankFigures> rank_figures_;

@@ -16,21 +16,21 @@
 namespace zb::tuner {
 
 struct TuneOptions {
-  std::string family = "best";           // a family name, or "best" = every applicable family
-  std::optional<Placement> placement;    // restricts "best" to one placement; nullopt = any
-  int interleave_chunks = 2;             // v for 1f1b-i
+  std::string family = "best";         // a family name, or "best" = every applicable family
+  std::optional<Placement> placement;  // restricts "best" to one placement; nullopt = any
+  int interleave_chunks = 2;           // v for 1f1b-i
   MemoryLimit memory_limit;
 };
 
 struct Candidate {
   std::string family;
-  Status status;              // why the family produced no schedule (then nothing below is set)
-  Schedule schedule;          // simulated: ops carry start/end, predicted is set
-  std::vector<double> caps;   // per-rank cap this candidate is judged against (+inf = none)
+  Status status;             // why the family produced no schedule (then nothing below is set)
+  Schedule schedule;         // simulated: ops carry start/end, predicted is set
+  std::vector<double> caps;  // per-rank cap this candidate is judged against (+inf = none)
   std::vector<double> peak_over_1f1b;  // per rank: peak / (p x M_B of the rank's share)
   LowerBounds bounds;
-  bool fits = false;          // every rank's peak <= its cap
-  double t_over_lb = 0;       // makespan / makespan lower bound
+  bool fits = false;     // every rank's peak <= its cap
+  double t_over_lb = 0;  // makespan / makespan lower bound
 };
 
 struct TuneResult {

@@ -17,8 +17,8 @@
 namespace zb::tuner {
 
 struct ZbVResult {
-  Schedule schedule;               // placement v, chunks 2, ops in order, not yet simulated
-  TimeNs max_stage_idle = 0;       // the heuristic's own objective for the winning knob setting
+  Schedule schedule;          // placement v, chunks 2, ops in order, not yet simulated
+  TimeNs max_stage_idle = 0;  // the heuristic's own objective for the winning knob setting
   std::array<TimeNs, 4> knob_max_idle{};  // per (fill_b, fill_f) = TT, TF, FT, FF; -1 = failed
 };
 
@@ -34,8 +34,8 @@ Expected<ZbVResult> ZbVHeuristic(const CostProfile& chunk_costs, int microbatche
 enum class VMemorySetup { kHalf, kMin };
 
 struct VGreedyResult {
-  Schedule schedule;      // placement v, chunks 2, ops in order, not yet simulated
-  TimeNs cost = 0;        // the reference's objective (span convention)
+  Schedule schedule;               // placement v, chunks 2, ops in order, not yet simulated
+  TimeNs cost = 0;                 // the reference's objective (span convention)
   int peak_chunk_activations = 0;  // max prefix sum with F +1, W -1 along each rank's order
 };
 
