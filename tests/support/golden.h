@@ -3,6 +3,8 @@
 #ifndef ZBKIT_TESTS_SUPPORT_GOLDEN_H_
 #define ZBKIT_TESTS_SUPPORT_GOLDEN_H_
 
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -12,17 +14,25 @@
 
 namespace zb::testing {
 
-// ../shared/reference/paper_tables.json, parsed once.
+// tuner/data/paper_tables.json (the bundled copy of ../shared/reference/paper_tables.json),
+// parsed once; a missing or broken file fails the test that asked, not silently.
 inline const nlohmann::json& PaperTables() {
   static const nlohmann::json tables = [] {
-    std::ifstream in(std::string(ZBKIT_SHARED_DIR) + "/reference/paper_tables.json");
-    return nlohmann::json::parse(in);
+    std::ifstream in(ZBKIT_PAPER_TABLES);
+    EXPECT_TRUE(in.good()) << "cannot open " << ZBKIT_PAPER_TABLES;
+    nlohmann::json all = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    EXPECT_TRUE(all.is_object()) << ZBKIT_PAPER_TABLES << " does not parse";
+    return all.is_object() ? all : nlohmann::json::object();
   }();
   return tables;
 }
 
 inline const nlohmann::json& GoldenVectors() {
-  return PaperTables().at("golden_vectors_repo_algorithms");
+  static const nlohmann::json empty = nlohmann::json::object();
+  const auto& tables = PaperTables();
+  return tables.contains("golden_vectors_repo_algorithms")
+             ? tables["golden_vectors_repo_algorithms"]
+             : empty;
 }
 
 // p identical stages with integer costs (the golden vectors' unit-free numbers used as ns).

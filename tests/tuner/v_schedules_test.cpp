@@ -17,6 +17,8 @@
 #include <tuple>
 #include <vector>
 
+#include "golden.h"
+
 namespace zb::tuner {
 namespace {
 
@@ -24,17 +26,7 @@ using nlohmann::json;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-const json& GoldenVectors() {
-  static const json golden = [] {
-    std::ifstream in(ZBKIT_SHARED_DIR "/reference/paper_tables.json");
-    EXPECT_TRUE(in.good()) << "cannot open paper_tables.json under " ZBKIT_SHARED_DIR;
-    json all = json::parse(in, nullptr, /*allow_exceptions=*/false);
-    EXPECT_FALSE(all.is_discarded()) << "paper_tables.json does not parse";
-    return all.is_object() ? all.value("golden_vectors_repo_algorithms", json::object())
-                           : json::object();
-  }();
-  return golden;
-}
+using zb::testing::GoldenVectors;
 
 // The golden vectors' units: every chunk costs F/B/W, memory F +2, B -1, W -1.
 CostProfile UniformChunks(int p, TimeNs f, TimeNs b, TimeNs w, TimeNs comm) {
