@@ -74,8 +74,9 @@ int RunPaperBench(bool json, std::ostream& out, std::ostream& err) {
 int RunBenchCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const std::string command = "bench";
   po::options_description options("options");
-  options.add_options()("what", po::value<std::string>()->required(), "paper")("json",
-                                                                               "print JSON");
+  po::options_description_easy_init add = options.add_options();
+  add("what", po::value<std::string>()->required(), "which benchmark: paper");
+  add("json", "print JSON");
   po::positional_options_description positional;
   positional.add("what", 1);
   po::variables_map values;

@@ -34,18 +34,29 @@ int ReportError(std::ostream& err, const std::string& command, const Status& sta
   return ExitCodeFor(status);
 }
 
-Expected<Schedule> LoadScheduleFromFileOrStore(const std::optional<std::string>& file,
-                                               const std::optional<std::string>& store,
-                                               const std::optional<int64_t>& schedule_id) {
-  if (file && store) return UsageError("give either a schedule FILE or --store, not both");
-  if (file) {
-    if (schedule_id) return UsageError("--schedule needs --store");
-    return ReadScheduleFile(*file);
+void AddScheduleSourceOptions(po::options_description& options,
+                              po::positional_options_description& positional) {
+  po::options_description_easy_init add = options.add_options();
+  add("store", po::value<std::string>(), "SQLite store holding the schedule");
+  add("schedule", po::value<int64_t>(), "schedule id in the store");
+  add("file", po::value<std::string>(), "or a zb-schedule/1 file (also positional)");
+  positional.add("file", 1);
+}
+
+Expected<Schedule> LoadScheduleFromArguments(const po::variables_map& values) {
+  const bool has_file = values.count("file") > 0;
+  const bool has_store = values.count("store") > 0;
+  const bool has_id = values.count("schedule") > 0;
+  if (has_file && has_store) return UsageError("give either a schedule FILE or --store, not both");
+  if (has_file) {
+    if (has_id) return UsageError("--schedule needs --store");
+    return ReadScheduleFile(values["file"].as<std::string>());
   }
-  if (!store) return UsageError("give a schedule FILE or --store DB --schedule ID");
-  if (!schedule_id) return UsageError("--store needs --schedule ID");
-  ZB_ASSIGN_OR_RETURN(Store opened, Store::Open(*store, Store::Mode::kReadOnly));
-  return opened.LoadSchedule(*schedule_id);
+  if (!has_store) return UsageError("give a schedule FILE or --store DB --schedule ID");
+  if (!has_id) return UsageError("--store needs --schedule ID");
+  ZB_ASSIGN_OR_RETURN(Store store,
+                      Store::Open(values["store"].as<std::string>(), Store::Mode::kReadOnly));
+  return store.LoadSchedule(values["schedule"].as<int64_t>());
 }
 
 }  // namespace zb::cli

@@ -29,10 +29,12 @@ bool ParseCommandLine(const std::string& command, const std::string& usage, cons
 // Writes "zb <command>: <message>" and returns the exit code for the status.
 int ReportError(std::ostream& err, const std::string& command, const Status& status);
 
-// A schedule named either by a zb-schedule/1 file or by --store DB --schedule ID.
-Expected<Schedule> LoadScheduleFromFileOrStore(const std::optional<std::string>& file,
-                                               const std::optional<std::string>& store,
-                                               const std::optional<int64_t>& schedule_id);
+// Adds the options that name one schedule: a zb-schedule/1 FILE (positional) or
+// --store DB --schedule ID.
+void AddScheduleSourceOptions(po::options_description& options,
+                              po::positional_options_description& positional);
+// Loads the schedule those options name.
+Expected<Schedule> LoadScheduleFromArguments(const po::variables_map& values);
 
 }  // namespace zb::cli
 

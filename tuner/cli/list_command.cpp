@@ -11,8 +11,9 @@ namespace zb::cli {
 int RunListCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const std::string command = "list";
   po::options_description options("options");
-  options.add_options()("store", po::value<std::string>()->required(), "SQLite store")(
-      "json", "print JSON");
+  po::options_description_easy_init add = options.add_options();
+  add("store", po::value<std::string>()->required(), "SQLite store");
+  add("json", "print JSON");
   po::variables_map values;
   int exit_code = 0;
   if (!ParseCommandLine(command, "--store DB [--json]", args, options, {}, values, out, err,

@@ -47,13 +47,11 @@ std::vector<std::string> RenderLanes(const Schedule& schedule, int width) {
 int RunShowCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const std::string command = "show";
   po::options_description options("options");
-  options.add_options()("store", po::value<std::string>(), "SQLite store holding the schedule")(
-      "schedule", po::value<int64_t>(), "schedule id in the store")(
-      "file", po::value<std::string>(), "or a zb-schedule/1 file (also positional)")(
-      "width", po::value<int>()->default_value(120), "columns of the text timeline")(
-      "json", "print the summary as JSON instead");
   po::positional_options_description positional;
-  positional.add("file", 1);
+  AddScheduleSourceOptions(options, positional);
+  po::options_description_easy_init add = options.add_options();
+  add("width", po::value<int>()->default_value(120), "columns of the text timeline");
+  add("json", "print the summary as JSON instead");
   po::variables_map values;
   int exit_code = 0;
   if (!ParseCommandLine(command, "(FILE | --store DB --schedule ID) [options]", args, options,
@@ -64,14 +62,7 @@ int RunShowCommand(const Args& args, std::ostream& out, std::ostream& err) {
   if (width < 10 || width > 100000) {
     return ReportError(err, command, UsageError("--width must be in [10, 100000]"));
   }
-  auto optional_string = [&](const char* name) -> std::optional<std::string> {
-    if (!values.count(name)) return std::nullopt;
-    return values[name].as<std::string>();
-  };
-  std::optional<int64_t> schedule_id;
-  if (values.count("schedule")) schedule_id = values["schedule"].as<int64_t>();
-  auto loaded =
-      LoadScheduleFromFileOrStore(optional_string("file"), optional_string("store"), schedule_id);
+  auto loaded = LoadScheduleFromArguments(values);
   if (!loaded.ok()) return ReportError(err, command, loaded.status());
   Schedule& schedule = *loaded;
   // Re-simulate: a file may carry no times, and the per-rank figures come from the simulator.

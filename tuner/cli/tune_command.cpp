@@ -106,21 +106,21 @@ Expected<int64_t> StoreResult(const std::string& path, const std::string& cluste
 int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const std::string command = "tune";
   po::options_description options("options");
-  options.add_options()("costs", po::value<std::string>()->required(),
-                        "zb-costs/1 file: one stage per rank")(
-      "microbatches,m", po::value<int>()->required(), "microbatches per iteration")(
-      "mem-limit", po::value<std::string>()->required(),
-      "per-rank activation cap: Nx (N x 1F1B's peak), a size in M_B units (KiB/MiB/GiB), none")(
-      "family", po::value<std::string>()->default_value("best"),
-      "a family (1f1b, 1f1b-i, zb-h1, zb-h2, zb-auto, zb-v, v-half, v-min) or best")(
-      "placement", po::value<std::string>()->default_value("any"),
-      "with --family best: consider loop, v or any placement")(
-      "chunks", po::value<int>()->default_value(2), "chunks per rank for 1f1b-i")(
-      "store", po::value<std::string>(), "record the chosen schedule in this SQLite store")(
-      "cluster", po::value<std::string>()->default_value("local"), "cluster name in the store")(
-      "job", po::value<std::string>(), "job name in the store (default: the costs file name)")(
-      "out,o", po::value<std::string>(), "write the chosen schedule (zb-schedule/1) here")(
-      "json", "print the comparison as JSON");
+  po::options_description_easy_init add = options.add_options();
+  add("costs", po::value<std::string>()->required(), "zb-costs/1 file: one stage per rank");
+  add("microbatches,m", po::value<int>()->required(), "microbatches per iteration");
+  add("mem-limit", po::value<std::string>()->required(),
+      "per-rank activation cap: Nx (N x 1F1B's peak), a size in M_B units (KiB/MiB/GiB), none");
+  add("family", po::value<std::string>()->default_value("best"),
+      "a family (1f1b, 1f1b-i, zb-h1, zb-h2, zb-auto, zb-v, v-half, v-min) or best");
+  add("placement", po::value<std::string>()->default_value("any"),
+      "with --family best: consider loop, v or any placement");
+  add("chunks", po::value<int>()->default_value(2), "chunks per rank for 1f1b-i");
+  add("store", po::value<std::string>(), "record the chosen schedule in this SQLite store");
+  add("cluster", po::value<std::string>()->default_value("local"), "cluster name in the store");
+  add("job", po::value<std::string>(), "job name in the store (default: the costs file name)");
+  add("out,o", po::value<std::string>(), "write the chosen schedule (zb-schedule/1) here");
+  add("json", "print the comparison as JSON");
   po::variables_map values;
   int exit_code = 0;
   if (!ParseCommandLine(command, "--costs FILE --microbatches M --mem-limit L [options]", args,
