@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "golden.h"
+#include "zbkit/tuner/simulator.h"
 
 namespace zb::tuner {
 namespace {
@@ -149,18 +150,14 @@ std::string CheckStructureAndTimes(const Schedule& schedule) {
   return "";
 }
 
-std::vector<double> PeakMemoryOf(const Schedule& schedule) {
-  std::vector<double> peaks;
-  for (const RankProgram& program : schedule.programs) {
-    double current = 0;
-    double peak = 0;
-    for (const Op& op : program.ops) {
-      current += schedule.costs.stages[program.stages[op.chunk]].MemoryDelta(op.kind);
-      peak = std::max(peak, current);
-    }
-    peaks.push_back(peak);
+// The per-rank orders of a golden entry, where it has them.
+void ExpectOrders(const Schedule& schedule, const json& entry) {
+  if (!entry.contains("orders")) return;
+  const auto orders = entry.at("orders").get<std::vector<std::string>>();
+  ASSERT_EQ(orders.size(), schedule.programs.size());
+  for (size_t r = 0; r < orders.size(); ++r) {
+    EXPECT_EQ(OrderString(schedule.programs[r]), orders[r]) << "rank " << r;
   }
-  return peaks;
 }
 
 // The heuristic's objective: per rank, time not spent computing between its first op (always
@@ -237,15 +234,10 @@ void CheckZbVEntry(const json& entry) {
   const Schedule& schedule = result->schedule;
   EXPECT_EQ(schedule.family, "zb-v");
   EXPECT_EQ(schedule.costs, UniformChunks(p, f, b, w, c));
-  if (entry.contains("orders")) {
-    const auto orders = entry.at("orders").get<std::vector<std::string>>();
-    ASSERT_EQ(orders.size(), static_cast<size_t>(p));
-    for (int r = 0; r < p; ++r)
-      EXPECT_EQ(OrderString(schedule.programs[r]), orders[r]) << r;
-  }
+  ExpectOrders(schedule, entry);
   EXPECT_EQ(CheckStructureAndTimes(schedule), "");
   EXPECT_EQ(MaxIdleAfterFirstF(schedule), result->max_stage_idle);
-  for (double peak : PeakMemoryOf(schedule))
+  for (double peak : PeakMemory(schedule))
     EXPECT_LE(peak, cap);
 }
 
@@ -283,12 +275,7 @@ TEST(VSchedulesGolden, VHalfAndVMin) {
     EXPECT_EQ(result->peak_chunk_activations, entry.at("peak_chunk_acts").get<int>());
     const Schedule& schedule = result->schedule;
     EXPECT_EQ(schedule.family, mode == "half" ? "v-half" : "v-min");
-    if (entry.contains("orders")) {
-      const auto orders = entry.at("orders").get<std::vector<std::string>>();
-      ASSERT_EQ(orders.size(), static_cast<size_t>(p));
-      for (int r = 0; r < p; ++r)
-        EXPECT_EQ(OrderString(schedule.programs[r]), orders[r]) << r;
-    }
+    ExpectOrders(schedule, entry);
     EXPECT_EQ(CheckStructureAndTimes(schedule), "");
     EXPECT_EQ(PeakChunkActivations(schedule), result->peak_chunk_activations);
     EXPECT_EQ(VGreedySpan(schedule), result->cost);
@@ -401,7 +388,7 @@ TEST(VSchedulesProperty, RandomHeterogeneousInstances) {
       ASSERT_TRUE(zbv.ok()) << zbv.status().message();
       below_one_f1b_scheduled += cap_kind == 3;
       EXPECT_EQ(CheckStructureAndTimes(zbv->schedule), "");
-      const std::vector<double> peaks = PeakMemoryOf(zbv->schedule);
+      const std::vector<double> peaks = PeakMemory(zbv->schedule);
       for (int r = 0; r < p; ++r)
         EXPECT_LE(peaks[r], caps[r]) << "rank " << r;
       EXPECT_EQ(MaxIdleAfterFirstF(zbv->schedule), zbv->max_stage_idle);
