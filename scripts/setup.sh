@@ -11,6 +11,7 @@ packages=(
   libboost-program-options-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format
+  qt6-base-dev qt6-svg-dev fonts-dejavu-core fontconfig
 )
 
 missing=()

@@ -22,6 +22,8 @@ const char* OpKindName(OpKind kind) {
       return "W";
     case OpKind::kBW:
       return "BW";
+    case OpKind::kComm:
+      return "COMM";
   }
   return "?";
 }
@@ -31,6 +33,7 @@ std::optional<OpKind> ParseOpKind(std::string_view name) {
   if (name == "B") return OpKind::kB;
   if (name == "W") return OpKind::kW;
   if (name == "BW") return OpKind::kBW;
+  if (name == "COMM") return OpKind::kComm;
   return std::nullopt;
 }
 

@@ -90,6 +90,9 @@ Status ValidateSchedule(const Schedule& schedule) {
                             std::to_string(op.microbatch));
       }
       if (op.end < op.start) return InvalidInput(path + ": end is before start");
+      if (op.kind == OpKind::kComm) {
+        return InvalidInput(path + ".type: COMM ops belong in measured timelines, not schedules");
+      }
       const int stage = program.stages[op.chunk];
       const size_t slot = static_cast<size_t>(stage) * m + op.microbatch;
       auto mark = [&](OpKind kind) -> Status {

@@ -83,6 +83,8 @@ Dependency DependencyOf(const Schedule& schedule,
     case OpKind::kW:
       key = {1, stage, op.microbatch};
       break;
+    case OpKind::kComm:
+      return {};
   }
   const auto [dep_rank, dep_index] = where.at(key);
   return {dep_rank, dep_index, dep_rank == rank ? 0 : schedule.costs.comm};

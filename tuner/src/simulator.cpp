@@ -73,6 +73,8 @@ Status Simulator::Run(Schedule& schedule, const SimulationOptions& options) {
         return static_cast<int64_t>(Slot(1, stage + 1, j, num_stages, m));
       case OpKind::kW:
         return static_cast<int64_t>(Slot(1, stage, j, num_stages, m));
+      case OpKind::kComm:  // rejected by ValidateSchedule
+        return -1;
     }
     return -1;
   };

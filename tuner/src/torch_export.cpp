@@ -16,6 +16,8 @@ std::string ToTorchCsv(const Schedule& schedule, TorchDialect dialect) {
         return "W";
       case OpKind::kBW:
         return dialect == TorchDialect::kModern ? "B" : "BW";
+      case OpKind::kComm:  // never in a valid schedule
+        return "?";
     }
     return "?";
   };

@@ -25,10 +25,12 @@ TimeNs MsToNs(double ms);
 double NsToMs(TimeNs ns);
 
 // F forward; B gradient w.r.t. the stage input; W gradient w.r.t. the weights; BW fused B+W.
-enum class OpKind : uint8_t { kF = 0, kB = 1, kW = 2, kBW = 3 };
-inline constexpr int kNumOpKinds = 4;
+// kComm is stage-to-stage communication: it appears only in measured timelines (a schedule orders
+// compute ops; its communication follows from the dependencies).
+enum class OpKind : uint8_t { kF = 0, kB = 1, kW = 2, kBW = 3, kComm = 4 };
+inline constexpr int kNumOpKinds = 5;
 
-const char* OpKindName(OpKind kind);  // "F", "B", "W", "BW"
+const char* OpKindName(OpKind kind);  // "F", "B", "W", "BW", "COMM"
 std::optional<OpKind> ParseOpKind(std::string_view name);
 
 // Cost of one pipeline stage (model chunk) for one microbatch.
@@ -49,6 +51,8 @@ struct StageCost {
         return w;
       case OpKind::kBW:
         return b + w;
+      case OpKind::kComm:
+        return 0;
     }
     return 0;
   }
@@ -64,6 +68,8 @@ struct StageCost {
         return -m_w;
       case OpKind::kBW:
         return -m_b;
+      case OpKind::kComm:
+        return 0;
     }
     return 0;
   }

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+// CompareView: two timelines one above the other (e.g. predicted vs measured, 1F1B vs tuned)
+// sharing one ViewState, so zoom and scroll stay in sync. Ops are matched by (stage, kind,
+// microbatch) (CompareTimelines); ops that differ are outlined in both panes, and a summary line
+// and a per-rank table give the makespan, busy and end-time deltas.
+#ifndef ZBKIT_GUI_COMPARE_VIEW_H_
+#define ZBKIT_GUI_COMPARE_VIEW_H_
+
+#include <QWidget>
+#include <memory>
+
+#include "zbkit/gui/timeline_view.h"
+#include "zbkit/gui/view_state.h"
+#include "zbkit/model/timeline_index.h"
+
+class QLabel;
+class QTableWidget;
+
+namespace zb::gui {
+
+class CompareView : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit CompareView(QWidget* parent = nullptr);
+
+  void setTimelines(std::shared_ptr<const TimelineIndex> a, const QString& label_a,
+                    std::shared_ptr<const TimelineIndex> b, const QString& label_b);
+
+  ViewState* viewState() const { return state_; }
+  TimelineView* top() const { return top_; }
+  TimelineView* bottom() const { return bottom_; }
+  const TimelineComparison& comparison() const { return comparison_; }
+  QString summaryText() const;  // e.g. "makespan 1236.6 -> 1180.0 ms (-4.6%), 812 of 1152 ops differ"
+
+ private:
+  ViewState* state_ = nullptr;
+  TimelineView* top_ = nullptr;
+  TimelineView* bottom_ = nullptr;
+  QLabel* summary_ = nullptr;
+  QTableWidget* table_ = nullptr;
+  TimelineComparison comparison_;
+};
+
+}  // namespace zb::gui
+
+#endif  // ZBKIT_GUI_COMPARE_VIEW_H_

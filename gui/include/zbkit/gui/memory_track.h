@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+// MemoryTrack: per-rank activation memory over time, one small row per rank, drawn under the
+// timeline with the same time axis (shared ViewState). Each pixel column shows the min-max
+// envelope and the last value of the step function (TimelineIndex::BinMemory); the per-rank cap,
+// when known, is a dashed line, and the peak is marked.
+#ifndef ZBKIT_GUI_MEMORY_TRACK_H_
+#define ZBKIT_GUI_MEMORY_TRACK_H_
+
+#include <QWidget>
+#include <memory>
+#include <vector>
+
+#include "zbkit/gui/view_state.h"
+#include "zbkit/model/timeline_index.h"
+
+namespace zb::gui {
+
+class MemoryTrack : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit MemoryTrack(QWidget* parent = nullptr);
+  void setViewState(ViewState* state);
+  void setTimeline(std::shared_ptr<const TimelineIndex> index);
+  // Per-rank cap (same unit as the memory samples); empty or non-finite entries = none.
+  void setCaps(std::vector<double> caps);
+  // Must match the TimelineView above it so the time axes line up.
+  void setLabelWidth(int pixels);
+
+  QString tooltipText(QPoint pos) const;  // rank, time, memory, cap
+  QSize sizeHint() const override;
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+  bool event(QEvent* event) override;
+
+ private:
+  ViewState* state_ = nullptr;
+  std::shared_ptr<const TimelineIndex> index_;
+  std::vector<double> caps_;
+  int label_width_ = 90;
+};
+
+}  // namespace zb::gui
+
+#endif  // ZBKIT_GUI_MEMORY_TRACK_H_

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0
+// TimelineView: one widget that paints every lane of a timeline (gui-and-style.md §5): a time
+// ruler on top, lane labels on the left, one row per lane with F/B/W/BW/comm blocks, idle time
+// as background (tinted between a rank's first and last op), microbatch labels where they fit.
+//
+// Level of detail: each pixel column of a lane stacks the busy time of each op kind in proportion
+// (TimelineIndex::BinCoverage); a kind present in a column gets at least one pixel, so no op ever
+// vanishes, and the rest of the column stays background, so idle time is visible at every zoom.
+// Blocks wider than a few pixels are drawn exactly, outlined so neighbours never fuse.
+//
+// Interaction: wheel zooms at the cursor; left drag pans; shift+drag (or right drag) selects a
+// range and reports its summary; W/S zoom, A/D and arrows pan, Home or F fits all, Backspace
+// goes back in the zoom history, Esc clears the selection; hovering shows a tooltip.
+#ifndef ZBKIT_GUI_TIMELINE_VIEW_H_
+#define ZBKIT_GUI_TIMELINE_VIEW_H_
+
+#include <QWidget>
+#include <memory>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "zbkit/gui/view_state.h"
+#include "zbkit/model/timeline_index.h"
+
+namespace zb::gui {
+
+// What the last paint drew, for level-of-detail tests (count primitives, not time).
+struct RenderStats {
+  int64_t ops_in_view = 0;       // ops intersecting the visible range, all lanes
+  int64_t exact_blocks = 0;      // ops drawn as individual rectangles
+  int64_t binned_columns = 0;    // lane columns drawn from binned busy fractions
+  int64_t primitives = 0;        // rectangles/lines issued to the painter (or pixels spans)
+  int64_t labels = 0;
+};
+
+class TimelineView : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit TimelineView(QWidget* parent = nullptr);
+
+  // The view does not own the ViewState (a comparison shares one between two views).
+  void setViewState(ViewState* state);
+  ViewState* viewState() const { return state_; }
+  void setTimeline(std::shared_ptr<const TimelineIndex> index);
+  const std::shared_ptr<const TimelineIndex>& timeline() const { return index_; }
+  void setTitle(const QString& title);  // drawn in the ruler's corner, e.g. "predicted"
+
+  // Show the extra per-stage lanes of ranks that hold several stages (default on).
+  void setShowStageLanes(bool show);
+  // Draw, for each op that waited, a thin line from the op it waited for (default on).
+  void setShowWaitLinks(bool show);
+  // Ops outlined as differing from a compared timeline: (lane, index) pairs.
+  void setHighlighted(std::set<std::pair<int, size_t>> ops);
+
+  // Geometry, in widget coordinates: the lanes area starts at x = laneLabelWidth().
+  int laneLabelWidth() const;
+  int rulerHeight() const;
+  int laneAt(int y) const;  // index into timeline()->lanes(), -1 outside any lane
+  TimeNs timeAtX(double x) const;
+  double xForTime(TimeNs t) const;
+
+  // The tooltip for a point: kind, stage, microbatch, start, duration of the op under it, or the
+  // binned summary (ops in the column) when ops are sub-pixel; empty if nothing is there.
+  QString tooltipText(QPoint pos) const;
+  const RenderStats& lastRenderStats() const { return stats_; }
+
+  QSize sizeHint() const override;
+
+ signals:
+  void opHovered(int lane, qint64 index);  // index -1 when leaving ops
+  void rangeSelected(zb::gui::TimeRange range);
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+  void wheelEvent(QWheelEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+  void mouseMoveEvent(QMouseEvent* event) override;
+  void mouseReleaseEvent(QMouseEvent* event) override;
+  void mouseDoubleClickEvent(QMouseEvent* event) override;
+  void keyPressEvent(QKeyEvent* event) override;
+  void leaveEvent(QEvent* event) override;
+  bool event(QEvent* event) override;  // QEvent::ToolTip
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;  // layout, drag state, cached coverage buffers
+  ViewState* state_ = nullptr;
+  std::shared_ptr<const TimelineIndex> index_;
+  RenderStats stats_;
+};
+
+}  // namespace zb::gui
+
+#endif  // ZBKIT_GUI_TIMELINE_VIEW_H_
