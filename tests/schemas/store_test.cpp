@@ -55,6 +55,8 @@ class RawDb {
   RawDb& operator=(const RawDb&) = delete;
   ~RawDb() { sqlite3_close(db_); }
 
+  sqlite3* get() { return db_; }
+
   void Exec(const std::string& sql) {
     char* error = nullptr;
     EXPECT_EQ(sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
@@ -262,7 +264,9 @@ TEST_F(StoreTest, EnsureClusterAndJobAreIdempotentAndUpdateNonEmptyFields) {
     EXPECT_EQ(raw.Text("SELECT gpu || '|' || interconnect || '|' || driver_version || '|' || "
                        "nccl_version FROM clusters WHERE name = 'node-a'"),
               "H100|IB|550.54|2.21");
-    EXPECT_EQ(raw.Int("SELECT count(*) FROM clusters WHERE schema_version = 1"), 2);
+    EXPECT_EQ(raw.Int("SELECT count(*) FROM clusters WHERE schema_version = " +
+                      std::to_string(Store::kSchemaVersion)),
+              2);
   }
 
   ZB_ASSERT_OK_AND_ASSIGN(int64_t job1, store.EnsureJob(a, "llama"));
@@ -676,6 +680,148 @@ TEST_F(StoreTest, FailedMigrationLeavesTheStoreAsItWas) {
   RawDb raw(path);
   EXPECT_EQ(raw.Int("PRAGMA user_version"), 0);
   EXPECT_EQ(raw.Int("SELECT count(*) FROM sqlite_schema WHERE name = 'memory_samples'"), 0);
+}
+
+// schemas/store.sql is migration step 1 and, by the migration policy (schemas/README.md), is never
+// edited: it is the version-1 DDL, the starting point of the 1 -> 2 tests below.
+std::string VersionOneDdl() {
+  const std::string path = std::string(ZBKIT_TEST_DATA_DIR) + "/../../schemas/store.sql";
+  const std::string ddl = ReadBytes(path);
+  EXPECT_NE(ddl.find("schema version 1"), std::string::npos) << path;
+  return ddl;
+}
+
+// A version-1 store written by hand (as zbkit 0.1 wrote it) with one measured timeline: 3 ops,
+// 2 memory samples.
+void MakeVersionOneStoreWithTimeline(const std::string& path) {
+  RawDb raw(path);
+  raw.Exec(VersionOneDdl());
+  raw.Exec("PRAGMA user_version = 1; PRAGMA application_id = 2053270388;");
+  raw.Exec(
+      "INSERT INTO timelines (id, kind, num_ops, schema_version) VALUES (7, 'measured', 3, 1);"
+      "INSERT INTO timeline_ops VALUES (7, 0, 0, 0, 'F', 0, 10, 20), (7, 1, 1, 1, 'BW', 0, 25, "
+      "90), (7, 2, 0, 0, 'W', 0, 121, 121);"
+      "INSERT INTO memory_samples VALUES (7, 0, 0, 20, 1.5), (7, 1, 1, 90, -1e-17);");
+}
+
+TEST_F(StoreTest, VersionOneStoreRejectsCommOps) {
+  const std::string path = PathOf("v1.db");
+  MakeVersionOneStoreWithTimeline(path);
+  RawDb raw(path);
+  char* error = nullptr;
+  EXPECT_NE(sqlite3_exec(raw.get(), "INSERT INTO timeline_ops VALUES (7, 3, 0, 0, 'COMM', 0, 1, 2)",
+                         nullptr, nullptr, &error),
+            SQLITE_OK);
+  sqlite3_free(error);
+}
+
+TEST_F(StoreTest, VersionOneStoreWithTimelineMigratesToVersionTwo) {
+  const std::string path = PathOf("v1.db");
+  MakeVersionOneStoreWithTimeline(path);
+  Timeline expected;
+  expected.kind = TimelineKind::kMeasured;
+  expected.ops = {{0, 0, OpKind::kF, 0, 10, 20},
+                  {1, 1, OpKind::kBW, 0, 25, 90},
+                  {0, 0, OpKind::kW, 0, 121, 121}};
+  expected.memory = {{0, 20, 1.5}, {1, 90, -1e-17}};
+
+  // Read-only cannot migrate, and says so.
+  {
+    auto read_only = Store::Open(path, Store::Mode::kReadOnly);
+    ASSERT_FALSE(read_only.ok());
+    EXPECT_NE(read_only.status().message().find("store schema version 1 is older than 2"),
+              std::string::npos)
+        << read_only.status().message();
+  }
+  ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
+  EXPECT_EQ(store.schema_version(), 2);
+  ZB_ASSERT_OK_AND_ASSIGN(Timeline loaded, store.LoadTimeline(7));
+  EXPECT_TRUE(loaded == expected);
+  ZB_ASSERT_OK_AND_ASSIGN(auto infos, store.ListTimelines());
+  ASSERT_EQ(infos.size(), 1u);
+  EXPECT_EQ(infos[0].num_ops, 3);
+
+  {
+    RawDb raw(path);
+    EXPECT_EQ(raw.Int("PRAGMA user_version"), 2);
+    EXPECT_EQ(raw.Int("PRAGMA application_id"), 0x7A626B74);
+    EXPECT_EQ(raw.Text("PRAGMA integrity_check"), "ok");
+    EXPECT_EQ(raw.Int("SELECT count(*) FROM pragma_foreign_key_check"), 0);
+    EXPECT_EQ(raw.Int("SELECT count(*) FROM sqlite_schema WHERE name LIKE 'timeline_ops%'"), 1);
+    EXPECT_NE(raw.Text("SELECT sql FROM sqlite_schema WHERE name = 'timeline_ops'").find("'COMM'"),
+              std::string::npos);
+    // The rebuilt table keeps its other constraints and its cascade.
+    char* error = nullptr;
+    EXPECT_NE(
+        sqlite3_exec(raw.get(), "INSERT INTO timeline_ops VALUES (7, 9, 0, 0, 'COMM', 0, 5, 4)",
+                     nullptr, nullptr, &error),
+        SQLITE_OK);
+    sqlite3_free(error);
+  }
+
+  // Now the migrated store takes COMM ops, and they cascade with their timeline.
+  Timeline with_comm = expected;
+  with_comm.ops.push_back({0, 0, OpKind::kComm, 0, 20, 25});
+  ZB_ASSERT_OK_AND_ASSIGN(int64_t id, store.InsertTimeline(std::nullopt, with_comm));
+  ZB_ASSERT_OK_AND_ASSIGN(Timeline loaded_comm, store.LoadTimeline(id));
+  EXPECT_TRUE(loaded_comm == with_comm);
+  RawDb raw(path);
+  raw.Exec("PRAGMA foreign_keys = ON; DELETE FROM timelines WHERE id = 7");
+  EXPECT_EQ(raw.Int("SELECT count(*) FROM timeline_ops"), 4);
+}
+
+// Step 2 fails half way (its new table's name is taken): the store stays at version 1, data and
+// all, because every pending step runs in one transaction.
+TEST_F(StoreTest, FailedVersionTwoMigrationLeavesVersionOne) {
+  const std::string path = PathOf("v1.db");
+  MakeVersionOneStoreWithTimeline(path);
+  {
+    RawDb raw(path);
+    raw.Exec("CREATE TABLE timeline_ops_v2 (x)");
+  }
+  auto store = Store::Open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), ErrorCode::kStore);
+  EXPECT_NE(store.status().message().find(path + ": open store: migrate schema version 1 -> 2: "),
+            std::string::npos)
+      << store.status().message();
+  RawDb raw(path);
+  EXPECT_EQ(raw.Int("PRAGMA user_version"), 1);
+  EXPECT_EQ(raw.Int("SELECT count(*) FROM timeline_ops"), 3);
+  EXPECT_EQ(raw.Text("SELECT sql FROM sqlite_schema WHERE name = 'timeline_ops'").find("'COMM'"),
+            std::string::npos);
+}
+
+TEST_F(StoreTest, MeasuredTimelineWithCommOpsRoundTrips) {
+  const std::string path = PathOf("store.db");
+  ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
+  Timeline timeline = MakeMeasuredTimeline();
+  // Overlapping communication beside the compute ops, one of zero length.
+  timeline.ops.push_back({0, 0, OpKind::kComm, 0, 20, 26});
+  timeline.ops.push_back({1, 1, OpKind::kComm, 0, 22, 25});
+  timeline.ops.push_back({1, 1, OpKind::kComm, 0, 24, 24});
+  timeline.ops.push_back({1, 1, OpKind::kComm, 0, 90, 94});
+  ZB_ASSERT_OK_AND_ASSIGN(int64_t id, store.InsertTimeline(std::nullopt, timeline));
+  ZB_ASSERT_OK_AND_ASSIGN(Timeline loaded, store.LoadTimeline(id));
+  EXPECT_TRUE(loaded == timeline);
+  RawDb raw(path);
+  EXPECT_EQ(raw.Int("SELECT count(*) FROM timeline_ops WHERE kind = 'COMM'"), 4);
+}
+
+TEST_F(StoreTest, ScheduleOpsStillRejectComm) {
+  const std::string path = PathOf("store.db");
+  int64_t job = 0;
+  MakeStoreWithJob(path, &job);
+  ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
+  Schedule schedule = MakeVSchedule();
+  schedule.programs[0].ops[1].kind = OpKind::kComm;
+  auto result = store.InsertSchedule(job, schedule);
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("CHECK constraint failed"), std::string::npos)
+      << result.status().message();
+  RawDb raw(path);
+  EXPECT_EQ(raw.Int("SELECT count(*) FROM schedules"), 0);
+  EXPECT_EQ(raw.Int("SELECT count(*) FROM schedule_ops"), 0);
 }
 
 TEST_F(StoreTest, NewerStoreIsRefusedAndLeftUntouched) {

@@ -3,9 +3,10 @@
 // ops, and timelines (predicted and measured) with memory samples.
 //
 // Contract:
-//  - The schema is schemas/store.sql (embedded at build time); `PRAGMA user_version` holds the
-//    schema version and Open() applies forward migrations inside one transaction. A store
-//    written by a newer zbkit is refused, not modified.
+//  - The schema is schemas/store.sql (version 1, embedded at build time) followed by the later
+//    migration steps in store.cpp; `PRAGMA user_version` holds the schema version and Open()
+//    applies forward migrations inside one transaction. A store written by a newer zbkit is
+//    refused, not modified.
 //  - WAL journal, foreign keys on, a busy timeout, prepared statements.
 //  - Every logical write (one schedule with all its ops, one timeline with all its samples) is one
 //    transaction: on any error nothing of it is left behind.
@@ -67,7 +68,8 @@ struct CostProfileInfo {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 1;
+  // 1: store.sql. 2: timeline_ops.kind accepts 'COMM' (measured communication ops).
+  static constexpr int kSchemaVersion = 2;
 
   enum class Mode {
     kReadWrite,  // create the file if missing, migrate it to kSchemaVersion

@@ -39,8 +39,9 @@ struct TimelineLane {
   std::vector<OpKind> kind_of;
   std::vector<int32_t> stage_of;
   std::vector<int32_t> microbatch;
-  // For comm lanes, where ops may overlap: max end over ops [0, i], so that a range query can
-  // still binary-search (an op ending after t0 may start long before it).
+  // Max end over ops [0, i], so that a range query can still binary-search where ops may
+  // overlap (comm lanes; a measured rank lane with clock jitter): an op ending after t0 may start
+  // long before it. Filled for every lane; on a lane without overlap it equals `end`.
   std::vector<TimeNs> running_max_end;
 
   size_t size() const { return start.size(); }
@@ -49,6 +50,15 @@ struct TimelineLane {
 
 // Per column: busy time per op kind (ns, exact overlap with the column) and how many ops touch
 // the column. busy[column * kKinds + kind].
+//
+// Columns. Column c is [edges[c], edges[c+1]) with edges[c] = t0 + floor(c * (t1 - t0) / columns)
+// (exact integer arithmetic, ColumnEdge), so the columns tile [t0, t1) with no gap or overlap
+// whatever the span. When t1 - t0 < columns some columns are empty (edges[c] == edges[c+1]):
+// their busy time is 0 and their count is the number of ops covering the instant edges[c]; zoomed
+// in that far every op is at least one column wide and a renderer draws ops exactly anyway.
+// Touching: an op [s, e) with s < e touches every non-empty column it overlaps; a zero-duration op
+// touches the column containing its start. Every op intersecting [t0, t1) is counted in at least
+// one column, so no op vanishes at any zoom.
 struct Coverage {
   static constexpr int kKinds = 5;  // indexed by OpKind: F, B, W, BW, COMM
   int columns = 0;
@@ -56,15 +66,25 @@ struct Coverage {
   TimeNs t1 = 0;
   std::vector<TimeNs> busy;
   std::vector<uint32_t> count;
+  std::vector<TimeNs> edges;  // columns + 1 column boundaries (see above)
 
   TimeNs Busy(int column, OpKind kind) const {
     return busy[static_cast<size_t>(column) * kKinds + static_cast<size_t>(kind)];
   }
   TimeNs BusyTotal(int column) const;
+  TimeNs Width(int column) const { return edges[column + 1] - edges[column]; }
 };
 
+// Boundary `column` (0..columns) of [t0, t1) cut into `columns` equal columns:
+// t0 + floor(column * (t1 - t0) / columns), computed without overflow or rounding. The edges that
+// BinCoverage and BinMemory use, for renderers that need the same pixel <-> time mapping.
+TimeNs ColumnEdge(TimeNs t0, TimeNs t1, int columns, int column);
+
 // Per column of a memory curve: the minimum, maximum and last value of the step function inside
-// the column (Perfetto's counter envelope). Columns before the first sample hold 0.
+// the column (Perfetto's counter envelope). Columns are those of Coverage (ColumnEdge). min and
+// max include the value carried in from before the column and every sample inside it (several
+// samples at one instant all count, so the envelope's maximum over the whole timeline equals
+// PeakMemory); `last` is the value at the column's end. Columns before the first sample hold 0.
 struct MemoryEnvelope {
   int columns = 0;
   std::vector<double> min;
@@ -76,8 +96,8 @@ struct MemoryEnvelope {
 struct RangeSummary {
   TimeNs t0 = 0;
   TimeNs t1 = 0;
-  TimeNs busy = 0;         // compute busy time inside [t0, t1), summed over ranks
-  TimeNs idle = 0;         // ranks x (t1 - t0) - busy
+  TimeNs busy = 0;           // compute busy time inside [t0, t1), summed over ranks
+  TimeNs idle = 0;           // ranks x (t1 - t0) - busy
   double busy_fraction = 0;  // busy / (ranks x (t1 - t0))
   std::array<int64_t, Coverage::kKinds> ops{};  // ops intersecting the range, per kind
 };
@@ -89,6 +109,8 @@ struct WaitCause {
   int lane = 0;  // rank lane of the op that was waited for
   size_t index = 0;
 };
+
+struct TimelineComparison;
 
 class TimelineIndex {
  public:
@@ -103,24 +125,34 @@ class TimelineIndex {
   int64_t num_ops() const { return num_ops_; }
   TimeNs begin() const { return begin_; }  // earliest op start (0 for an empty timeline)
   TimeNs end() const { return end_; }      // latest op end
+  TimeNs makespan() const { return figures_.makespan; }  // Figures().makespan, without a copy
 
   const std::vector<TimelineLane>& lanes() const { return lanes_; }
   const TimelineLane& lane(int i) const { return lanes_[i]; }
   int RankLane(int rank) const;  // index of the rank's kRank lane, -1 if none
 
-  // Ops of `lane` intersecting [t0, t1): indices [first, last).
+  // Ops of `lane` intersecting [t0, t1): indices [first, last). An op [s, e) intersects when
+  // s < t1 and e > t0; a zero-duration op when t0 <= s < t1. Exact on lanes without overlap; on a
+  // comm lane the range may also hold overlapping ops that ended before t0 (check `end`).
+  // An invalid lane or t1 <= t0 gives an empty range.
   std::pair<size_t, size_t> Visible(int lane, TimeNs t0, TimeNs t1) const;
   // The op of `lane` covering time t (start <= t < end), or nullopt. On a comm lane, the latest
   // starting one.
   std::optional<size_t> HitTest(int lane, TimeNs t) const;
-  // The op of `lane` nearest to t within `tolerance` (for hovering sub-pixel ops).
+  // The op of `lane` nearest to t within `tolerance` (for hovering sub-pixel ops): HitTest(t) if
+  // any, else the op whose [start, end] is closest to t (distance <= tolerance; a tie goes to the
+  // op before t).
   std::optional<size_t> HitTestNear(int lane, TimeNs t, TimeNs tolerance) const;
 
-  // Level-of-detail binning of [t0, t1) into `columns` equal columns; see the file comment.
+  // Level-of-detail binning of [t0, t1) into `columns` equal columns; see the file comment and
+  // Coverage. `out` is resized, not reallocated, when reused. An invalid lane, t1 <= t0 or
+  // columns <= 0 gives all-zero columns.
   void BinCoverage(int lane, TimeNs t0, TimeNs t1, int columns, Coverage* out) const;
 
   // Memory of `rank` over [t0, t1) in `columns` columns, from the timeline's samples.
   void BinMemory(int rank, TimeNs t0, TimeNs t1, int columns, MemoryEnvelope* out) const;
+  // Maximum of the rank's memory step function: the largest sample, or 0 (the value before the
+  // first sample) if that is larger or there is none, as the simulator counts its peak.
   double PeakMemory(int rank) const;
   bool has_memory() const { return !memory_.empty(); }
 
@@ -130,10 +162,37 @@ class TimelineIndex {
   // (types.h Prediction), so the GUI and `zb show` agree.
   Prediction Figures() const;
 
-  // Why op `index` of rank lane `lane` started when it did, if it waited (see WaitCause).
+  // Why op `index` of rank lane `lane` started when it did, if it waited (see WaitCause). Only for
+  // an op preceded by idle time on its rank (it starts after the previous op's end, or a first op
+  // starting after 0). Its dependency follows the simulator's rules: F(s,j) <- F(s-1,j);
+  // B/BW(s,j) <- B or BW(s+1,j), on the last stage <- F(s,j); W(s,j) <- B(s,j). Predicted
+  // timelines: the dependency must end exactly at op.start minus the hop latency (0 on the same
+  // rank). Measured timelines, whose clocks and latencies jitter: op.start must lie within
+  // [dep.end - tol, dep.end + hop + tol], tol = max(1 us, 1% of the op's duration); of several
+  // candidates the closest wins. A kStage lane is accepted too (its op is looked up on the rank
+  // lane); the cause is always on a rank lane. nullopt for comm lanes and ops that did not wait.
   std::optional<WaitCause> WaitedFor(int lane, size_t index) const;
 
  private:
+  // An op of a rank lane, for the (kind, stage, microbatch) lookup.
+  struct OpRef {
+    int32_t rank = 0;
+    uint32_t index = 0;
+  };
+  struct OpKey {
+    int32_t stage = 0;
+    int32_t microbatch = 0;
+    uint8_t kind = 0;
+  };
+
+  void BuildLookup();
+  void ComputeFigures();
+  // Ops of the rank lanes with this (kind, stage, microbatch), in rank then start order.
+  std::pair<const OpRef*, const OpRef*> Find(OpKind kind, int32_t stage, int32_t microbatch) const;
+  size_t RankOpId(int32_t rank, uint32_t index) const { return rank_op_offset_[rank] + index; }
+  friend TimelineComparison CompareTimelines(const TimelineIndex& a, const TimelineIndex& b,
+                                             double relative_tolerance);
+
   TimelineKind kind_ = TimelineKind::kPredicted;
   int num_ranks_ = 0;
   int num_stages_ = 0;
@@ -145,6 +204,22 @@ class TimelineIndex {
   std::vector<int> rank_lane_;
   // Per rank, memory samples sorted by time (time, value).
   std::vector<std::vector<std::pair<TimeNs, double>>> memory_;
+  std::vector<double> peak_memory_;  // per rank, PeakMemory()
+  std::vector<TimeNs> rank_busy_;    // per rank: sum of compute op durations
+  std::vector<TimeNs> rank_end_;     // per rank: latest compute op end
+  Prediction figures_;
+  std::vector<size_t> rank_op_offset_;  // per rank: id of its rank lane's first op, for bitmaps
+
+  // (kind, stage, microbatch) -> ops, over rank lanes, for WaitedFor and CompareTimelines. Dense
+  // when the key space is small (the normal case): lookup_offsets_[key] .. [key + 1] index
+  // lookup_ops_, key = (kind * lookup_stages_ + stage) * lookup_microbatches_ + microbatch.
+  // Otherwise (sparse microbatch or stage ids in a measured trace) lookup_keys_ holds each op's
+  // key, sorted, beside lookup_ops_, and Find binary-searches it.
+  std::vector<uint32_t> lookup_offsets_;
+  std::vector<OpKey> lookup_keys_;
+  std::vector<OpRef> lookup_ops_;
+  int64_t lookup_stages_ = 0;
+  int64_t lookup_microbatches_ = 0;
 };
 
 // Ops of two timelines matched by (stage, kind, microbatch), for the compare view.
@@ -166,7 +241,9 @@ struct TimelineComparison {
   // Per rank (by rank id, max of both): busy and end time of each side.
   std::vector<TimeNs> busy_a, busy_b, end_a, end_b;
   // An op "differs" when its duration changed by more than `relative_tolerance` of the longer
-  // one, or its start moved by more than that fraction of the makespan.
+  // one, or its start moved by more than that fraction of the makespan (the larger of the two).
+  // Matching: the k-th op of a (stage, kind, microbatch) in a, by rank then start, pairs with the
+  // k-th in b; a fused BW never matches a split B or W (they are only_in_a / only_in_b).
   int64_t differing = 0;
 };
 
