@@ -32,3 +32,19 @@ id="$("$zb" list --store "$store" | awk '$2 == "paper-a100/1.5B-p8-m24@2x" {prin
 "$zb" show --store "$store" --schedule "$id" --width 120
 echo
 echo "store: $store"
+
+echo
+echo "== zbview --screenshot: that tuned schedule against 1F1B on the same costs and cap"
+zbview="${ZBKIT_BUILD_DIR:-$root/build}/gui/zbview"
+if [[ -x "$zbview" ]]; then
+  "$zb" tune --costs "$root/tuner/data/paper/1.5B-p8-m24.json" --microbatches 24 --mem-limit 2x \
+    --family 1f1b --store "$store" --cluster paper-a100 --job "1.5B-p8-m24@2x" >/dev/null
+  baseline="$("$zb" list --store "$store" |
+    awk '$2 == "paper-a100/1.5B-p8-m24@2x" && $3 == "1f1b" {print $1}' | tail -n 1)"
+  mkdir -p "$root/out"
+  # Headless: zbview picks the offscreen platform itself for --screenshot.
+  "$zbview" --screenshot "$root/out/zbview.png" "$store" --schedule "$id" --compare "$baseline"
+  "$zbview" --screenshot "$root/out/zbview-tuned.png" "$store" --schedule "$id"
+else
+  echo "skipped: $zbview was not built (the GUI needs Qt 6: qt6-base-dev and qt6-svg-dev)"
+fi

@@ -1,1 +1,612 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "loader.h"
+
+#include <QEventLoop>
+#include <QPromise>
+#include <QTimer>
+#include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <queue>
+#include <system_error>
+#include <tuple>
+
+#include "zbkit/model/validate.h"
+#include "zbkit/tuner/lower_bound.h"
+#include "zbkit/tuner/simulator.h"
+
+namespace zb::gui {
+namespace {
+
+// The status a load returns when its ProgressFn asked it to stop; never shown to anyone.
+constexpr const char* kCancelled = "cancelled";
+
+Status Cancelled() {
+  return InternalError(kCancelled);
+}
+bool IsCancelled(const Status& status) {
+  return status.code() == ErrorCode::kInternal && status.message() == kCancelled;
+}
+
+std::string FileName(const std::string& path) {
+  return std::filesystem::path(path).filename().string();
+}
+
+std::string WithThousands(int64_t value) {
+  const std::string digits = std::to_string(value < 0 ? -value : value);
+  std::string grouped = value < 0 ? "-" : "";
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) grouped += ',';
+    grouped += digits[i];
+  }
+  return grouped;
+}
+
+std::string DescribeOp(const TimelineLane& lane, size_t i) {
+  return std::string(OpKindName(lane.kind_of[i])) + " stage " + std::to_string(lane.stage_of[i]) +
+         " mb " + std::to_string(lane.microbatch[i]);
+}
+
+// One cap for every rank: the store keeps a single number per schedule (the tuner's largest
+// per-rank cap), so that is the best per-rank statement it can make.
+std::vector<double> CapsOf(const ScheduleInfo& info) {
+  if (!info.memory_limit || !std::isfinite(*info.memory_limit)) return {};
+  return std::vector<double>(static_cast<size_t>(std::max(info.ranks, 0)), *info.memory_limit);
+}
+
+bool HasTimes(const Schedule& schedule) {
+  if (!schedule.predicted) return false;
+  for (const RankProgram& program : schedule.programs) {
+    for (const Op& op : program.ops) {
+      if (op.end > 0) return true;
+    }
+  }
+  return false;
+}
+
+std::vector<TimeNs> RankBusy(const TimelineIndex& index) {
+  std::vector<TimeNs> busy(static_cast<size_t>(index.num_ranks()), 0);
+  for (int r = 0; r < index.num_ranks(); ++r) {
+    const int lane_index = index.RankLane(r);
+    if (lane_index < 0) continue;
+    const TimelineLane& lane = index.lane(lane_index);
+    TimeNs sum = 0;
+    for (size_t i = 0; i < lane.size(); ++i)
+      sum += lane.end[i] - lane.start[i];
+    busy[static_cast<size_t>(r)] = sum;
+  }
+  return busy;
+}
+
+// Fills what every item with a timeline has: the index-derived figures the summary shows.
+void FinishTimelineItem(LoadedItem& item) {
+  if (!item.figures) item.figures = item.index->Figures();
+  item.rank_busy = RankBusy(*item.index);
+  item.bubbles = FindBubbles(*item.index, item.figures->makespan, 5);
+}
+
+void ComputeBound(LoadedItem& item, const Schedule& schedule) {
+  if (schedule.costs.num_stages() != schedule.num_stages() || schedule.ranks < 1 ||
+      schedule.microbatches < 1) {
+    return;
+  }
+  const tuner::LowerBounds bounds = tuner::ComputeLowerBounds(
+      schedule.costs, schedule.ranks, schedule.microbatches, schedule.placement, item.caps);
+  item.lower_bound = bounds.makespan;
+}
+
+std::string ScheduleTitle(const ScheduleInfo& info) {
+  std::string title = "schedule " + std::to_string(info.id) + ": " +
+                      (info.family.empty() ? std::string("unnamed") : info.family) +
+                      ", p=" + std::to_string(info.ranks) +
+                      " m=" + std::to_string(info.microbatches);
+  if (info.chunks > 1) title += " v=" + std::to_string(info.chunks);
+  return title;
+}
+
+Expected<LoadedItem> LoadSchedule(const StoreListing& listing, Store& store,
+                                  const ScheduleInfo& info, const ProgressFn& step) {
+  if (!step(5, "reading schedule " + std::to_string(info.id) + " (" + WithThousands(info.num_ops) +
+                   " ops)")) {
+    return Cancelled();
+  }
+  ZB_ASSIGN_OR_RETURN(Schedule schedule, store.LoadSchedule(info.id));
+  LoadedItem item;
+  item.ref = {ItemKind::kSchedule, info.id};
+  item.store_path = listing.path;
+  item.title = ScheduleTitle(info);
+  item.context = info.cluster + "/" + info.job;
+  item.short_label = info.family.empty() ? "schedule " + std::to_string(info.id) : info.family;
+  item.schedule = info;
+  item.caps = CapsOf(info);
+  if (!HasTimes(schedule)) {
+    // A schedule stored without a prediction (e.g. imported orders): time it like `zb show`.
+    if (!step(35, "simulating schedule " + std::to_string(info.id))) return Cancelled();
+    const std::string where = listing.path + ": schedule " + std::to_string(info.id);
+    ZB_RETURN_IF_ERROR(ValidateSchedule(schedule).WithContext(where));
+    ZB_RETURN_IF_ERROR(tuner::Simulate(schedule).WithContext(where));
+  }
+  if (!step(50, "building the timeline")) return Cancelled();
+  std::shared_ptr<const TimelineIndex> index;
+  {
+    Timeline timeline = TimelineFromSchedule(schedule);
+    if (!step(65,
+              "indexing " + WithThousands(static_cast<int64_t>(timeline.ops.size())) + " ops")) {
+      return Cancelled();
+    }
+    index =
+        std::make_shared<const TimelineIndex>(timeline, schedule.costs.comm, schedule.num_stages());
+  }
+  item.index = std::move(index);
+  // The simulator's figures are the reference the tuner printed and the store lists.
+  item.figures = schedule.predicted;
+  item.costs = schedule.costs;
+  ComputeBound(item, schedule);
+  if (!step(90, "summarising")) return Cancelled();
+  FinishTimelineItem(item);
+  return item;
+}
+
+Expected<LoadedItem> LoadTimeline(const StoreListing& listing, Store& store,
+                                  const TimelineInfo& info, const ProgressFn& step) {
+  LoadedItem item;
+  item.ref = {ItemKind::kTimeline, info.id};
+  item.store_path = listing.path;
+  item.timeline = info;
+  const std::string kind = TimelineKindName(info.kind);
+  item.title = "timeline " + std::to_string(info.id) + ": " + kind + ", " +
+               WithThousands(info.num_ops) + " ops";
+  item.short_label = kind;  // the pane title; the id is in the title and the browser
+
+  // The linked schedule gives the costs (hop latency for the wait links, the cost table, the
+  // bound) and the cap. Loaded first so that its ops are freed before the timeline arrives.
+  TimeNs comm = 0;
+  int num_stages = 0;
+  const ScheduleInfo* linked = info.schedule_id ? listing.FindSchedule(*info.schedule_id) : nullptr;
+  if (linked != nullptr) {
+    if (!step(5, "reading the costs of schedule " + std::to_string(linked->id))) {
+      return Cancelled();
+    }
+    ZB_ASSIGN_OR_RETURN(Schedule schedule, store.LoadSchedule(linked->id));
+    item.schedule = *linked;
+    item.caps = CapsOf(*linked);
+    item.context = linked->cluster + "/" + linked->job;
+    item.title += " of " + ScheduleTitle(*linked);
+    comm = schedule.costs.comm;
+    num_stages = schedule.num_stages();
+    item.costs = schedule.costs;
+    ComputeBound(item, schedule);
+  }
+  if (!step(20, "reading timeline " + std::to_string(info.id) + " (" + WithThousands(info.num_ops) +
+                    " ops)")) {
+    return Cancelled();
+  }
+  std::shared_ptr<const TimelineIndex> index;
+  {
+    ZB_ASSIGN_OR_RETURN(Timeline timeline, store.LoadTimeline(info.id));
+    if (!step(60,
+              "indexing " + WithThousands(static_cast<int64_t>(timeline.ops.size())) + " ops")) {
+      return Cancelled();
+    }
+    index = std::make_shared<const TimelineIndex>(timeline, comm, num_stages);
+  }
+  item.index = std::move(index);
+  if (!step(90, "summarising")) return Cancelled();
+  FinishTimelineItem(item);
+  return item;
+}
+
+Expected<LoadedItem> LoadProfile(const StoreListing& listing, Store& store,
+                                 const CostProfileInfo& info, const ProgressFn& step) {
+  if (!step(10, "reading cost profile " + std::to_string(info.id))) return Cancelled();
+  ZB_ASSIGN_OR_RETURN(CostProfile costs, store.LoadCostProfile(info.id));
+  LoadedItem item;
+  item.ref = {ItemKind::kCostProfile, info.id};
+  item.store_path = listing.path;
+  item.title = "cost profile " + std::to_string(info.id) + ": " + info.name;
+  item.context = info.cluster + "/" + info.job;
+  item.short_label = info.name;
+  item.profile = info;
+  item.costs = std::move(costs);
+  return item;
+}
+
+}  // namespace
+
+QString DescribeRef(const ItemRef& ref) {
+  switch (ref.kind) {
+    case ItemKind::kSchedule:
+      return QStringLiteral("schedule %1").arg(ref.id);
+    case ItemKind::kTimeline:
+      return QStringLiteral("timeline %1").arg(ref.id);
+    case ItemKind::kCostProfile:
+      return QStringLiteral("cost profile %1").arg(ref.id);
+  }
+  return {};
+}
+
+std::optional<ItemRef> ParseItemSpec(const QString& text) {
+  QString spec = text.trimmed().toLower();
+  ItemKind kind = ItemKind::kSchedule;
+  for (const auto& [prefix, prefix_kind] :
+       {std::pair{QStringLiteral("schedule:"), ItemKind::kSchedule},
+        std::pair{QStringLiteral("timeline:"), ItemKind::kTimeline},
+        std::pair{QStringLiteral("s"), ItemKind::kSchedule},
+        std::pair{QStringLiteral("t"), ItemKind::kTimeline}}) {
+    if (spec.startsWith(prefix)) {
+      spec = spec.mid(prefix.size());
+      kind = prefix_kind;
+      break;
+    }
+  }
+  bool ok = false;
+  const qlonglong id = spec.toLongLong(&ok);
+  if (!ok || id < 1 || spec.startsWith(u'+')) return std::nullopt;
+  return ItemRef{kind, id};
+}
+
+const ScheduleInfo* StoreListing::FindSchedule(int64_t id) const {
+  for (const ScheduleInfo& info : schedules) {
+    if (info.id == id) return &info;
+  }
+  return nullptr;
+}
+
+const TimelineInfo* StoreListing::FindTimeline(int64_t id) const {
+  for (const TimelineInfo& info : timelines) {
+    if (info.id == id) return &info;
+  }
+  return nullptr;
+}
+
+const CostProfileInfo* StoreListing::FindProfile(int64_t id) const {
+  for (const CostProfileInfo& info : profiles) {
+    if (info.id == id) return &info;
+  }
+  return nullptr;
+}
+
+bool StoreListing::Contains(const ItemRef& ref) const {
+  switch (ref.kind) {
+    case ItemKind::kSchedule:
+      return FindSchedule(ref.id) != nullptr;
+    case ItemKind::kTimeline:
+      return FindTimeline(ref.id) != nullptr;
+    case ItemKind::kCostProfile:
+      return FindProfile(ref.id) != nullptr;
+  }
+  return false;
+}
+
+std::optional<ItemRef> StoreListing::MostRecent() const {
+  // Ordered by (created_at, timeline-over-schedule, id): a run recorded in the same millisecond
+  // as a schedule is the later event.
+  std::optional<std::tuple<std::string, int, int64_t>> best_key;
+  std::optional<ItemRef> best;
+  auto consider = [&](const std::string& created_at, int rank, const ItemRef& ref) {
+    auto key = std::make_tuple(created_at, rank, ref.id);
+    if (!best_key || key > *best_key) {
+      best_key = std::move(key);
+      best = ref;
+    }
+  };
+  for (const ScheduleInfo& info : schedules) {
+    consider(info.created_at, 0, {ItemKind::kSchedule, info.id});
+  }
+  for (const TimelineInfo& info : timelines) {
+    const bool own_prediction = info.kind == TimelineKind::kPredicted && info.schedule_id &&
+                                FindSchedule(*info.schedule_id) != nullptr;
+    if (own_prediction) continue;  // the schedule itself was considered
+    consider(info.created_at, 1, {ItemKind::kTimeline, info.id});
+  }
+  return best;
+}
+
+std::optional<double> LoadedItem::TOverLb() const {
+  if (!figures || lower_bound <= 0) return std::nullopt;
+  return static_cast<double>(figures->makespan) / static_cast<double>(lower_bound);
+}
+
+std::string EmptyStoreMessage(const std::string& path) {
+  return path +
+         ": the store holds no schedules or timelines yet (add one with `zb tune ... --store " +
+         path + "`)";
+}
+
+Expected<StoreListing> ReadListing(const std::string& path) {
+  // SQLite reads a zero-byte file as an empty database; say what it is instead of the store's
+  // generic "no tables".
+  std::error_code error;
+  if (!path.empty() && std::filesystem::is_regular_file(path, error) &&
+      std::filesystem::file_size(path, error) == 0 && !error) {
+    return StoreError(path + ": open store: the file is empty (0 bytes), not a zbkit store");
+  }
+  ZB_ASSIGN_OR_RETURN(Store store, Store::Open(path, Store::Mode::kReadOnly));
+  StoreListing listing;
+  listing.path = path;
+  ZB_ASSIGN_OR_RETURN(listing.schedules, store.ListSchedules());
+  ZB_ASSIGN_OR_RETURN(listing.timelines, store.ListTimelines());
+  ZB_ASSIGN_OR_RETURN(listing.profiles, store.ListCostProfiles());
+  return listing;
+}
+
+Expected<LoadedItem> LoadItem(const StoreListing& listing, const ItemRef& ref,
+                              const ProgressFn& progress) {
+  const auto started = std::chrono::steady_clock::now();
+  const ProgressFn step = [&progress](int percent, const std::string& text) {
+    return !progress || progress(percent, text);
+  };
+  if (!listing.Contains(ref)) {
+    return NotFound(listing.path + ": no " + DescribeRef(ref).toStdString() + " in the store");
+  }
+  if (!step(1, "opening " + FileName(listing.path))) return Cancelled();
+  ZB_ASSIGN_OR_RETURN(Store store, Store::Open(listing.path, Store::Mode::kReadOnly));
+  Expected<LoadedItem> item = NotFound("");
+  switch (ref.kind) {
+    case ItemKind::kSchedule:
+      item = LoadSchedule(listing, store, *listing.FindSchedule(ref.id), step);
+      break;
+    case ItemKind::kTimeline:
+      item = LoadTimeline(listing, store, *listing.FindTimeline(ref.id), step);
+      break;
+    case ItemKind::kCostProfile:
+      item = LoadProfile(listing, store, *listing.FindProfile(ref.id), step);
+      break;
+  }
+  if (!item.ok()) return item.status();
+  item->load_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  step(100, "loaded " + DescribeRef(ref).toStdString());
+  return item;
+}
+
+std::vector<BubbleNote> FindBubbles(const TimelineIndex& index, TimeNs makespan, int count) {
+  struct Gap {
+    TimeNs length;
+    int lane;
+    int64_t next;  // op index that ended the gap, -1 for the idle tail
+    TimeNs start;
+    TimeNs end;
+    bool operator>(const Gap& other) const { return length > other.length; }
+  };
+  if (count <= 0) return {};
+  // Keep only the `count` longest: a 1M-op timeline has up to 1M gaps.
+  std::priority_queue<Gap, std::vector<Gap>, std::greater<Gap>> longest;
+  auto offer = [&](const Gap& gap) {
+    if (gap.length <= 0) return;
+    if (static_cast<int>(longest.size()) < count) {
+      longest.push(gap);
+    } else if (gap.length > longest.top().length) {
+      longest.pop();
+      longest.push(gap);
+    }
+  };
+  // Predicted timelines count from t = 0 (the makespan convention); measured ones from their
+  // first op, since their clock has an arbitrary origin.
+  const TimeNs origin = index.kind() == TimelineKind::kPredicted ? 0 : index.begin();
+  const TimeNs finish = std::max(index.end(), origin + makespan);
+  for (int r = 0; r < index.num_ranks(); ++r) {
+    const int lane_index = index.RankLane(r);
+    if (lane_index < 0) continue;
+    const TimelineLane& lane = index.lane(lane_index);
+    TimeNs previous_end = origin;
+    for (size_t i = 0; i < lane.size(); ++i) {
+      offer({lane.start[i] - previous_end, lane_index, static_cast<int64_t>(i), previous_end,
+             lane.start[i]});
+      previous_end = std::max(previous_end, lane.end[i]);
+    }
+    offer({finish - previous_end, lane_index, -1, previous_end, finish});
+  }
+  std::vector<BubbleNote> notes;
+  while (!longest.empty()) {
+    const Gap gap = longest.top();
+    longest.pop();
+    const TimelineLane& lane = index.lane(gap.lane);
+    BubbleNote note;
+    note.rank = lane.rank;
+    note.start = gap.start;
+    note.end = gap.end;
+    if (gap.next >= 0) {
+      const auto i = static_cast<size_t>(gap.next);
+      note.before = DescribeOp(lane, i);
+      if (auto cause = index.WaitedFor(gap.lane, i)) {
+        const TimelineLane& cause_lane = index.lane(cause->lane);
+        note.waited_for =
+            DescribeOp(cause_lane, cause->index) + " on rank " + std::to_string(cause_lane.rank);
+      }
+    }
+    notes.push_back(std::move(note));
+  }
+  std::reverse(notes.begin(), notes.end());
+  return notes;
+}
+
+// ---- StoreLoader ---------------------------------------------------------------------------
+
+struct StoreLoader::Result {
+  enum class Kind { kListing, kItem, kComparison };
+  Kind kind = Kind::kListing;
+  Status status;
+  std::shared_ptr<const StoreListing> listing;
+  std::shared_ptr<const LoadedItem> a;
+  std::shared_ptr<const LoadedItem> b;
+};
+
+StoreLoader::StoreLoader(QObject* parent) : QObject(parent) {
+  qRegisterMetaType<ItemRef>();
+  qRegisterMetaType<std::shared_ptr<const StoreListing>>();
+  qRegisterMetaType<std::shared_ptr<const LoadedItem>>();
+  // Two threads: a superseded load may still be finishing a SQLite read while the next starts.
+  pool_.setMaxThreadCount(2);
+}
+
+StoreLoader::~StoreLoader() {
+  // Quietly: whoever listens may be half destroyed already.
+  if (watcher_ != nullptr) {
+    watcher_->disconnect(this);
+    watcher_->cancel();
+  }
+  pool_.waitForDone();
+}
+
+void StoreLoader::openStore(const QString& path) {
+  const std::string store_path = path.toStdString();
+  start([store_path](QPromise<ResultPtr>& promise) {
+    auto result = std::make_shared<Result>();
+    result->kind = Result::Kind::kListing;
+    promise.setProgressRange(0, 100);
+    promise.setProgressValueAndText(
+        5, QStringLiteral("opening %1").arg(QString::fromStdString(FileName(store_path))));
+    auto listing = ReadListing(store_path);
+    if (listing.ok()) {
+      result->listing = std::make_shared<const StoreListing>(std::move(listing).value());
+    } else {
+      result->status = listing.status();
+    }
+    promise.setProgressValue(100);
+    promise.addResult(std::move(result));
+  });
+}
+
+void StoreLoader::loadItem(const ItemRef& ref) {
+  if (!listing_) {
+    emit failed(tr("no store is open"));
+    return;
+  }
+  std::shared_ptr<const StoreListing> listing = listing_;
+  start([listing, ref](QPromise<ResultPtr>& promise) {
+    auto result = std::make_shared<Result>();
+    result->kind = Result::Kind::kItem;
+    promise.setProgressRange(0, 100);
+    auto item = LoadItem(*listing, ref, [&promise](int percent, const std::string& text) {
+      promise.setProgressValueAndText(percent, QString::fromStdString(text));
+      return !promise.isCanceled();
+    });
+    if (item.ok()) {
+      result->a = std::make_shared<const LoadedItem>(std::move(item).value());
+    } else {
+      result->status = item.status();
+    }
+    promise.addResult(std::move(result));
+  });
+}
+
+void StoreLoader::loadComparison(const ItemRef& a, const ItemRef& b) {
+  if (!listing_) {
+    emit failed(tr("no store is open"));
+    return;
+  }
+  std::shared_ptr<const StoreListing> listing = listing_;
+  start([listing, a, b](QPromise<ResultPtr>& promise) {
+    auto result = std::make_shared<Result>();
+    result->kind = Result::Kind::kComparison;
+    promise.setProgressRange(0, 100);
+    // Each side reports into its half of the bar.
+    auto half = [&promise](int offset) {
+      return [&promise, offset](int percent, const std::string& text) {
+        promise.setProgressValueAndText(offset + percent / 2, QString::fromStdString(text));
+        return !promise.isCanceled();
+      };
+    };
+    auto first = LoadItem(*listing, a, half(0));
+    if (!first.ok()) {
+      result->status = first.status();
+      promise.addResult(std::move(result));
+      return;
+    }
+    auto second = LoadItem(*listing, b, half(50));
+    if (!second.ok()) {
+      result->status = second.status();
+      promise.addResult(std::move(result));
+      return;
+    }
+    result->a = std::make_shared<const LoadedItem>(std::move(first).value());
+    result->b = std::make_shared<const LoadedItem>(std::move(second).value());
+    promise.addResult(std::move(result));
+  });
+}
+
+void StoreLoader::start(Task task) {
+  const bool was_busy = isBusy();
+  if (watcher_ != nullptr) {
+    // Superseded: the task stops at its next progress report; its watcher goes with it, so
+    // nothing it produces is ever delivered.
+    watcher_->disconnect(this);
+    watcher_->cancel();
+    watcher_->deleteLater();
+    watcher_ = nullptr;
+  }
+  auto* watcher = new QFutureWatcher<ResultPtr>(this);
+  watcher_ = watcher;
+  connect(watcher, &QFutureWatcherBase::progressValueChanged, this, [this, watcher](int value) {
+    if (watcher == watcher_) emit progressChanged(value, watcher->progressText());
+  });
+  connect(watcher, &QFutureWatcherBase::progressTextChanged, this,
+          [this, watcher](const QString& text) {
+            if (watcher == watcher_) emit progressChanged(watcher->progressValue(), text);
+          });
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher] {
+    if (watcher == watcher_) finish();
+  });
+  if (!was_busy) emit busyChanged(true);
+  watcher->setFuture(QtConcurrent::run(&pool_, std::move(task)));
+}
+
+void StoreLoader::cancel() {
+  if (watcher_ == nullptr) return;
+  watcher_->disconnect(this);
+  watcher_->cancel();
+  watcher_->deleteLater();
+  watcher_ = nullptr;
+  emit busyChanged(false);
+}
+
+void StoreLoader::finish() {
+  QFuture<ResultPtr> future = watcher_->future();
+  watcher_->deleteLater();
+  watcher_ = nullptr;
+  if (!future.isCanceled() && future.resultCount() > 0) {
+    const ResultPtr result = future.result();
+    if (!result->status.ok()) {
+      if (!IsCancelled(result->status)) {
+        emit failed(QString::fromStdString(result->status.message()));
+      }
+    } else {
+      switch (result->kind) {
+        case Result::Kind::kListing:
+          listing_ = result->listing;
+          emit storeOpened(listing_);
+          if (listing_->empty())
+            emit failed(QString::fromStdString(EmptyStoreMessage(listing_->path)));
+          break;
+        case Result::Kind::kItem:
+          emit itemLoaded(result->a);
+          break;
+        case Result::Kind::kComparison:
+          emit comparisonLoaded(result->a, result->b);
+          break;
+      }
+    }
+  }
+  // A handler above may have started the next load (the window opens the most recent item as
+  // soon as the listing arrives); then the loader is still busy.
+  if (!isBusy()) emit busyChanged(false);
+}
+
+bool StoreLoader::waitForIdle(int timeout_ms) {
+  if (!isBusy()) return true;
+  QEventLoop loop;
+  QTimer timer;
+  timer.setSingleShot(true);
+  connect(&timer, &QTimer::timeout, &loop, &QEventLoop::quit);
+  connect(this, &StoreLoader::busyChanged, &loop, [&loop](bool busy) {
+    if (!busy) loop.quit();
+  });
+  timer.start(timeout_ms);
+  loop.exec();
+  return !isBusy();
+}
+
+}  // namespace zb::gui

@@ -1,1 +1,165 @@
 // SPDX-License-Identifier: Apache-2.0
+// Loading what zbview shows from a store, off the UI thread.
+//
+// Two layers:
+//  - Synchronous functions (ReadListing, LoadItem, LoadComparison): open the store read-only, read,
+//    simulate when a schedule has no times, build the TimelineIndex and every summary figure. The
+//    headless screenshot and the benchmark call them directly; they never touch a widget.
+//  - StoreLoader: runs those functions on its own thread pool and hands the results to the UI
+//    thread. Every task opens its own read-only connection, so a SQLite handle is only ever used
+//    on the thread that opened it (store.h: one Store per thread). A newer request cancels the
+//    older one; a cancelled or superseded task never delivers anything.
+#ifndef ZBKIT_GUI_APP_LOADER_H_
+#define ZBKIT_GUI_APP_LOADER_H_
+
+#include <QFutureWatcher>
+#include <QMetaType>
+#include <QObject>
+#include <QPromise>
+#include <QString>
+#include <QThreadPool>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "zbkit/model/status.h"
+#include "zbkit/model/store.h"
+#include "zbkit/model/timeline_index.h"
+#include "zbkit/model/types.h"
+
+namespace zb::gui {
+
+// What a store item is: the browser's rows and the command line's --schedule/--compare values.
+enum class ItemKind { kSchedule, kTimeline, kCostProfile };
+
+struct ItemRef {
+  ItemKind kind = ItemKind::kSchedule;
+  int64_t id = 0;
+  bool operator==(const ItemRef& other) const { return kind == other.kind && id == other.id; }
+  bool operator!=(const ItemRef& other) const { return !(*this == other); }
+};
+
+// "schedule 3", "timeline 7", "cost profile 2".
+QString DescribeRef(const ItemRef& ref);
+// Command-line spelling: "3" or "s3" or "schedule:3" is schedule 3; "t7" or "timeline:7" is
+// timeline 7. nullopt when it is none of these.
+std::optional<ItemRef> ParseItemSpec(const QString& text);
+
+// Everything a store lists, without loading any ops.
+struct StoreListing {
+  std::string path;
+  std::vector<ScheduleInfo> schedules;
+  std::vector<TimelineInfo> timelines;
+  std::vector<CostProfileInfo> profiles;
+
+  bool empty() const { return schedules.empty() && timelines.empty(); }
+  const ScheduleInfo* FindSchedule(int64_t id) const;
+  const TimelineInfo* FindTimeline(int64_t id) const;
+  const CostProfileInfo* FindProfile(int64_t id) const;
+  bool Contains(const ItemRef& ref) const;
+  // The most recent schedule or run: highest created_at, then highest id. A predicted timeline
+  // linked to a schedule is that schedule's own prediction, so it stands for the schedule.
+  // nullopt for a store with no schedules and no timelines.
+  std::optional<ItemRef> MostRecent() const;
+};
+
+// One idle stretch of a rank and why it ended (TimelineIndex::WaitedFor): what a person asks of
+// a bubble.
+struct BubbleNote {
+  int rank = 0;
+  TimeNs start = 0;
+  TimeNs end = 0;
+  std::string before;      // the op that ended the bubble, e.g. "B stage 3 mb 0", "" at the end
+  std::string waited_for;  // e.g. "F stage 2 mb 0 on rank 2", "" when unknown
+};
+
+// A loaded item with everything the views and the summary need.
+struct LoadedItem {
+  ItemRef ref;
+  std::string store_path;
+  std::string title;        // "schedule 3: zb-v p=8 m=24 v=2"
+  std::string context;      // "cluster/job", "" when unknown
+  std::string short_label;  // "predicted", "measured", "1f1b", ...: a pane's title
+  std::shared_ptr<const TimelineIndex> index;  // null for a cost profile
+  std::optional<ScheduleInfo>
+      schedule;  // the item's schedule, or the one its timeline is linked to
+  std::optional<TimelineInfo> timeline;    // for a timeline item
+  std::optional<CostProfileInfo> profile;  // for a cost-profile item
+  std::optional<CostProfile> costs;   // per scheduled stage; the profile itself for a profile item
+  std::vector<double> caps;           // per rank; empty = no cap known
+  std::optional<Prediction> figures;  // makespan, bubbles, peak memory per rank
+  std::vector<TimeNs> rank_busy;      // compute busy time per rank
+  TimeNs lower_bound = 0;             // makespan lower bound under the caps, 0 = unknown
+  std::vector<BubbleNote> bubbles;    // the largest idle stretches, longest first
+  double load_ms = 0;                 // wall time of the load, for the status bar
+
+  std::optional<double> TOverLb() const;
+};
+
+// Reports progress (0..100) and a short text; returns false to abandon the work (cancelled).
+using ProgressFn = std::function<bool(int percent, const std::string& text)>;
+
+// Opens `path` read-only and lists its schedules, timelines and cost profiles.
+Expected<StoreListing> ReadListing(const std::string& path);
+// Loads one item of an already listed store. kNotFound when the listing does not hold it.
+// kInternal("cancelled") when `progress` returned false.
+Expected<LoadedItem> LoadItem(const StoreListing& listing, const ItemRef& ref,
+                              const ProgressFn& progress = nullptr);
+// The one-line message for a store that holds nothing to draw.
+std::string EmptyStoreMessage(const std::string& path);
+
+// The largest `count` idle stretches of the index's ranks (inside [0, makespan]), longest first.
+std::vector<BubbleNote> FindBubbles(const TimelineIndex& index, TimeNs makespan, int count);
+
+// Runs the loads on a worker pool; results arrive on the thread that owns the loader.
+class StoreLoader : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit StoreLoader(QObject* parent = nullptr);
+  ~StoreLoader() override;  // cancels what runs and waits for it
+
+  // Each call supersedes the request before it.
+  void openStore(const QString& path);
+  void loadItem(const ItemRef& ref);
+  void loadComparison(const ItemRef& a, const ItemRef& b);
+  void cancel();
+
+  bool isBusy() const { return watcher_ != nullptr; }
+  // The listing of the last store opened successfully (null before).
+  std::shared_ptr<const StoreListing> listing() const { return listing_; }
+  // Blocks (processing events) until idle or `timeout_ms` passed; true when idle. For headless
+  // use and tests; the window itself never waits.
+  bool waitForIdle(int timeout_ms);
+
+ signals:
+  void busyChanged(bool busy);
+  void progressChanged(int percent, const QString& text);
+  void storeOpened(std::shared_ptr<const zb::gui::StoreListing> listing);
+  void itemLoaded(std::shared_ptr<const zb::gui::LoadedItem> item);
+  void comparisonLoaded(std::shared_ptr<const zb::gui::LoadedItem> a,
+                        std::shared_ptr<const zb::gui::LoadedItem> b);
+  // One line, ready to show; the store path is part of it.
+  void failed(const QString& message);
+
+ private:
+  struct Result;
+  using ResultPtr = std::shared_ptr<Result>;
+  using Task = std::function<void(QPromise<ResultPtr>&)>;
+  void start(Task task);
+  void finish();
+
+  QThreadPool pool_;
+  QFutureWatcher<ResultPtr>* watcher_ = nullptr;
+  std::shared_ptr<const StoreListing> listing_;
+};
+
+}  // namespace zb::gui
+
+Q_DECLARE_METATYPE(zb::gui::ItemRef)
+Q_DECLARE_METATYPE(std::shared_ptr<const zb::gui::StoreListing>)
+Q_DECLARE_METATYPE(std::shared_ptr<const zb::gui::LoadedItem>)
+
+#endif  // ZBKIT_GUI_APP_LOADER_H_

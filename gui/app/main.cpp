@@ -1,1 +1,236 @@
-int main() { return 0; }
+// SPDX-License-Identifier: Apache-2.0
+// zbview [STORE] [--schedule ID] [--compare ID2]
+// zbview --screenshot OUT.png STORE [--schedule ID] [--compare ID2] [--size WxH]
+//
+// The window, or (with --screenshot) no window at all: the store is read, the item drawn into a
+// composed picture meant for a person (title, legend, timeline with bubbles and wait links,
+// memory track with the cap, summary figures) and written to OUT. Exit codes as every zbkit
+// command: 0 success, 2 usage error, 1 anything else, with one line "zbview: <reason>" on stderr.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QRegularExpression>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "export.h"
+#include "loader.h"
+#include "main_window.h"
+
+#ifndef ZBKIT_VERSION
+#define ZBKIT_VERSION "unknown"
+#endif
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: zbview [STORE] [--schedule ID] [--compare ID2]\n"
+    "       zbview --screenshot OUT.png STORE [--schedule ID] [--compare ID2] [--size WxH]\n"
+    "\n"
+    "Shows the schedules and timelines (predicted and measured) of a zbkit store.\n"
+    "\n"
+    "  --schedule ID     what to show: a schedule id (3, s3) or a timeline (t7); default: the\n"
+    "                    most recent schedule or run in the store\n"
+    "  --compare ID2     compare it with schedule (or timeline) ID2, one pane above the other\n"
+    "  --screenshot OUT  draw into OUT (.png; .svg and .pdf also work) without a window, exit\n"
+    "  --size WxH        size of the screenshot in pixels (default 1600x900)\n"
+    "  -h, --help        this text\n"
+    "  --version         the zbkit version\n"
+    "\n"
+    "Exit status: 0 success, 2 usage error, 1 any other failure (unreadable or empty store,\n"
+    "unknown id, unwritable output).\n";
+
+int Fail(int code, const std::string& message) {
+  std::fprintf(stderr, "zbview: %s\n", message.c_str());
+  return code;
+}
+
+int UsageFail(const QString& message) {
+  return Fail(2, message.toStdString() + " (see zbview --help)");
+}
+
+struct Arguments {
+  QString store;
+  std::optional<zb::gui::ItemRef> schedule;
+  std::optional<zb::gui::ItemRef> compare;
+  QString screenshot;
+  QSize size{1600, 900};
+};
+
+// Returns an exit code when the command line is not something to run (usage error, --help).
+std::optional<int> Parse(const QStringList& argv, Arguments& out) {
+  QCommandLineParser parser;
+  parser.setSingleDashWordOptionMode(QCommandLineParser::ParseAsLongOptions);
+  const QCommandLineOption help({QStringLiteral("h"), QStringLiteral("help")}, QString());
+  const QCommandLineOption version(QStringLiteral("version"), QString());
+  const QCommandLineOption screenshot(QStringLiteral("screenshot"), QString(),
+                                      QStringLiteral("OUT"));
+  const QCommandLineOption schedule(QStringLiteral("schedule"), QString(), QStringLiteral("ID"));
+  const QCommandLineOption compare(QStringLiteral("compare"), QString(), QStringLiteral("ID2"));
+  const QCommandLineOption size(QStringLiteral("size"), QString(), QStringLiteral("WxH"));
+  parser.addOptions({help, version, screenshot, schedule, compare, size});
+  parser.addPositionalArgument(QStringLiteral("STORE"), QString());
+  if (!parser.parse(argv)) return UsageFail(parser.errorText());
+  if (parser.isSet(help)) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (parser.isSet(version)) {
+    std::printf("zbview %s\n", ZBKIT_VERSION);
+    return 0;
+  }
+  const QStringList positional = parser.positionalArguments();
+  if (positional.size() > 1) {
+    return UsageFail(QStringLiteral("expected one store, got %1 arguments: %2")
+                         .arg(positional.size())
+                         .arg(positional.join(u' ')));
+  }
+  if (!positional.isEmpty()) out.store = positional.front();
+  for (const QString& name : parser.optionNames()) {
+    if (parser.values(name).size() > 1) {
+      return UsageFail(QStringLiteral("--%1 given more than once").arg(name));
+    }
+  }
+  auto parse_ref = [&](const QCommandLineOption& option, std::optional<zb::gui::ItemRef>& ref) {
+    if (!parser.isSet(option)) return true;
+    ref = zb::gui::ParseItemSpec(parser.value(option));
+    return ref.has_value();
+  };
+  if (!parse_ref(schedule, out.schedule)) {
+    return UsageFail(QStringLiteral("--schedule: \"%1\" is not an id (a schedule id such as 3, "
+                                    "or t7 for timeline 7)")
+                         .arg(parser.value(schedule)));
+  }
+  if (!parse_ref(compare, out.compare)) {
+    return UsageFail(QStringLiteral("--compare: \"%1\" is not an id (a schedule id such as 3, "
+                                    "or t7 for timeline 7)")
+                         .arg(parser.value(compare)));
+  }
+  if ((out.schedule || out.compare) && out.store.isEmpty()) {
+    return UsageFail(QStringLiteral("--schedule and --compare need a STORE"));
+  }
+  if (parser.isSet(screenshot)) {
+    out.screenshot = parser.value(screenshot);
+    if (out.screenshot.isEmpty())
+      return UsageFail(QStringLiteral("--screenshot needs a file name"));
+    if (!zb::gui::ExportFormatForPath(out.screenshot)) {
+      return UsageFail(QStringLiteral("--screenshot %1: unknown format (use .png, .svg or .pdf)")
+                           .arg(out.screenshot));
+    }
+    if (out.store.isEmpty()) return UsageFail(QStringLiteral("--screenshot needs a STORE"));
+  }
+  if (parser.isSet(size)) {
+    if (out.screenshot.isEmpty()) return UsageFail(QStringLiteral("--size needs --screenshot"));
+    static const QRegularExpression kSize(QStringLiteral("^(\\d{1,5})x(\\d{1,5})$"));
+    const QRegularExpressionMatch match = kSize.match(parser.value(size));
+    const int width = match.hasMatch() ? match.captured(1).toInt() : 0;
+    const int height = match.hasMatch() ? match.captured(2).toInt() : 0;
+    if (width < 320 || height < 200 || width > 16384 || height > 16384) {
+      return UsageFail(QStringLiteral("--size: \"%1\" must be WxH with 320 <= W <= 16384 and "
+                                      "200 <= H <= 16384")
+                           .arg(parser.value(size)));
+    }
+    out.size = QSize(width, height);
+  }
+  return std::nullopt;
+}
+
+// The screenshot never uses the runtime directory; Qt's note that XDG_RUNTIME_DIR is unset (common
+// in containers and CI) would only be noise around the one line a caller reads.
+void QuietHandler(QtMsgType type, const QMessageLogContext& context, const QString& message) {
+  if (type == QtWarningMsg &&
+      message.startsWith(QLatin1String("QStandardPaths: XDG_RUNTIME_DIR"))) {
+    return;
+  }
+  std::fprintf(stderr, "%s\n", qFormatLogMessage(type, context, message).toLocal8Bit().constData());
+}
+
+bool HaveDisplay() {
+  return !qEnvironmentVariableIsEmpty("DISPLAY") || !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY");
+}
+
+int RunScreenshot(int argc, char** argv, const Arguments& args) {
+  // Everything that can fail on the store's side runs before Qt's platform starts, so a failure
+  // prints exactly one line and nothing of Qt's.
+  const std::string store = args.store.toStdString();
+  auto listing = zb::gui::ReadListing(store);
+  if (!listing.ok()) return Fail(1, listing.status().message());
+  if (listing->empty()) return Fail(1, zb::gui::EmptyStoreMessage(store));
+  const std::optional<zb::gui::ItemRef> first =
+      args.schedule ? args.schedule : listing->MostRecent();
+  for (const std::optional<zb::gui::ItemRef>& ref : {first, args.compare}) {
+    if (ref && !listing->Contains(*ref)) {
+      return Fail(1, store + ": no " + zb::gui::DescribeRef(*ref).toStdString() + " in the store");
+    }
+  }
+  auto a = zb::gui::LoadItem(*listing, *first);
+  if (!a.ok()) return Fail(1, a.status().message());
+  std::optional<zb::Expected<zb::gui::LoadedItem>> b;
+  if (args.compare) {
+    b = zb::gui::LoadItem(*listing, *args.compare);
+    if (!b->ok()) return Fail(1, b->status().message());
+  }
+  for (const zb::gui::LoadedItem* item : {&a.value(), b ? &b->value() : nullptr}) {
+    if (item != nullptr && !item->index) {
+      return Fail(1, store + ": " + zb::gui::DescribeRef(item->ref).toStdString() +
+                         " has no timeline to draw");
+    }
+  }
+
+  // No window is ever shown, so the offscreen platform always fits; it also keeps the picture at
+  // exactly --size on a high-DPI desktop.
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  qInstallMessageHandler(QuietHandler);
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName(QStringLiteral("zbkit"));
+  QApplication::setApplicationName(QStringLiteral("zbview"));
+  zb::gui::ReportView report;
+  auto first_item = std::make_shared<const zb::gui::LoadedItem>(std::move(a).value());
+  if (b) {
+    report.setComparison(first_item,
+                         std::make_shared<const zb::gui::LoadedItem>(std::move(*b).value()));
+  } else {
+    report.setItem(first_item);
+  }
+  const QImage image = report.renderImage(args.size);
+  zb::Status written;
+  if (zb::gui::ExportFormatForPath(args.screenshot) == zb::gui::ExportFormat::kPng) {
+    written = zb::gui::SavePng(image, args.screenshot);
+  } else {
+    report.resize(args.size);
+    written = zb::gui::ExportWidget(&report, args.screenshot);
+  }
+  if (!written.ok()) return Fail(1, written.message());
+  std::printf("wrote %s (%dx%d): %s\n", args.screenshot.toLocal8Bit().constData(),
+              args.size.width(), args.size.height(), report.titleText().toStdString().c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Parsed before QApplication exists: the platform plugin is chosen when it is constructed.
+  QStringList argv_list;
+  for (int i = 0; i < argc; ++i)
+    argv_list << QString::fromLocal8Bit(argv[i]);
+  Arguments args;
+  if (const std::optional<int> exit_code = Parse(argv_list, args)) return *exit_code;
+
+  if (!args.screenshot.isEmpty()) return RunScreenshot(argc, argv, args);
+
+  // Without a display the xcb plugin aborts; say so instead.
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && !HaveDisplay()) {
+    return Fail(1,
+                "no display (DISPLAY and WAYLAND_DISPLAY are unset); use --screenshot, or set "
+                "QT_QPA_PLATFORM=offscreen");
+  }
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName(QStringLiteral("zbkit"));
+  QApplication::setApplicationName(QStringLiteral("zbview"));
+  QApplication::setApplicationVersion(QStringLiteral(ZBKIT_VERSION));
+  zb::gui::MainWindow window;
+  window.show();
+  if (!args.store.isEmpty()) window.openStore(args.store, args.schedule, args.compare);
+  return QApplication::exec();
+}

@@ -1,1 +1,511 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "main_window.h"
+
+#include <QAction>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFrame>
+#include <QHBoxLayout>
+#include <QKeySequence>
+#include <QLabel>
+#include <QMenu>
+#include <QMenuBar>
+#include <QProgressBar>
+#include <QScrollArea>
+#include <QSettings>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QStatusBar>
+#include <QToolButton>
+#include <QVBoxLayout>
+#include <algorithm>
+
+#include "export.h"
+#include "store_browser.h"
+#include "summary_panel.h"
+#include "zbkit/gui/compare_view.h"
+#include "zbkit/gui/memory_track.h"
+#include "zbkit/gui/timeline_view.h"
+#include "zbkit/gui/view_state.h"
+
+namespace zb::gui {
+namespace {
+
+constexpr const char* kRecentFilesKey = "recentFiles";
+
+QStringList ExistingOnly(const QStringList& files) {
+  QStringList kept;
+  for (const QString& file : files) {
+    if (!file.isEmpty() && QFileInfo::exists(file) && !kept.contains(file)) kept << file;
+  }
+  return kept;
+}
+
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+  setWindowTitle(QStringLiteral("zbview"));
+  resize(1400, 850);
+
+  loader_ = new StoreLoader(this);
+
+  // Centre: an error banner over a stack of placeholder / single timeline / comparison.
+  auto* central = new QWidget(this);
+  auto* central_layout = new QVBoxLayout(central);
+  central_layout->setContentsMargins(0, 0, 0, 0);
+  central_layout->setSpacing(0);
+
+  banner_ = new QFrame(central);
+  banner_->setObjectName(QStringLiteral("banner"));
+  banner_->setStyleSheet(
+      QStringLiteral("#banner { background: #fdecea; border-bottom: 1px solid #e0a8a3; } "
+                     "#banner QLabel { color: #611a15; }"));
+  auto* banner_layout = new QHBoxLayout(banner_);
+  banner_layout->setContentsMargins(10, 6, 6, 6);
+  banner_label_ = new QLabel(banner_);
+  banner_label_->setWordWrap(true);
+  banner_label_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  auto* dismiss = new QToolButton(banner_);
+  dismiss->setText(QStringLiteral("x"));
+  dismiss->setToolTip(tr("Dismiss"));
+  dismiss->setAutoRaise(true);
+  connect(dismiss, &QToolButton::clicked, this, &MainWindow::hideBanner);
+  banner_layout->addWidget(banner_label_, 1);
+  banner_layout->addWidget(dismiss, 0, Qt::AlignTop);
+  banner_->hide();
+  central_layout->addWidget(banner_);
+
+  stack_ = new QStackedWidget(central);
+  placeholder_ = new QLabel(stack_);
+  placeholder_->setAlignment(Qt::AlignCenter);
+  placeholder_->setWordWrap(true);
+  placeholder_->setMargin(24);
+  stack_->addWidget(placeholder_);
+
+  single_page_ = new QWidget(stack_);
+  auto* single_layout = new QVBoxLayout(single_page_);
+  single_layout->setContentsMargins(4, 4, 4, 4);
+  single_layout->setSpacing(2);
+  legend_ = new LegendWidget(single_page_);
+  state_ = new ViewState(this);
+  timeline_ = new TimelineView(single_page_);
+  timeline_->setViewState(state_);
+  memory_ = new MemoryTrack(single_page_);
+  memory_->setViewState(state_);
+  memory_->setLabelWidth(timeline_->laneLabelWidth());
+  // A splitter: how much room the memory rows deserve depends on the question being asked.
+  splitter_ = new QSplitter(Qt::Vertical, single_page_);
+  splitter_->addWidget(timeline_);
+  splitter_->addWidget(memory_);
+  splitter_->setChildrenCollapsible(true);
+  single_layout->addWidget(legend_);
+  single_layout->addWidget(splitter_, 1);
+  stack_->addWidget(single_page_);
+
+  compare_page_ = new QWidget(stack_);
+  auto* compare_layout = new QVBoxLayout(compare_page_);
+  compare_layout->setContentsMargins(4, 4, 4, 4);
+  compare_layout->setSpacing(2);
+  compare_legend_ = new LegendWidget(compare_page_);
+  compare_legend_->setShowMemoryCap(false);
+  compare_ = new CompareView(compare_page_);
+  compare_layout->addWidget(compare_legend_);
+  compare_layout->addWidget(compare_, 1);
+  stack_->addWidget(compare_page_);
+  central_layout->addWidget(stack_, 1);
+  setCentralWidget(central);
+
+  createDocks();
+  createMenus();
+
+  progress_ = new QProgressBar(this);
+  progress_->setRange(0, 100);
+  progress_->setMaximumWidth(220);
+  progress_->setTextVisible(true);
+  progress_->hide();
+  statusBar()->addPermanentWidget(progress_);
+
+  connect(loader_, &StoreLoader::busyChanged, this, [this](bool busy) {
+    progress_->setVisible(busy);
+    if (busy) progress_->setValue(0);
+  });
+  connect(loader_, &StoreLoader::progressChanged, this, [this](int percent, const QString& text) {
+    progress_->setValue(percent);
+    if (!text.isEmpty()) statusBar()->showMessage(text + QStringLiteral("..."));
+  });
+  connect(loader_, &StoreLoader::storeOpened, this, &MainWindow::onStoreOpened);
+  connect(loader_, &StoreLoader::itemLoaded, this, &MainWindow::onItemLoaded);
+  connect(loader_, &StoreLoader::comparisonLoaded, this, &MainWindow::onComparisonLoaded);
+  connect(loader_, &StoreLoader::failed, this, &MainWindow::onFailed);
+  connect(browser_, &StoreBrowser::itemActivated, this, &MainWindow::showItem);
+  connect(browser_, &StoreBrowser::compareRequested, this, &MainWindow::compareItems);
+
+  for (ViewState* state : {state_, compare_->viewState()}) {
+    connect(state, &ViewState::historyChanged, this, &MainWindow::updateZoomActions);
+    connect(state, &ViewState::selectionChanged, this, [this, state] {
+      if (state == activeViewState() && !state->selection()) {
+        summary_->setRangeSummary(std::nullopt, 0);
+      }
+    });
+  }
+  connectRangeSelection(timeline_);
+  connectRangeSelection(compare_->top());
+  connectRangeSelection(compare_->bottom());
+
+  showPlaceholder(
+      tr("Open a zbkit store with File > Open (Ctrl+O), or pass it on the command "
+         "line: zbview STORE.db"));
+  updateZoomActions();
+}
+
+MainWindow::~MainWindow() {
+  // The loader is a child and outlives this part of the window: nothing it still says (its
+  // destructor cancels a running load) may reach the half-destroyed window.
+  loader_->disconnect(this);
+}
+
+void MainWindow::createDocks() {
+  browser_ = new StoreBrowser(this);
+  browser_dock_ = new QDockWidget(tr("Store"), this);
+  browser_dock_->setObjectName(QStringLiteral("storeDock"));
+  browser_dock_->setWidget(browser_);
+  addDockWidget(Qt::LeftDockWidgetArea, browser_dock_);
+
+  summary_ = new SummaryPanel(this);
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidget(summary_);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  summary_dock_ = new QDockWidget(tr("Summary"), this);
+  summary_dock_->setObjectName(QStringLiteral("summaryDock"));
+  summary_dock_->setWidget(scroll);
+  addDockWidget(Qt::RightDockWidgetArea, summary_dock_);
+  resizeDocks({browser_dock_, summary_dock_}, {400, 340}, Qt::Horizontal);
+}
+
+void MainWindow::createMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(tr("&Open..."), QKeySequence::Open, this, &MainWindow::openDialog);
+  recent_menu_ = file->addMenu(tr("Open &Recent"));
+  connect(recent_menu_, &QMenu::aboutToShow, this, &MainWindow::rebuildRecentMenu);
+  rebuildRecentMenu();
+  file->addSeparator();
+  for (const QString& suffix :
+       {QStringLiteral("png"), QStringLiteral("svg"), QStringLiteral("pdf")}) {
+    QAction* action = file->addAction(tr("Export %1...").arg(suffix.toUpper()), this,
+                                      [this, suffix] { exportDialog(suffix); });
+    action->setEnabled(false);
+    export_actions_ << action;
+  }
+  file->addSeparator();
+  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+
+  // Shortcuts with modifiers only: the timeline itself takes W/S/A/D, F, Home, Backspace, Esc
+  // while it has focus, and a menu shortcut would steal them.
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  view->addAction(tr("&Fit All"), QKeySequence(Qt::CTRL | Qt::Key_0), this,
+                  [this] { activeViewState()->fitAll(); });
+  zoom_back_action_ = view->addAction(tr("Zoom &Back"), QKeySequence::Back, this,
+                                      [this] { activeViewState()->zoomBack(); });
+  zoom_forward_action_ = view->addAction(tr("Zoom F&orward"), QKeySequence::Forward, this,
+                                         [this] { activeViewState()->zoomForward(); });
+  view->addSeparator();
+  stage_lanes_action_ = view->addAction(tr("Show &Stage Lanes"));
+  stage_lanes_action_->setCheckable(true);
+  stage_lanes_action_->setChecked(true);
+  stage_lanes_action_->setToolTip(
+      tr("One extra lane per stage for ranks that hold several stages (interleaved, V)."));
+  wait_links_action_ = view->addAction(tr("Show &Wait Links"));
+  wait_links_action_->setCheckable(true);
+  wait_links_action_->setChecked(true);
+  wait_links_action_->setToolTip(
+      tr("A thin line from each op that waited to the op it waited for: why a bubble is there."));
+  connect(stage_lanes_action_, &QAction::toggled, this, &MainWindow::applyViewOptions);
+  connect(wait_links_action_, &QAction::toggled, this, &MainWindow::applyViewOptions);
+  view->addSeparator();
+  view->addAction(browser_dock_->toggleViewAction());
+  view->addAction(summary_dock_->toggleViewAction());
+}
+
+void MainWindow::applyViewOptions() {
+  for (TimelineView* view : {timeline_, compare_->top(), compare_->bottom()}) {
+    view->setShowStageLanes(stage_lanes_action_->isChecked());
+    view->setShowWaitLinks(wait_links_action_->isChecked());
+  }
+}
+
+void MainWindow::connectRangeSelection(TimelineView* view) {
+  connect(view, &TimelineView::rangeSelected, this, [this, view](TimeRange range) {
+    const std::shared_ptr<const TimelineIndex>& index = view->timeline();
+    if (!index || range.t1 <= range.t0) {
+      summary_->setRangeSummary(std::nullopt, 0);
+      return;
+    }
+    summary_->setRangeSummary(index->Summarize(range.t0, range.t1), index->num_ranks());
+  });
+}
+
+ViewState* MainWindow::activeViewState() const {
+  return stack_->currentWidget() == compare_page_ ? compare_->viewState() : state_;
+}
+
+void MainWindow::updateZoomActions() {
+  ViewState* state = activeViewState();
+  zoom_back_action_->setEnabled(state->canZoomBack());
+  zoom_forward_action_->setEnabled(state->canZoomForward());
+}
+
+// ---- Opening and showing -------------------------------------------------------------------
+
+void MainWindow::openStore(const QString& path, std::optional<ItemRef> show,
+                           std::optional<ItemRef> compare_with) {
+  store_path_ = path;
+  opening_ = true;
+  pending_show_ = show;
+  pending_compare_ = compare_with;
+  hideBanner();
+  setWindowTitle(QStringLiteral("zbview - %1").arg(QFileInfo(path).fileName()));
+  statusBar()->showMessage(tr("Opening %1...").arg(path));
+  loader_->openStore(path);
+}
+
+void MainWindow::showItem(const ItemRef& ref) {
+  // Re-selecting what is already on screen (the browser echoes the window's own choice) is a
+  // no-op; the same id in another store is not the same item.
+  const auto listing = loader_->listing();
+  if (shown_ && !shown_other_ && shown_->ref == ref && listing &&
+      shown_->store_path == listing->path && !loader_->isBusy()) {
+    return;
+  }
+  loader_->loadItem(ref);
+}
+
+void MainWindow::compareItems(const ItemRef& a, const ItemRef& b) {
+  if (a.kind == ItemKind::kCostProfile || b.kind == ItemKind::kCostProfile) {
+    showBanner(tr("Only schedules and timelines can be compared, not cost profiles."));
+    return;
+  }
+  loader_->loadComparison(a, b);
+}
+
+void MainWindow::onStoreOpened(std::shared_ptr<const StoreListing> listing) {
+  opening_ = false;
+  addRecentFile(store_path_);
+  browser_->setListing(listing);
+  if (listing->empty()) {
+    showPlaceholder(QString::fromStdString(EmptyStoreMessage(listing->path)));
+    summary_->setMessage(tr("Nothing to show: the store holds no schedules or timelines."));
+    return;
+  }
+  std::optional<ItemRef> first = pending_show_;
+  if (first && !listing->Contains(*first)) {
+    showBanner(tr("%1: no %2 in the store; showing the most recent item instead")
+                   .arg(QString::fromStdString(listing->path), DescribeRef(*first)));
+    first.reset();
+  }
+  if (!first) first = listing->MostRecent();
+  if (pending_compare_ && first) {
+    if (listing->Contains(*pending_compare_)) {
+      compareItems(*first, *pending_compare_);
+    } else {
+      showBanner(tr("%1: no %2 in the store to compare with")
+                     .arg(QString::fromStdString(listing->path), DescribeRef(*pending_compare_)));
+      showItem(*first);
+    }
+  } else if (first) {
+    showItem(*first);
+  }
+  pending_show_.reset();
+  pending_compare_.reset();
+}
+
+void MainWindow::onItemLoaded(std::shared_ptr<const LoadedItem> item) {
+  shown_ = item;
+  shown_other_.reset();
+  if (item->index) {
+    legend_->setKinds(KindsIn(*item->index));
+    legend_->setShowMemoryCap(item->index->has_memory() && !item->caps.empty());
+    timeline_->setTimeline(item->index);
+    timeline_->setTitle(QString::fromStdString(item->short_label));
+    memory_->setTimeline(item->index);
+    memory_->setCaps(item->caps);
+    memory_->setLabelWidth(timeline_->laneLabelWidth());
+    memory_->setVisible(item->index->has_memory());
+    state_->setTraceRange(FullRange(*item->index));
+    // The timeline's lanes stop growing at 40 px (its size hint counts 28 px a lane plus 48 px of
+    // ruler): past that, the room goes to the memory rows, which get at least their smallest
+    // readable height (18 px + gap each) and at most half again their size hint.
+    const int total = std::max(splitter_->height(), 400);
+    const int timeline_useful = 56 + (timeline_->sizeHint().height() - 48) * 10 / 7;
+    const int memory_min = std::min(2 + item->index->num_ranks() * 21, total / 2);
+    const int memory_max = std::max(memory_min, memory_->sizeHint().height() * 3 / 2);
+    const int memory =
+        item->index->has_memory() ? std::clamp(total - timeline_useful, memory_min, memory_max) : 0;
+    splitter_->setSizes({total - memory, memory});
+    stack_->setCurrentWidget(single_page_);
+    timeline_->setFocus(Qt::OtherFocusReason);
+  } else {
+    showPlaceholder(tr("%1 has no timeline; its per-stage costs are in the summary.")
+                        .arg(QString::fromStdString(item->title)));
+  }
+  summary_->setItem(item);
+  browser_->setShownItems({item->ref});
+  for (QAction* action : export_actions_)
+    action->setEnabled(item->index != nullptr);
+  updateZoomActions();
+  statusBar()->showMessage(
+      tr("%1 loaded in %2 ms").arg(DescribeRef(item->ref)).arg(item->load_ms, 0, 'f', 1), 8000);
+  emit itemShown();
+}
+
+void MainWindow::onComparisonLoaded(std::shared_ptr<const LoadedItem> a,
+                                    std::shared_ptr<const LoadedItem> b) {
+  if (!a->index || !b->index) {
+    showBanner(tr("Only schedules and timelines can be compared."));
+    return;
+  }
+  shown_ = a;
+  shown_other_ = b;
+  compare_->setTimelines(a->index, PaneLabel(*a, 'A'), b->index, PaneLabel(*b, 'B'));
+  const TimeRange ra = FullRange(*a->index);
+  const TimeRange rb = FullRange(*b->index);
+  compare_->viewState()->setTraceRange({std::min(ra.t0, rb.t0), std::max(ra.t1, rb.t1)});
+  applyViewOptions();
+  compare_legend_->setKinds(KindsIn(*a->index) | KindsIn(*b->index));
+  stack_->setCurrentWidget(compare_page_);
+  compare_->top()->setFocus(Qt::OtherFocusReason);
+  summary_->setComparison(a, b);
+  browser_->setShownItems({a->ref, b->ref});
+  for (QAction* action : export_actions_)
+    action->setEnabled(true);
+  updateZoomActions();
+  statusBar()->showMessage(tr("comparing %1 with %2").arg(DescribeRef(a->ref), DescribeRef(b->ref)),
+                           8000);
+  emit comparisonShown();
+}
+
+void MainWindow::onFailed(const QString& message) {
+  showBanner(message);
+  statusBar()->showMessage(message, 8000);
+  if (opening_) {
+    // The store did not open: show nothing of the one before, so no view can be mistaken for
+    // the new file's.
+    opening_ = false;
+    browser_->clear();
+    shown_.reset();
+    shown_other_.reset();
+    summary_->setMessage(tr("No store open."));
+    showPlaceholder(message);
+    for (QAction* action : export_actions_)
+      action->setEnabled(false);
+  }
+}
+
+void MainWindow::showBanner(const QString& text) {
+  banner_label_->setText(text);
+  banner_->show();
+}
+
+void MainWindow::hideBanner() {
+  banner_label_->clear();
+  banner_->hide();
+}
+
+QString MainWindow::bannerText() const {
+  return banner_label_->text();
+}
+bool MainWindow::isBannerShown() const {
+  return !banner_->isHidden();
+}
+bool MainWindow::isComparing() const {
+  return stack_->currentWidget() == compare_page_;
+}
+
+void MainWindow::showPlaceholder(const QString& text) {
+  placeholder_->setText(text);
+  stack_->setCurrentWidget(placeholder_);
+}
+
+QWidget* MainWindow::centralView() const {
+  QWidget* current = stack_->currentWidget();
+  return current == placeholder_ ? nullptr : current;
+}
+
+// ---- Files ---------------------------------------------------------------------------------
+
+void MainWindow::openDialog() {
+  const QStringList recent = recentFiles();
+  const QString start = recent.isEmpty() ? QString() : QFileInfo(recent.front()).absolutePath();
+  const QString path =
+      QFileDialog::getOpenFileName(this, tr("Open zbkit store"), start,
+                                   tr("zbkit stores (*.db *.sqlite *.sqlite3);;All files (*)"));
+  if (!path.isEmpty()) openStore(path);
+}
+
+void MainWindow::exportDialog(const QString& suffix) {
+  QString suggested = QFileInfo(store_path_).completeBaseName();
+  if (shown_) suggested += QStringLiteral("-") + DescribeRef(shown_->ref).replace(u' ', u'-');
+  if (shown_other_) suggested += QStringLiteral("-vs-%1").arg(shown_other_->ref.id);
+  suggested = QFileInfo(store_path_).absolutePath() + u'/' + suggested + u'.' + suffix;
+  const QString path =
+      QFileDialog::getSaveFileName(this, tr("Export %1").arg(suffix.toUpper()), suggested,
+                                   tr("%1 files (*.%2)").arg(suffix.toUpper(), suffix));
+  if (path.isEmpty()) return;
+  const Status status = exportView(path);
+  if (status.ok()) {
+    statusBar()->showMessage(tr("exported %1").arg(path), 8000);
+  } else {
+    showBanner(QString::fromStdString(status.message()));
+  }
+}
+
+Status MainWindow::exportView(const QString& path) {
+  QWidget* view = centralView();
+  if (view == nullptr) return UsageError(path.toStdString() + ": nothing to export yet");
+  return ExportWidget(view, path);
+}
+
+QStringList MainWindow::recentFiles() const {
+  QSettings settings;
+  const QStringList stored = settings.value(kRecentFilesKey).toStringList();
+  const QStringList kept = ExistingOnly(stored).mid(0, kMaxRecentFiles);
+  if (kept != stored) settings.setValue(kRecentFilesKey, kept);
+  return kept;
+}
+
+void MainWindow::addRecentFile(const QString& path) {
+  const QString absolute = QFileInfo(path).absoluteFilePath();
+  QStringList files = recentFiles();
+  files.removeAll(absolute);
+  files.prepend(absolute);
+  while (files.size() > kMaxRecentFiles)
+    files.removeLast();
+  QSettings settings;
+  settings.setValue(kRecentFilesKey, files);
+}
+
+void MainWindow::rebuildRecentMenu() {
+  recent_menu_->clear();
+  const QStringList files = recentFiles();
+  for (int i = 0; i < files.size(); ++i) {
+    const QString& file = files[i];
+    QAction* action =
+        recent_menu_->addAction(QStringLiteral("&%1 %2").arg(i + 1).arg(QFileInfo(file).fileName()),
+                                this, [this, file] { openStore(file); });
+    action->setToolTip(file);
+    action->setStatusTip(file);
+  }
+  if (files.isEmpty()) {
+    recent_menu_->addAction(tr("(none)"))->setEnabled(false);
+  } else {
+    recent_menu_->addSeparator();
+    recent_menu_->addAction(tr("Clear List"), this, [this] {
+      QSettings settings;
+      settings.remove(kRecentFilesKey);
+      rebuildRecentMenu();
+    });
+  }
+}
+
+}  // namespace zb::gui

@@ -31,7 +31,9 @@ class CompareView : public QWidget {
   TimelineView* top() const { return top_; }
   TimelineView* bottom() const { return bottom_; }
   const TimelineComparison& comparison() const { return comparison_; }
-  QString summaryText() const;  // e.g. "makespan 1236.6 -> 1180.0 ms (-4.6%), 812 of 1152 ops differ"
+  QTableWidget* table() const { return table_; }  // per rank: busy and end of each, deltas
+  // e.g. "makespan 1236.6 -> 1180.0 ms (-4.6%), 812 of 1152 ops differ"
+  QString summaryText() const;
 
  private:
   ViewState* state_ = nullptr;
@@ -40,6 +42,8 @@ class CompareView : public QWidget {
   QLabel* summary_ = nullptr;
   QTableWidget* table_ = nullptr;
   TimelineComparison comparison_;
+  QString label_a_;
+  QString label_b_;
 };
 
 }  // namespace zb::gui

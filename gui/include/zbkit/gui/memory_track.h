@@ -21,24 +21,43 @@ class MemoryTrack : public QWidget {
  public:
   explicit MemoryTrack(QWidget* parent = nullptr);
   void setViewState(ViewState* state);
+  ViewState* viewState() const { return state_; }
   void setTimeline(std::shared_ptr<const TimelineIndex> index);
   // Per-rank cap (same unit as the memory samples); empty or non-finite entries = none.
   void setCaps(std::vector<double> caps);
   // Must match the TimelineView above it so the time axes line up.
   void setLabelWidth(int pixels);
 
+  int labelWidth() const { return label_width_; }
+
   QString tooltipText(QPoint pos) const;  // rank, time, memory, cap
   QSize sizeHint() const override;
+
+  // Geometry, in widget coordinates (for tests and overlays). All rows share one y scale, from 0
+  // to the largest peak or cap, so that ranks compare at a glance.
+  QRect rowRect(int rank) const;
+  int yForValue(int rank, double value) const;
+  double xForTime(TimeNs t) const;
 
  protected:
   void paintEvent(QPaintEvent* event) override;
   bool event(QEvent* event) override;
+  // Hovering sets the shared hover time (the line in every linked view); the wheel zooms at the
+  // cursor like the timeline's.
+  void mouseMoveEvent(QMouseEvent* event) override;
+  void leaveEvent(QEvent* event) override;
+  void wheelEvent(QWheelEvent* event) override;
 
  private:
+  void UpdateScale();
+  TimeNs TimeAtX(double x) const;
+
   ViewState* state_ = nullptr;
   std::shared_ptr<const TimelineIndex> index_;
   std::vector<double> caps_;
   int label_width_ = 90;
+  double scale_max_ = 1;     // top of the shared y scale
+  MemoryEnvelope envelope_;  // reused between paints
 };
 
 }  // namespace zb::gui

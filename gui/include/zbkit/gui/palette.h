@@ -13,10 +13,11 @@
 namespace zb::gui {
 
 QColor ColorOf(OpKind kind);
-QColor BackgroundColor();   // outside any rank's activity
-QColor BubbleColor();       // idle time between a rank's first and last op
-QColor CapColor();          // the memory cap line
-QColor HighlightColor();    // outline of ops that differ in a comparison
+QColor BackgroundColor();  // outside any rank's activity
+QColor BubbleColor();      // idle time between a rank's first and last op
+QColor CapColor();         // the memory cap line
+QColor HighlightColor();   // outline of ops that differ in a comparison
+QColor MemoryColor();      // the memory curve (its envelope and fill are lighter shades)
 
 }  // namespace zb::gui
 

@@ -27,12 +27,20 @@ namespace zb::gui {
 
 // What the last paint drew, for level-of-detail tests (count primitives, not time).
 struct RenderStats {
-  int64_t ops_in_view = 0;       // ops intersecting the visible range, all lanes
-  int64_t exact_blocks = 0;      // ops drawn as individual rectangles
-  int64_t binned_columns = 0;    // lane columns drawn from binned busy fractions
-  int64_t primitives = 0;        // rectangles/lines issued to the painter (or pixels spans)
+  int64_t ops_in_view = 0;     // ops intersecting the visible range, all lanes
+  int64_t exact_blocks = 0;    // ops drawn as individual rectangles
+  int64_t binned_columns = 0;  // lane columns drawn from binned busy fractions
+  int64_t primitives = 0;      // rectangles/lines issued to the painter (or pixels spans)
   int64_t labels = 0;
+  int64_t wait_links = 0;   // "waited for" lines drawn
+  int64_t highlighted = 0;  // differing ops outlined or marked
 };
+
+// "12.345 ms", "3.250 us", "850 ns": the unit follows the magnitude.
+QString FormatTime(TimeNs t);
+// The text of a range summary, e.g. "12.000 ms .. 24.000 ms (12.000 ms)\nbusy 78.3%, idle
+// 41.600 ms over 16 ranks\nops: F 120, B 118, W 117"; `ranks` only names the denominator.
+QString FormatRangeSummary(const RangeSummary& summary, int ranks);
 
 class TimelineView : public QWidget {
   Q_OBJECT
@@ -40,12 +48,20 @@ class TimelineView : public QWidget {
  public:
   explicit TimelineView(QWidget* parent = nullptr);
 
-  // The view does not own the ViewState (a comparison shares one between two views).
+  // The view does not own the ViewState (a comparison shares one between two views). Until one
+  // is set, the view uses a ViewState of its own.
   void setViewState(ViewState* state);
   ViewState* viewState() const { return state_; }
+  // Also sets the ViewState's trace range to the timeline's extent plus a 1 % margin (so the
+  // view shows all of it); a comparison then widens it to the union of both timelines.
   void setTimeline(std::shared_ptr<const TimelineIndex> index);
   const std::shared_ptr<const TimelineIndex>& timeline() const { return index_; }
   void setTitle(const QString& title);  // drawn in the ruler's corner, e.g. "predicted"
+  // Time zero of the ruler, tooltips and selection summary. setTimeline sets it to 0 for a
+  // predicted timeline and to the first op's start for a measured one (its clock may be an
+  // epoch); panes compared on one axis share one origin.
+  void setTimeOrigin(TimeNs origin);
+  TimeNs timeOrigin() const;
 
   // Show the extra per-stage lanes of ranks that hold several stages (default on).
   void setShowStageLanes(bool show);
@@ -53,17 +69,28 @@ class TimelineView : public QWidget {
   void setShowWaitLinks(bool show);
   // Ops outlined as differing from a compared timeline: (lane, index) pairs.
   void setHighlighted(std::set<std::pair<int, size_t>> ops);
+  // Microbatch numbers inside blocks wide enough for them (default on). Pixel tests that sample
+  // block centres turn them off, since text pixels are antialiased.
+  void setShowLabels(bool show);
+  // The lane label column is at least this wide (default 90); a comparison gives both panes the
+  // same width so that their time axes line up.
+  void setMinimumLaneLabelWidth(int pixels);
 
   // Geometry, in widget coordinates: the lanes area starts at x = laneLabelWidth().
   int laneLabelWidth() const;
   int rulerHeight() const;
-  int laneAt(int y) const;  // index into timeline()->lanes(), -1 outside any lane
+  int laneAt(int y) const;         // index into timeline()->lanes(), -1 outside any lane
+  QRect laneRect(int lane) const;  // the lane's row over the whole width; empty if not shown
   TimeNs timeAtX(double x) const;
   double xForTime(TimeNs t) const;
 
   // The tooltip for a point: kind, stage, microbatch, start, duration of the op under it, or the
   // binned summary (ops in the column) when ops are sub-pixel; empty if nothing is there.
   QString tooltipText(QPoint pos) const;
+  // The op under `pos` (or within 2 px of it): (lane, index).
+  std::optional<std::pair<int, size_t>> opAt(QPoint pos) const;
+  // The summary of the selected range (FormatRangeSummary), empty without a selection.
+  QString selectionSummaryText() const;
   const RenderStats& lastRenderStats() const { return stats_; }
 
   QSize sizeHint() const override;

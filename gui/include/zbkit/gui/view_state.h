@@ -41,9 +41,14 @@ class ViewState : public QObject {
   // Shows `range` (clamped to the trace, at least kMinimumSpan); recorded in the zoom history
   // unless `record` is false (continuous panning records once per gesture, not per event).
   void setVisibleRange(TimeRange range, bool record = true);
-  // Zooms by `factor` (< 1 zooms in) keeping `anchor` at the same screen position.
-  void zoomAt(TimeNs anchor, double factor);
+  // Zooms by `factor` (< 1 zooms in) keeping `anchor` at the same screen position. A burst of
+  // wheel steps passes `record` = false after the first, so that one gesture is one history step.
+  void zoomAt(TimeNs anchor, double factor, bool record = true);
+  // Shifts the visible range; not recorded (continuous panning, see commitGesture).
   void pan(TimeNs delta);
+  // Records `before` (the range when a continuous gesture such as a drag began) as one step of
+  // the zoom history, if the visible range moved since.
+  void commitGesture(TimeRange before);
   void fitAll();
   bool canZoomBack() const;
   bool canZoomForward() const;
@@ -71,5 +76,7 @@ class ViewState : public QObject {
 };
 
 }  // namespace zb::gui
+
+Q_DECLARE_METATYPE(zb::gui::TimeRange)
 
 #endif  // ZBKIT_GUI_VIEW_STATE_H_

@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: Apache-2.0
+// The window around the views: menus, recent files, view options, zoom history, keyboard focus,
+// the summary panel's figures and the selection summary.
+#include <QAction>
+#include <QMenu>
+#include <QMenuBar>
+#include <QSignalSpy>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "app_test_support.h"
+#include "export.h"
+#include "loader.h"
+#include "main_window.h"
+#include "store_browser.h"
+#include "summary_panel.h"
+#include "zbkit/gui/compare_view.h"
+#include "zbkit/gui/timeline_view.h"
+#include "zbkit/gui/view_state.h"
+
+using zb::gui::ItemKind;
+using zb::gui::ItemRef;
+using zb::gui::MainWindow;
+
+namespace {
+
+QAction* FindAction(QWidget* menu_owner, const QString& menu_title, const QString& text) {
+  for (QAction* menu_action : menu_owner->findChild<QMenuBar*>()->actions()) {
+    if (menu_action->text().remove(u'&') != menu_title || menu_action->menu() == nullptr) continue;
+    for (QAction* action : menu_action->menu()->actions()) {
+      if (action->text().remove(u'&') == text) return action;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+class MainWindowTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase();
+  void init();
+  void menusHaveTheirActions();
+  void recentFilesArePersistedNewestFirst();
+  void recentFilesKeepAtMostEightAndPruneMissingOnes();
+  void loadedItemGetsKeyboardFocus();
+  void summaryShowsFiguresWithExplanations();
+  void viewOptionsReachTheTimeline();
+  void zoomHistoryFromTheMenu();
+  void rangeSelectionIsSummarised();
+  void commandLineSelectionAndComparison();
+  void costProfileShowsItsTable();
+  void parsesItemSpecs();
+  void windowPicturesAsArtefacts();
+
+ private:
+  static bool OpenAndWait(MainWindow& window, const QString& path,
+                          std::optional<ItemRef> show = std::nullopt,
+                          std::optional<ItemRef> compare = std::nullopt);
+
+  QTemporaryDir dir_;
+  zb::test::TunedStore tuned_;
+};
+
+void MainWindowTest::initTestCase() {
+  zb::test::UseTestSettings("tst_main_window");
+  QVERIFY(dir_.isValid());
+  auto tuned = zb::test::MakeTunedStore(dir_.filePath(QStringLiteral("tuned.db")));
+  QVERIFY(tuned.has_value());
+  tuned_ = *tuned;
+}
+
+void MainWindowTest::init() {
+  QSettings().clear();
+}
+
+bool MainWindowTest::OpenAndWait(MainWindow& window, const QString& path,
+                                 std::optional<ItemRef> show, std::optional<ItemRef> compare) {
+  window.openStore(path, show, compare);
+  return window.loader()->waitForIdle(30000);
+}
+
+void MainWindowTest::menusHaveTheirActions() {
+  MainWindow window;
+  for (const char* text : {"Open...", "Export PNG...", "Export SVG...", "Export PDF...", "Quit"}) {
+    QVERIFY2(FindAction(&window, QStringLiteral("File"), QString::fromLatin1(text)) != nullptr,
+             text);
+  }
+  QAction* recent = FindAction(&window, QStringLiteral("File"), QStringLiteral("Open Recent"));
+  QVERIFY(recent != nullptr && recent->menu() != nullptr);
+  for (const char* text :
+       {"Fit All", "Zoom Back", "Zoom Forward", "Show Stage Lanes", "Show Wait Links"}) {
+    QVERIFY2(FindAction(&window, QStringLiteral("View"), QString::fromLatin1(text)) != nullptr,
+             text);
+  }
+  // Nothing to export before anything is shown.
+  QVERIFY(
+      !FindAction(&window, QStringLiteral("File"), QStringLiteral("Export PNG..."))->isEnabled());
+  QVERIFY(OpenAndWait(window, tuned_.path));
+  QVERIFY(
+      FindAction(&window, QStringLiteral("File"), QStringLiteral("Export PNG..."))->isEnabled());
+}
+
+void MainWindowTest::recentFilesArePersistedNewestFirst() {
+  const QString other = dir_.filePath(QStringLiteral("other.db"));
+  {
+    auto store = zb::Store::Open(other.toStdString());
+    QVERIFY(store.ok());
+  }
+  {
+    MainWindow window;
+    QVERIFY(window.recentFiles().isEmpty());
+    QVERIFY(OpenAndWait(window, tuned_.path));
+    QVERIFY(OpenAndWait(window, other));
+    QVERIFY(OpenAndWait(window, tuned_.path));  // again: moves to the front, not duplicated
+  }
+  // A new window (a new session) reads them back.
+  MainWindow window;
+  const QStringList expected = {QFileInfo(tuned_.path).absoluteFilePath(),
+                                QFileInfo(other).absoluteFilePath()};
+  QCOMPARE(window.recentFiles(), expected);
+  // The menu lists them, and a broken file does not enter the list.
+  QVERIFY(OpenAndWait(window, dir_.filePath(QStringLiteral("does-not-exist.db"))));
+  QCOMPARE(window.recentFiles(), expected);
+  QAction* recent = FindAction(&window, QStringLiteral("File"), QStringLiteral("Open Recent"));
+  emit recent->menu()->aboutToShow();
+  QStringList tips;
+  for (QAction* action : recent->menu()->actions()) {
+    if (!action->toolTip().isEmpty() && !action->isSeparator()) tips << action->toolTip();
+  }
+  QVERIFY(tips.contains(expected[0]));
+  QVERIFY(tips.contains(expected[1]));
+}
+
+void MainWindowTest::recentFilesKeepAtMostEightAndPruneMissingOnes() {
+  QStringList paths;
+  for (int i = 0; i < 10; ++i) {
+    paths << dir_.filePath(QStringLiteral("store-%1.db").arg(i));
+    auto store = zb::Store::Open(paths.back().toStdString());
+    QVERIFY(store.ok());
+  }
+  MainWindow window;
+  for (const QString& path : paths)
+    QVERIFY(OpenAndWait(window, path));
+  QStringList recent = window.recentFiles();
+  QCOMPARE(recent.size(), MainWindow::kMaxRecentFiles);
+  QCOMPARE(recent.front(), QFileInfo(paths[9]).absoluteFilePath());
+  QCOMPARE(recent.back(), QFileInfo(paths[2]).absoluteFilePath());
+  QVERIFY(QFile::remove(paths[9]));
+  recent = window.recentFiles();
+  QCOMPARE(recent.size(), MainWindow::kMaxRecentFiles - 1);
+  QCOMPARE(recent.front(), QFileInfo(paths[8]).absoluteFilePath());
+  // Pruned in the settings too, not only in what was returned.
+  QCOMPARE(QSettings().value(QStringLiteral("recentFiles")).toStringList(), recent);
+}
+
+void MainWindowTest::loadedItemGetsKeyboardFocus() {
+  MainWindow window;
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  QVERIFY(OpenAndWait(window, tuned_.path));
+  QCOMPARE(window.focusWidget(), static_cast<QWidget*>(window.timelineView()));
+  QSignalSpy compared(&window, &MainWindow::comparisonShown);
+  window.compareItems({ItemKind::kSchedule, tuned_.one_f_one_b},
+                      {ItemKind::kSchedule, tuned_.zb_v});
+  QVERIFY(compared.wait(30000));
+  QCOMPARE(window.focusWidget(), static_cast<QWidget*>(window.compareView()->top()));
+}
+
+void MainWindowTest::summaryShowsFiguresWithExplanations() {
+  MainWindow window;
+  QVERIFY(OpenAndWait(window, tuned_.path, ItemRef{ItemKind::kSchedule, tuned_.zb_v}));
+  const auto item = window.shownItem();
+  QVERIFY(item != nullptr && item->figures.has_value());
+  zb::gui::SummaryPanel* summary = window.summary();
+  QVERIFY(summary->titleText().contains(QLatin1String("zb-v")));
+  // Both bubble conventions, with the tooltip that tells them apart.
+  QCOMPARE(summary->bubbleText(), zb::gui::FormatRate(item->figures->bubble_rate));
+  QCOMPARE(summary->paperBubbleText(), zb::gui::FormatRate(item->figures->paper_bubble_rate));
+  QVERIFY(item->figures->bubble_rate != item->figures->paper_bubble_rate);
+  QVERIFY(zb::gui::BubbleRatesExplanation().contains(QLatin1String("first F")));
+  // T/LB: at least 1 under the same cap.
+  QVERIFY(item->TOverLb().has_value());
+  QVERIFY(*item->TOverLb() >= 1.0 - 1e-9);
+  QVERIFY(summary->lowerBoundText().startsWith(QString::number(*item->TOverLb(), 'f', 3)));
+  // Peak memory per rank against the cap: under it for a schedule that was tuned to fit.
+  QTableWidget* memory = summary->memoryTable();
+  QCOMPARE(memory->rowCount(), 4);
+  for (int r = 0; r < memory->rowCount(); ++r) {
+    QCOMPARE(memory->item(r, 2)->text(), zb::gui::FormatMemory(item->figures->peak_memory[r]));
+    QCOMPARE(memory->item(r, 3)->text(), zb::gui::FormatMemory(item->caps[r]));
+    QVERIFY(memory->item(r, 4)->text().endsWith(u'%'));
+  }
+  // The cost profile as scheduled: ZB-V splits each of the 4 stages in two.
+  QCOMPARE(summary->costTable()->rowCount(), 8);
+  QCOMPARE(summary->costTable()->item(7, 1)->text(), zb::gui::FormatMs(zb::MsToNs(7.0)));
+  // The largest bubbles, with what they waited for.
+  QVERIFY(!item->bubbles.empty());
+  const QStringList lines = zb::gui::SummaryLines(*item);
+  QVERIFY(lines.join(u'\n').contains(QLatin1String("largest bubbles")));
+}
+
+void MainWindowTest::viewOptionsReachTheTimeline() {
+  MainWindow window;
+  window.resize(1400, 900);
+  QVERIFY(OpenAndWait(window, tuned_.path, ItemRef{ItemKind::kSchedule, tuned_.zb_v}));
+  const auto& index = window.timelineView()->timeline();
+  int stage_lane = -1;
+  for (size_t i = 0; i < index->lanes().size(); ++i) {
+    if (index->lane(static_cast<int>(i)).kind == zb::LaneKind::kStage)
+      stage_lane = static_cast<int>(i);
+  }
+  QVERIFY2(stage_lane >= 0, "ZB-V holds two stages per rank");
+  window.timelineView()->resize(1000, 600);
+  QVERIFY(!window.timelineView()->laneRect(stage_lane).isEmpty());
+  window.showStageLanesAction()->setChecked(false);
+  QVERIFY(window.timelineView()->laneRect(stage_lane).isEmpty());
+  window.showStageLanesAction()->setChecked(true);
+  QVERIFY(!window.timelineView()->laneRect(stage_lane).isEmpty());
+
+  (void)window.timelineView()->grab();
+  const int64_t links = window.timelineView()->lastRenderStats().wait_links;
+  QVERIFY(links > 0);
+  window.showWaitLinksAction()->setChecked(false);
+  (void)window.timelineView()->grab();
+  QCOMPARE(window.timelineView()->lastRenderStats().wait_links, int64_t{0});
+}
+
+void MainWindowTest::zoomHistoryFromTheMenu() {
+  MainWindow window;
+  QVERIFY(OpenAndWait(window, tuned_.path));
+  zb::gui::ViewState* state = window.viewState();
+  const zb::gui::TimeRange all = state->visibleRange();
+  QAction* back = FindAction(&window, QStringLiteral("View"), QStringLiteral("Zoom Back"));
+  QAction* forward = FindAction(&window, QStringLiteral("View"), QStringLiteral("Zoom Forward"));
+  QAction* fit = FindAction(&window, QStringLiteral("View"), QStringLiteral("Fit All"));
+  QVERIFY(!back->isEnabled());
+  state->zoomAt(all.t0 + all.span() / 2, 0.25);
+  const zb::gui::TimeRange zoomed = state->visibleRange();
+  QVERIFY(zoomed.span() < all.span());
+  QVERIFY(back->isEnabled());
+  back->trigger();
+  QCOMPARE(state->visibleRange(), all);
+  QVERIFY(forward->isEnabled());
+  forward->trigger();
+  QCOMPARE(state->visibleRange(), zoomed);
+  fit->trigger();
+  QCOMPARE(state->visibleRange(), all);
+}
+
+void MainWindowTest::rangeSelectionIsSummarised() {
+  MainWindow window;
+  QVERIFY(OpenAndWait(window, tuned_.path));
+  const auto& index = window.timelineView()->timeline();
+  const zb::gui::TimeRange range{index->end() / 4, index->end() / 2};
+  emit window.timelineView()->rangeSelected(range);
+  const QString text = window.summary()->selectionText();
+  QVERIFY2(text.contains(zb::gui::FormatMs(range.t0)), qPrintable(text));
+  QVERIFY(text.contains(QLatin1String("busy")));
+  window.viewState()->setSelection(range);
+  window.viewState()->setSelection(std::nullopt);
+  QVERIFY(window.summary()->selectionText().isEmpty());
+}
+
+void MainWindowTest::commandLineSelectionAndComparison() {
+  MainWindow window;
+  QSignalSpy compared(&window, &MainWindow::comparisonShown);
+  QVERIFY(OpenAndWait(window, tuned_.path, ItemRef{ItemKind::kSchedule, tuned_.zb_v},
+                      ItemRef{ItemKind::kSchedule, tuned_.one_f_one_b}));
+  QCOMPARE(compared.count(), 1);
+  QVERIFY(window.isComparing());
+  QVERIFY((window.shownItem()->ref == ItemRef{ItemKind::kSchedule, tuned_.zb_v}));
+  QCOMPARE(window.compareView()->top()->timeline()->num_ops(),
+           window.shownItem()->index->num_ops());
+  // Both panes share one time window.
+  QCOMPARE(window.compareView()->top()->viewState(), window.compareView()->bottom()->viewState());
+  QVERIFY(!window.compareView()->summaryText().isEmpty());
+}
+
+void MainWindowTest::costProfileShowsItsTable() {
+  MainWindow window;
+  QVERIFY(OpenAndWait(window, tuned_.path));
+  auto listing = window.loader()->listing();
+  QVERIFY(listing != nullptr && !listing->profiles.empty());
+  QSignalSpy shown(&window, &MainWindow::itemShown);
+  const zb::CostProfileInfo& profile = listing->profiles.front();
+  window.browser()->selectRefs({{ItemKind::kCostProfile, profile.id}});
+  QVERIFY(shown.wait(30000));
+  QCOMPARE(window.summary()->costTable()->rowCount(), profile.num_stages);
+  QCOMPARE(window.centralView(), nullptr);  // no timeline to draw or export
+}
+
+void MainWindowTest::parsesItemSpecs() {
+  using zb::gui::ParseItemSpec;
+  QVERIFY((ParseItemSpec(QStringLiteral("3")) == ItemRef{ItemKind::kSchedule, 3}));
+  QVERIFY((ParseItemSpec(QStringLiteral("s12")) == ItemRef{ItemKind::kSchedule, 12}));
+  QVERIFY((ParseItemSpec(QStringLiteral("t7")) == ItemRef{ItemKind::kTimeline, 7}));
+  QVERIFY((ParseItemSpec(QStringLiteral("timeline:7")) == ItemRef{ItemKind::kTimeline, 7}));
+  for (const char* bad : {"", "x", "0", "-1", "t", "3.5", "+3", "s-2"}) {
+    QVERIFY2(!ParseItemSpec(QString::fromLatin1(bad)).has_value(), bad);
+  }
+}
+
+// Not an assertion on pixels: pictures of the whole window for a person to look at (CI keeps
+// test-output/).
+void MainWindowTest::windowPicturesAsArtefacts() {
+  MainWindow window;
+  window.resize(1600, 950);
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  QVERIFY(OpenAndWait(window, tuned_.path, ItemRef{ItemKind::kSchedule, tuned_.zb_h1}));
+  emit window.timelineView()->rangeSelected({zb::MsToNs(40), zb::MsToNs(120)});
+  QVERIFY(window.grab().save(zb::test::OutputPath(QStringLiteral("main-window-zb-h1.png"))));
+  QSignalSpy compared(&window, &MainWindow::comparisonShown);
+  window.compareItems({ItemKind::kSchedule, tuned_.zb_h1}, {ItemKind::kTimeline, tuned_.measured});
+  QVERIFY(compared.wait(30000));
+  QVERIFY(window.grab().save(
+      zb::test::OutputPath(QStringLiteral("main-window-predicted-vs-measured.png"))));
+}
+
+QTEST_MAIN(MainWindowTest)
+#include "tst_main_window.moc"
