@@ -93,8 +93,17 @@ void CompareView::setTimelines(std::shared_ptr<const TimelineIndex> a, const QSt
   bottom_->setMinimumLaneLabelWidth(label_width);
 
   comparison_ = CompareTimelines(*a, *b, kRelativeTolerance);
-  std::set<std::pair<int, size_t>> in_a(comparison_.only_in_a.begin(), comparison_.only_in_a.end());
-  std::set<std::pair<int, size_t>> in_b(comparison_.only_in_b.begin(), comparison_.only_in_b.end());
+  // Ops present on one side only are differences worth outlining when both timelines cut the
+  // model into the same stages (1F1B's BW against ZB-H1's B and W). When the cuts differ (a V
+  // schedule's 2p chunks against 1F1B's p stages) almost nothing matches by construction, and
+  // outlining every block would hide the real differences: then only the per-rank figures
+  // compare, and the summary says so.
+  std::set<std::pair<int, size_t>> in_a;
+  std::set<std::pair<int, size_t>> in_b;
+  if (SameStageLayout()) {
+    in_a.insert(comparison_.only_in_a.begin(), comparison_.only_in_a.end());
+    in_b.insert(comparison_.only_in_b.begin(), comparison_.only_in_b.end());
+  }
   for (const OpMatch& match : comparison_.matches) {
     if (!OpsDiffer(match, *a, *b, kRelativeTolerance)) continue;
     in_a.emplace(match.lane_a, match.index_a);
@@ -128,6 +137,12 @@ void CompareView::setTimelines(std::shared_ptr<const TimelineIndex> a, const QSt
                                      tr("end delta")});
 }
 
+bool CompareView::SameStageLayout() const {
+  return top_->timeline() && bottom_->timeline() &&
+         top_->timeline()->num_stages() == bottom_->timeline()->num_stages() &&
+         top_->timeline()->num_ranks() == bottom_->timeline()->num_ranks();
+}
+
 QString CompareView::summaryText() const {
   if (!top_->timeline() || !bottom_->timeline()) return tr("Nothing to compare");
   const TimelineComparison& c = comparison_;
@@ -143,6 +158,13 @@ QString CompareView::summaryText() const {
                      .arg(change, 0, 'f', 1)
                      .arg(c.differing)
                      .arg(total);
+  if (!SameStageLayout()) {
+    return text + QStringLiteral(
+                      "; stage layouts differ (%1 vs %2 stages): ops match only where "
+                      "(stage, kind, microbatch) coincide, compare per-rank figures")
+                      .arg(top_->timeline()->num_stages())
+                      .arg(bottom_->timeline()->num_stages());
+  }
   if (!c.only_in_a.empty()) {
     text += QStringLiteral(", %1 only in %2").arg(c.only_in_a.size()).arg(label_a_);
   }

@@ -183,6 +183,27 @@ class CompareViewTest : public QObject {
     QVERIFY(view_->top()->lastRenderStats().highlighted > 0);
   }
 
+  void differentStageLayoutsOutlineOnlyMatchedDifferences() {
+    // ZB-V cuts the model into 2p chunks, 1F1B into p stages: nearly nothing matches by
+    // (stage, kind, microbatch), and outlining all of it would hide the real differences.
+    const Timeline zb_v = ScheduleTimeline("zb-v", 8, costs_);
+    const Timeline one_f_one_b = ScheduleTimeline("1f1b", 8, costs_);
+    view_->setTimelines(MakeIndex(zb_v, costs_.comm), QStringLiteral("ZB-V"),
+                        MakeIndex(one_f_one_b, costs_.comm), QStringLiteral("1F1B"));
+    QVERIFY(!view_->comparison().only_in_a.empty());
+    QVERIFY(view_->summaryText().contains(QStringLiteral("stage layouts differ")));
+    view_->grab();
+    int64_t matched_differing = 0;
+    for (const OpMatch& match : view_->comparison().matches) {
+      if (OpsDiffer(match, *view_->top()->timeline(), *view_->bottom()->timeline(), 0.01)) {
+        ++matched_differing;
+      }
+    }
+    QVERIFY(view_->top()->lastRenderStats().highlighted <= matched_differing);
+    QVERIFY(view_->top()->lastRenderStats().highlighted <
+            static_cast<int64_t>(view_->comparison().only_in_a.size()));
+  }
+
  private:
   CostProfile costs_;
   Timeline predicted_;

@@ -36,6 +36,8 @@ class CompareView : public QWidget {
   QString summaryText() const;
 
  private:
+  // Both timelines cut the model into the same stages on the same ranks.
+  bool SameStageLayout() const;
   ViewState* state_ = nullptr;
   TimelineView* top_ = nullptr;
   TimelineView* bottom_ = nullptr;
