@@ -53,6 +53,19 @@ QString PaneLabel(const LoadedItem& item, char side) {
       .arg(QString::fromStdString(item.short_label));
 }
 
+void ShowItemInViews(const LoadedItem& item, LegendWidget* legend, TimelineView* timeline,
+                     MemoryTrack* memory, ViewState* state) {
+  legend->setKinds(KindsIn(*item.index));
+  legend->setShowMemoryCap(item.index->has_memory() && !item.caps.empty());
+  timeline->setTimeline(item.index);
+  timeline->setTitle(QString::fromStdString(item.short_label));
+  memory->setTimeline(item.index);
+  memory->setCaps(item.caps);
+  memory->setLabelWidth(timeline->laneLabelWidth());
+  memory->setVisible(item.index->has_memory());
+  state->setTraceRange(FullRange(*item.index));
+}
+
 unsigned KindsIn(const TimelineIndex& index) {
   unsigned mask = 0;
   for (const TimelineLane& lane : index.lanes()) {
@@ -293,15 +306,7 @@ void ReportView::setItem(std::shared_ptr<const LoadedItem> item) {
   if (!item) return;
   setHeader(*item, QString::fromStdString(item->title));
   if (item->index) {
-    legend_->setKinds(KindsIn(*item->index));
-    legend_->setShowMemoryCap(item->index->has_memory() && !item->caps.empty());
-    timeline_->setTimeline(item->index);
-    timeline_->setTitle(QString::fromStdString(item->short_label));
-    memory_->setTimeline(item->index);
-    memory_->setCaps(item->caps);
-    memory_->setLabelWidth(timeline_->laneLabelWidth());
-    memory_->setVisible(item->index->has_memory());
-    state_->setTraceRange(FullRange(*item->index));
+    ShowItemInViews(*item, legend_, timeline_, memory_, state_);
     // Per-stage lanes explain V and interleaved schedules, but past a few dozen lanes they leave
     // each lane too thin to read.
     timeline_->setShowStageLanes(item->index->lanes().size() <= 40);

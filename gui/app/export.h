@@ -36,6 +36,13 @@ QString PaneLabel(const LoadedItem& item, char side);
 // The op kinds present in a timeline, bit (1 << OpKind) each, for LegendWidget::setKinds.
 unsigned KindsIn(const TimelineIndex& index);
 
+class LegendWidget;
+// Shows a loaded item (which must have an index) in a legend, timeline and memory track that
+// share `state`, fitted to the whole timeline: the one binding the window and the screenshot
+// report both use, so they show the same thing.
+void ShowItemInViews(const LoadedItem& item, LegendWidget* legend, TimelineView* timeline,
+                     MemoryTrack* memory, ViewState* state);
+
 enum class ExportFormat { kPng, kSvg, kPdf };
 
 // By extension, case-insensitive: .png, .svg, .pdf. nullopt for anything else.

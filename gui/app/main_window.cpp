@@ -324,15 +324,7 @@ void MainWindow::onItemLoaded(std::shared_ptr<const LoadedItem> item) {
   shown_ = item;
   shown_other_.reset();
   if (item->index) {
-    legend_->setKinds(KindsIn(*item->index));
-    legend_->setShowMemoryCap(item->index->has_memory() && !item->caps.empty());
-    timeline_->setTimeline(item->index);
-    timeline_->setTitle(QString::fromStdString(item->short_label));
-    memory_->setTimeline(item->index);
-    memory_->setCaps(item->caps);
-    memory_->setLabelWidth(timeline_->laneLabelWidth());
-    memory_->setVisible(item->index->has_memory());
-    state_->setTraceRange(FullRange(*item->index));
+    ShowItemInViews(*item, legend_, timeline_, memory_, state_);
     // The timeline's lanes stop growing at 40 px (its size hint counts 28 px a lane plus 48 px of
     // ruler): past that, the room goes to the memory rows, which get at least their smallest
     // readable height (18 px + gap each) and at most half again their size hint.

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tooltip.h"
 #include "zbkit/gui/palette.h"
 #include "zbkit/gui/timeline_view.h"
 
@@ -295,15 +296,7 @@ void MemoryTrack::wheelEvent(QWheelEvent* event) {
 
 bool MemoryTrack::event(QEvent* event) {
   if (event->type() == QEvent::ToolTip) {
-    auto* help = static_cast<QHelpEvent*>(event);
-    const QString text = tooltipText(help->pos());
-    if (text.isEmpty()) {
-      QToolTip::hideText();
-      event->ignore();
-    } else {
-      QToolTip::showText(help->globalPos(), text, this);
-    }
-    return true;
+    return ShowToolTip(this, event, [this](QPoint pos) { return tooltipText(pos); });
   }
   return QWidget::event(event);
 }

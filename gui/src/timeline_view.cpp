@@ -22,6 +22,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "tooltip.h"
 #include "zbkit/gui/palette.h"
 
 namespace zb::gui {
@@ -1151,15 +1152,7 @@ void TimelineView::leaveEvent(QEvent* event) {
 
 bool TimelineView::event(QEvent* event) {
   if (event->type() == QEvent::ToolTip) {
-    auto* help = static_cast<QHelpEvent*>(event);
-    const QString text = tooltipText(help->pos());
-    if (text.isEmpty()) {
-      QToolTip::hideText();
-      event->ignore();
-    } else {
-      QToolTip::showText(help->globalPos(), text, this);
-    }
-    return true;
+    return ShowToolTip(this, event, [this](QPoint pos) { return tooltipText(pos); });
   }
   return QWidget::event(event);
 }
