@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   libsqlite3-dev sqlite3
-  nlohmann-json3-dev
+  nlohmann-json3-dev zlib1g-dev
   libboost-program-options-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format

@@ -1,0 +1,2 @@
+-- SPDX-License-Identifier: Apache-2.0
+-- Placeholder: the shard schema (written by the profiler core).
