@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // `zb`: the zbkit command-line front end. It only dispatches; each subcommand lives with its
-// component (tuner/cli for tune, export, show, bench).
+// component (tuner/cli for tune, export, show, bench; profiler/cli for profile, import, costs).
 #include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "commands.h"
+#include "profiler_commands.h"
 
 namespace {
 
@@ -24,6 +25,11 @@ constexpr Subcommand kSubcommands[] = {
     {"show", zb::cli::RunShowCommand, "print a schedule's per-rank timeline and summary"},
     {"list", zb::cli::RunListCommand, "list the schedules a store holds"},
     {"bench", zb::cli::RunBenchCommand, "recompute the paper's Table 5 (zb bench paper)"},
+    {"profile", zb::cli::RunProfileCommand,
+     "run a job under the profiler and print its per-stage costs (zb profile -- CMD ...)"},
+    {"import", zb::cli::RunImportCommand,
+     "per-stage costs from an nsys SQLite export, a Chrome/Kineto trace or kept shards"},
+    {"costs", zb::cli::RunCostsCommand, "export (zb-costs/1) or list stored cost profiles"},
 };
 
 void PrintUsage(std::ostream& out) {

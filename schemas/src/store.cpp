@@ -65,6 +65,46 @@ DROP TABLE timeline_ops;
 ALTER TABLE timeline_ops_v2 RENAME TO timeline_ops;
 )sql";
 
+// Version 3: what the profiler records. Only additions: new nullable (or defaulted) columns and
+// new tables, so no table is rebuilt and every version-2 row keeps its meaning (a profile
+// without a run is one the tuner or a user stored; its details load as empty).
+//  - runs.command / runs.exit_code: the profiled command line (or imported file) and its exit
+//    status;
+//  - cost_profiles.run_id: the run a measured profile came from (SET NULL when the run goes, the
+//    profile stays); cost_profiles.memory_source: whether M_B/M_W are measured, estimated from
+//    the analytic model, or absent;
+//  - cost_profile_spread: per (stage, kind) median and p10/p90 over the measured samples;
+//  - cost_profile_hops: per-hop communication time.
+// ADD COLUMN with REFERENCES needs a NULL default while foreign keys are on, which it has.
+const char* const kMigrationV3Sql = R"sql(
+ALTER TABLE runs ADD COLUMN command TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN exit_code INTEGER;
+ALTER TABLE cost_profiles ADD COLUMN run_id INTEGER REFERENCES runs (id) ON DELETE SET NULL;
+ALTER TABLE cost_profiles ADD COLUMN memory_source TEXT
+  CHECK (memory_source IN ('measured', 'estimated', 'none'));
+CREATE INDEX cost_profiles_by_run ON cost_profiles (run_id);
+CREATE TABLE cost_profile_spread (
+  profile_id INTEGER NOT NULL REFERENCES cost_profiles (id) ON DELETE CASCADE,
+  stage      INTEGER NOT NULL CHECK (stage >= 0),
+  kind       TEXT    NOT NULL CHECK (kind IN ('F', 'B', 'W', 'BW')),
+  median_ns  INTEGER NOT NULL CHECK (median_ns >= 0),
+  p10_ns     INTEGER NOT NULL CHECK (p10_ns >= 0),
+  p90_ns     INTEGER NOT NULL CHECK (p90_ns >= p10_ns),
+  samples    INTEGER NOT NULL CHECK (samples >= 0),
+  PRIMARY KEY (profile_id, stage, kind)
+) WITHOUT ROWID;
+CREATE TABLE cost_profile_hops (
+  profile_id INTEGER NOT NULL REFERENCES cost_profiles (id) ON DELETE CASCADE,
+  from_stage INTEGER NOT NULL CHECK (from_stage >= 0),
+  to_stage   INTEGER NOT NULL CHECK (to_stage >= 0),
+  median_ns  INTEGER NOT NULL CHECK (median_ns >= 0),
+  p10_ns     INTEGER NOT NULL CHECK (p10_ns >= 0),
+  p90_ns     INTEGER NOT NULL CHECK (p90_ns >= p10_ns),
+  samples    INTEGER NOT NULL CHECK (samples >= 0),
+  PRIMARY KEY (profile_id, from_stage, to_stage)
+) WITHOUT ROWID;
+)sql";
+
 // Forward migrations: step i brings a store from version kMigrations[i-1].version (0 for the
 // first) to kMigrations[i].version. A new store runs every step, so there is one path to each
 // version and the steps are what is tested. Never edit a released step; append a new one and
@@ -76,6 +116,7 @@ struct Migration {
 constexpr Migration kMigrations[] = {
     {1, &kZbkitStoreSql},   // schemas/store.sql: create every table of version 1
     {2, &kMigrationV2Sql},  // timeline_ops.kind accepts 'COMM'
+    {3, &kMigrationV3Sql},  // runs, measured cost profiles: run link, memory source, spread
 };
 static_assert(kMigrations[std::size(kMigrations) - 1].version == Store::kSchemaVersion,
               "the last migration step must produce Store::kSchemaVersion");
@@ -427,9 +468,11 @@ Status InsertChildRows(const Connection& conn, const char* head, int row_params,
 struct Store::Impl : Connection {
   Status Migrate(std::string_view what);
   Expected<int64_t> WriteCostProfile(int64_t job_id, const std::string& name,
-                                     const CostProfile& costs);
+                                     const CostProfile& costs,
+                                     const CostProfileDetails* details = nullptr);
   Expected<CostProfile> ReadCostProfile(int64_t id, std::string_view what) const;
-  Expected<int64_t> WriteTimeline(std::optional<int64_t> schedule_id, const Timeline& timeline);
+  Expected<int64_t> WriteTimeline(std::optional<int64_t> schedule_id, const Timeline& timeline,
+                                  std::optional<int64_t> run_id = std::nullopt);
 };
 
 Status Store::Impl::Migrate(std::string_view what) {
@@ -638,16 +681,23 @@ Expected<int64_t> Store::EnsureJob(int64_t cluster_id, const std::string& job_na
 // ---- Cost profiles ---------------------------------------------------------------------------
 
 Expected<int64_t> Store::Impl::WriteCostProfile(int64_t job_id, const std::string& name,
-                                                const CostProfile& costs) {
+                                                const CostProfile& costs,
+                                                const CostProfileDetails* details) {
   const char* what = "insert cost profile";
   ZB_ASSIGN_OR_RETURN(Statement profile,
-                      Prepare("INSERT INTO cost_profiles (job_id, name, comm_ns, schema_version)"
-                              " VALUES (?1, ?2, ?3, ?4)",
+                      Prepare("INSERT INTO cost_profiles (job_id, name, comm_ns, schema_version,"
+                              " run_id, memory_source) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                               what));
   profile.BindInt(1, job_id);
   profile.BindText(2, name);
   profile.BindInt(3, costs.comm);
   profile.BindInt(4, Store::kSchemaVersion);
+  profile.BindOptionalInt(5, details ? details->run_id : std::nullopt);
+  if (details && !details->memory_source.empty()) {
+    profile.BindText(6, details->memory_source);
+  } else {
+    profile.BindNull(6);
+  }
   ZB_RETURN_IF_ERROR(StepDone(profile, what));
   const int64_t id = sqlite3_last_insert_rowid(db.get());
 
@@ -666,6 +716,41 @@ Expected<int64_t> Store::Impl::WriteCostProfile(int64_t job_id, const std::strin
     stage.BindDouble(6, cost.m_b);
     stage.BindDouble(7, cost.m_w);
     ZB_RETURN_IF_ERROR(StepDone(stage, std::string(what) + ": stage " + std::to_string(s)));
+  }
+  if (details == nullptr) return id;
+  ZB_ASSIGN_OR_RETURN(Statement spread,
+                      Prepare("INSERT INTO cost_profile_spread (profile_id, stage, kind,"
+                              " median_ns, p10_ns, p90_ns, samples)"
+                              " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                              what));
+  spread.BindInt(1, id);
+  for (const CostSpread& row : details->spread) {
+    spread.Reset();
+    spread.BindInt(2, row.stage);
+    spread.BindStaticText(3, OpKindName(row.kind));
+    spread.BindInt(4, row.median);
+    spread.BindInt(5, row.p10);
+    spread.BindInt(6, row.p90);
+    spread.BindInt(7, row.samples);
+    ZB_RETURN_IF_ERROR(StepDone(spread, std::string(what) + ": spread of " + OpKindName(row.kind) +
+                                            " of stage " + std::to_string(row.stage)));
+  }
+  ZB_ASSIGN_OR_RETURN(Statement hop,
+                      Prepare("INSERT INTO cost_profile_hops (profile_id, from_stage, to_stage,"
+                              " median_ns, p10_ns, p90_ns, samples)"
+                              " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                              what));
+  hop.BindInt(1, id);
+  for (const HopCost& row : details->hops) {
+    hop.Reset();
+    hop.BindInt(2, row.from_stage);
+    hop.BindInt(3, row.to_stage);
+    hop.BindInt(4, row.median);
+    hop.BindInt(5, row.p10);
+    hop.BindInt(6, row.p90);
+    hop.BindInt(7, row.samples);
+    ZB_RETURN_IF_ERROR(StepDone(hop, std::string(what) + ": hop " + std::to_string(row.from_stage) +
+                                         " -> " + std::to_string(row.to_stage)));
   }
   return id;
 }
@@ -715,6 +800,80 @@ Expected<int64_t> Store::InsertCostProfile(int64_t job_id, const std::string& na
   return id;
 }
 
+Expected<int64_t> Store::InsertCostProfile(int64_t job_id, const std::string& name,
+                                           const CostProfile& costs,
+                                           const CostProfileDetails& details) {
+  if (!impl_) return Closed();
+  const char* what = "insert cost profile";
+  ZB_RETURN_IF_ERROR(impl_->CheckWritable(what));
+  Transaction transaction(*impl_);
+  ZB_RETURN_IF_ERROR(transaction.BeginWrite(what));
+  ZB_RETURN_IF_ERROR(impl_->CheckExists("SELECT 1 FROM jobs WHERE id = ?1", job_id, what, "job"));
+  if (details.run_id) {
+    ZB_RETURN_IF_ERROR(
+        impl_->CheckExists("SELECT 1 FROM runs WHERE id = ?1", *details.run_id, what, "run"));
+  }
+  ZB_ASSIGN_OR_RETURN(int64_t id, impl_->WriteCostProfile(job_id, name, costs, &details));
+  ZB_RETURN_IF_ERROR(transaction.Commit(what));
+  return id;
+}
+
+Expected<CostProfileDetails> Store::LoadCostProfileDetails(int64_t id) const {
+  if (!impl_) return Closed();
+  const Impl& impl = *impl_;
+  const std::string what = "load cost profile details " + std::to_string(id);
+  Transaction transaction(*impl_);
+  ZB_RETURN_IF_ERROR(transaction.BeginRead(what));
+  CostProfileDetails details;
+  {
+    ZB_ASSIGN_OR_RETURN(
+        Statement row,
+        impl.Prepare("SELECT run_id, memory_source FROM cost_profiles WHERE id = ?1", what));
+    row.BindInt(1, id);
+    const int rc = row.Step();
+    if (rc == SQLITE_DONE) {
+      return NotFound(impl.path + ": " + what + ": no cost profile with id " + std::to_string(id));
+    }
+    if (rc != SQLITE_ROW) return impl.Error(what, rc);
+    if (!row.IsNull(0)) details.run_id = row.Int(0);
+    details.memory_source = row.Text(1);
+  }
+  {
+    ZB_ASSIGN_OR_RETURN(Statement rows,
+                        impl.Prepare("SELECT stage, kind, median_ns, p10_ns, p90_ns, samples"
+                                     " FROM cost_profile_spread WHERE profile_id = ?1"
+                                     " ORDER BY stage, CASE kind WHEN 'F' THEN 0 WHEN 'B' THEN 1"
+                                     " WHEN 'W' THEN 2 ELSE 3 END",
+                                     what));
+    rows.BindInt(1, id);
+    int rc;
+    while ((rc = rows.Step()) == SQLITE_ROW) {
+      const auto kind = ParseOpKind(rows.Text(1));
+      if (!kind) {
+        return impl.Inconsistent(what, "unknown op kind '" + std::string(rows.Text(1)) + "'");
+      }
+      details.spread.push_back({static_cast<int32_t>(rows.Int(0)), *kind, rows.Int(2), rows.Int(3),
+                                rows.Int(4), rows.Int(5)});
+    }
+    if (rc != SQLITE_DONE) return impl.Error(what, rc);
+  }
+  {
+    ZB_ASSIGN_OR_RETURN(Statement rows,
+                        impl.Prepare("SELECT from_stage, to_stage, median_ns, p10_ns, p90_ns,"
+                                     " samples FROM cost_profile_hops WHERE profile_id = ?1"
+                                     " ORDER BY from_stage, to_stage",
+                                     what));
+    rows.BindInt(1, id);
+    int rc;
+    while ((rc = rows.Step()) == SQLITE_ROW) {
+      details.hops.push_back({static_cast<int32_t>(rows.Int(0)), static_cast<int32_t>(rows.Int(1)),
+                              rows.Int(2), rows.Int(3), rows.Int(4), rows.Int(5)});
+    }
+    if (rc != SQLITE_DONE) return impl.Error(what, rc);
+  }
+  return details;
+}
+
 Expected<CostProfile> Store::LoadCostProfile(int64_t id) const {
   if (!impl_) return Closed();
   const char* what = "load cost profile";
@@ -730,7 +889,7 @@ Expected<std::vector<CostProfileInfo>> Store::ListCostProfiles() const {
       Statement stmt,
       impl_->Prepare("SELECT p.id, c.name, j.name, p.name,"
                      " (SELECT count(*) FROM cost_profile_stages s WHERE s.profile_id = p.id),"
-                     " p.created_at"
+                     " p.created_at, p.run_id, p.memory_source"
                      " FROM cost_profiles p JOIN jobs j ON j.id = p.job_id"
                      " JOIN clusters c ON c.id = j.cluster_id ORDER BY p.id",
                      what));
@@ -744,6 +903,8 @@ Expected<std::vector<CostProfileInfo>> Store::ListCostProfiles() const {
     info.name = stmt.Text(3);
     info.num_stages = static_cast<int>(stmt.Int(4));
     info.created_at = stmt.Text(5);
+    if (!stmt.IsNull(6)) info.run_id = stmt.Int(6);
+    info.memory_source = stmt.Text(7);
     infos.push_back(std::move(info));
   }
   if (rc != SQLITE_DONE) return impl_->Error(what, rc);
@@ -1072,18 +1233,20 @@ Expected<std::vector<ScheduleInfo>> Store::ListSchedules() const {
 // ---- Timelines -------------------------------------------------------------------------------
 
 Expected<int64_t> Store::Impl::WriteTimeline(std::optional<int64_t> schedule_id,
-                                             const Timeline& timeline) {
+                                             const Timeline& timeline,
+                                             std::optional<int64_t> run_id) {
   const std::string what = "insert timeline";
   int64_t timeline_id = 0;
   {
     ZB_ASSIGN_OR_RETURN(Statement row,
-                        Prepare("INSERT INTO timelines (schedule_id, kind, num_ops, schema_version)"
-                                " VALUES (?1, ?2, ?3, ?4)",
+                        Prepare("INSERT INTO timelines (schedule_id, kind, num_ops, schema_version,"
+                                " run_id) VALUES (?1, ?2, ?3, ?4, ?5)",
                                 what));
     row.BindOptionalInt(1, schedule_id);
     row.BindStaticText(2, TimelineKindName(timeline.kind));
     row.BindInt(3, static_cast<int64_t>(timeline.ops.size()));
     row.BindInt(4, Store::kSchemaVersion);
+    row.BindOptionalInt(5, run_id);
     ZB_RETURN_IF_ERROR(StepDone(row, what));
     timeline_id = sqlite3_last_insert_rowid(db.get());
   }
@@ -1129,6 +1292,18 @@ Expected<int64_t> Store::InsertTimeline(std::optional<int64_t> schedule_id,
                                           what, "schedule"));
   }
   ZB_ASSIGN_OR_RETURN(int64_t id, impl_->WriteTimeline(schedule_id, timeline));
+  ZB_RETURN_IF_ERROR(transaction.Commit(what));
+  return id;
+}
+
+Expected<int64_t> Store::InsertRunTimeline(int64_t run_id, const Timeline& timeline) {
+  if (!impl_) return Closed();
+  const char* what = "insert timeline";
+  ZB_RETURN_IF_ERROR(impl_->CheckWritable(what));
+  Transaction transaction(*impl_);
+  ZB_RETURN_IF_ERROR(transaction.BeginWrite(what));
+  ZB_RETURN_IF_ERROR(impl_->CheckExists("SELECT 1 FROM runs WHERE id = ?1", run_id, what, "run"));
+  ZB_ASSIGN_OR_RETURN(int64_t id, impl_->WriteTimeline(std::nullopt, timeline, run_id));
   ZB_RETURN_IF_ERROR(transaction.Commit(what));
   return id;
 }
@@ -1201,7 +1376,7 @@ Expected<std::vector<TimelineInfo>> Store::ListTimelines() const {
   if (!impl_) return Closed();
   const char* what = "list timelines";
   ZB_ASSIGN_OR_RETURN(Statement rows,
-                      impl_->Prepare("SELECT id, schedule_id, kind, num_ops, created_at"
+                      impl_->Prepare("SELECT id, schedule_id, kind, num_ops, created_at, run_id"
                                      " FROM timelines ORDER BY id",
                                      what));
   std::vector<TimelineInfo> infos;
@@ -1218,6 +1393,65 @@ Expected<std::vector<TimelineInfo>> Store::ListTimelines() const {
     info.kind = *kind;
     info.num_ops = rows.Int(3);
     info.created_at = rows.Text(4);
+    if (!rows.IsNull(5)) info.run_id = rows.Int(5);
+    infos.push_back(std::move(info));
+  }
+  if (rc != SQLITE_DONE) return impl_->Error(what, rc);
+  return infos;
+}
+
+// ---- Runs ------------------------------------------------------------------------------------
+
+Expected<int64_t> Store::InsertRun(int64_t job_id, const std::string& kind,
+                                   const std::string& command, std::optional<int> exit_code,
+                                   std::optional<int64_t> schedule_id) {
+  if (!impl_) return Closed();
+  const char* what = "insert run";
+  ZB_RETURN_IF_ERROR(impl_->CheckWritable(what));
+  if (kind != "profile" && kind != "import" && kind != "replay") {
+    return impl_->Invalid(what, "run kind must be profile, import or replay, got '" + kind + "'");
+  }
+  Transaction transaction(*impl_);
+  ZB_RETURN_IF_ERROR(transaction.BeginWrite(what));
+  ZB_RETURN_IF_ERROR(impl_->CheckExists("SELECT 1 FROM jobs WHERE id = ?1", job_id, what, "job"));
+  if (schedule_id) {
+    ZB_RETURN_IF_ERROR(impl_->CheckExists("SELECT 1 FROM schedules WHERE id = ?1", *schedule_id,
+                                          what, "schedule"));
+  }
+  ZB_ASSIGN_OR_RETURN(Statement row,
+                      impl_->Prepare("INSERT INTO runs (job_id, kind, schedule_id, command,"
+                                     " exit_code, schema_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                                     what));
+  row.BindInt(1, job_id);
+  row.BindText(2, kind);
+  row.BindOptionalInt(3, schedule_id);
+  row.BindText(4, command);
+  row.BindOptionalInt(5, exit_code ? std::optional<int64_t>(*exit_code) : std::nullopt);
+  row.BindInt(6, kSchemaVersion);
+  ZB_RETURN_IF_ERROR(impl_->StepDone(row, what));
+  const int64_t id = sqlite3_last_insert_rowid(impl_->db.get());
+  ZB_RETURN_IF_ERROR(transaction.Commit(what));
+  return id;
+}
+
+Expected<std::vector<RunInfo>> Store::ListRuns() const {
+  if (!impl_) return Closed();
+  const char* what = "list runs";
+  ZB_ASSIGN_OR_RETURN(Statement rows,
+                      impl_->Prepare("SELECT id, job_id, kind, schedule_id, command, exit_code,"
+                                     " started_at FROM runs ORDER BY id",
+                                     what));
+  std::vector<RunInfo> infos;
+  int rc;
+  while ((rc = rows.Step()) == SQLITE_ROW) {
+    RunInfo info;
+    info.id = rows.Int(0);
+    info.job_id = rows.Int(1);
+    info.kind = rows.Text(2);
+    if (!rows.IsNull(3)) info.schedule_id = rows.Int(3);
+    info.command = rows.Text(4);
+    if (!rows.IsNull(5)) info.exit_code = static_cast<int>(rows.Int(5));
+    info.started_at = rows.Text(6);
     infos.push_back(std::move(info));
   }
   if (rc != SQLITE_DONE) return impl_->Error(what, rc);

@@ -40,9 +40,10 @@ namespace fs = std::filesystem;
   lhs = std::move(tmp).value()
 
 const char* const kTables[] = {
-    "clusters",  "jobs",           "cost_profiles", "cost_profile_stages",
-    "schedules", "schedule_ranks", "schedule_ops",  "runs",
-    "timelines", "timeline_ops",   "memory_samples"};
+    "clusters",         "jobs",           "cost_profiles",  "cost_profile_stages",
+    "schedules",        "schedule_ranks", "schedule_ops",   "runs",
+    "timelines",        "timeline_ops",   "memory_samples", "cost_profile_spread",
+    "cost_profile_hops"};
 
 // A plain sqlite3 connection, to look at and tamper with a store behind the Store's back.
 class RawDb {
@@ -729,12 +730,13 @@ TEST_F(StoreTest, VersionOneStoreWithTimelineMigratesToVersionTwo) {
   {
     auto read_only = Store::Open(path, Store::Mode::kReadOnly);
     ASSERT_FALSE(read_only.ok());
-    EXPECT_NE(read_only.status().message().find("store schema version 1 is older than 2"),
+    EXPECT_NE(read_only.status().message().find("store schema version 1 is older than " +
+                                                std::to_string(Store::kSchemaVersion)),
               std::string::npos)
         << read_only.status().message();
   }
   ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
-  EXPECT_EQ(store.schema_version(), 2);
+  EXPECT_EQ(store.schema_version(), Store::kSchemaVersion);
   ZB_ASSERT_OK_AND_ASSIGN(Timeline loaded, store.LoadTimeline(7));
   EXPECT_TRUE(loaded == expected);
   ZB_ASSERT_OK_AND_ASSIGN(auto infos, store.ListTimelines());
@@ -743,7 +745,7 @@ TEST_F(StoreTest, VersionOneStoreWithTimelineMigratesToVersionTwo) {
 
   {
     RawDb raw(path);
-    EXPECT_EQ(raw.Int("PRAGMA user_version"), 2);
+    EXPECT_EQ(raw.Int("PRAGMA user_version"), Store::kSchemaVersion);
     EXPECT_EQ(raw.Int("PRAGMA application_id"), 0x7A626B74);
     EXPECT_EQ(raw.Text("PRAGMA integrity_check"), "ok");
     EXPECT_EQ(raw.Int("SELECT count(*) FROM pragma_foreign_key_check"), 0);
@@ -822,6 +824,179 @@ TEST_F(StoreTest, ScheduleOpsStillRejectComm) {
   RawDb raw(path);
   EXPECT_EQ(raw.Int("SELECT count(*) FROM schedules"), 0);
   EXPECT_EQ(raw.Int("SELECT count(*) FROM schedule_ops"), 0);
+}
+
+// ---- Version 3: runs, measured cost profiles ----------------------------------------------
+
+// A version-2 store as zbkit 0.2 left it: version 1 plus the released 1 -> 2 step (copied here
+// verbatim: released steps never change), with a run, a cost profile and a measured timeline.
+void MakeVersionTwoStore(const std::string& path) {
+  MakeVersionOneStoreWithTimeline(path);
+  RawDb raw(path);
+  raw.Exec(R"sql(
+CREATE TABLE timeline_ops_v2 (
+  timeline_id INTEGER NOT NULL REFERENCES timelines (id) ON DELETE CASCADE,
+  seq         INTEGER NOT NULL CHECK (seq >= 0),
+  rank        INTEGER NOT NULL CHECK (rank >= 0),
+  stage       INTEGER NOT NULL CHECK (stage >= 0),
+  kind        TEXT    NOT NULL CHECK (kind IN ('F', 'B', 'W', 'BW', 'COMM')),
+  microbatch  INTEGER NOT NULL CHECK (microbatch >= 0),
+  start_ns    INTEGER NOT NULL,
+  end_ns      INTEGER NOT NULL,
+  PRIMARY KEY (timeline_id, seq),
+  CHECK (end_ns >= start_ns)
+) WITHOUT ROWID;
+INSERT INTO timeline_ops_v2 SELECT * FROM timeline_ops;
+DROP TABLE timeline_ops;
+ALTER TABLE timeline_ops_v2 RENAME TO timeline_ops;
+PRAGMA user_version = 2;
+INSERT INTO clusters (id, name, schema_version) VALUES (1, 'node-a', 2);
+INSERT INTO jobs (id, cluster_id, name, schema_version) VALUES (1, 1, 'gpt', 2);
+INSERT INTO runs (id, job_id, kind, schema_version) VALUES (3, 1, 'profile', 2);
+INSERT INTO cost_profiles (id, job_id, name, comm_ns, schema_version) VALUES (4, 1, 'old', 5, 2);
+INSERT INTO cost_profile_stages VALUES (4, 0, 10, 20, 30, 1.5, 0.5);
+UPDATE timelines SET run_id = 3 WHERE id = 7;
+)sql");
+}
+
+TEST_F(StoreTest, VersionTwoStoreMigratesToVersionThreeKeepingItsRows) {
+  const std::string path = PathOf("v2.db");
+  MakeVersionTwoStore(path);
+  {
+    auto read_only = Store::Open(path, Store::Mode::kReadOnly);
+    ASSERT_FALSE(read_only.ok());
+    EXPECT_NE(read_only.status().message().find("store schema version 2 is older than 3"),
+              std::string::npos)
+        << read_only.status().message();
+  }
+  ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
+  EXPECT_EQ(store.schema_version(), 3);
+  ZB_ASSERT_OK_AND_ASSIGN(CostProfile old, store.LoadCostProfile(4));
+  EXPECT_EQ(old.comm, 5);
+  EXPECT_EQ(old.stages[0].b, 20);
+  // A profile from before version 3 has empty details.
+  ZB_ASSERT_OK_AND_ASSIGN(CostProfileDetails details, store.LoadCostProfileDetails(4));
+  EXPECT_EQ(details, CostProfileDetails{});
+  ZB_ASSERT_OK_AND_ASSIGN(auto runs, store.ListRuns());
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].id, 3);
+  EXPECT_EQ(runs[0].command, "");
+  EXPECT_FALSE(runs[0].exit_code);
+  ZB_ASSERT_OK_AND_ASSIGN(auto timelines, store.ListTimelines());
+  ASSERT_EQ(timelines.size(), 1u);
+  EXPECT_EQ(timelines[0].run_id, std::optional<int64_t>(3));
+  ZB_ASSERT_OK_AND_ASSIGN(auto profiles, store.ListCostProfiles());
+  ASSERT_EQ(profiles.size(), 1u);
+  EXPECT_FALSE(profiles[0].run_id);
+  EXPECT_EQ(profiles[0].memory_source, "");
+  RawDb raw(path);
+  EXPECT_EQ(raw.Int("PRAGMA user_version"), 3);
+  EXPECT_EQ(raw.Text("PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(raw.Int("SELECT count(*) FROM pragma_foreign_key_check"), 0);
+  EXPECT_EQ(raw.Int("SELECT count(*) FROM timeline_ops"), 3);
+}
+
+TEST_F(StoreTest, FailedVersionThreeMigrationLeavesVersionTwo) {
+  const std::string path = PathOf("v2.db");
+  MakeVersionTwoStore(path);
+  {
+    RawDb raw(path);
+    raw.Exec("CREATE TABLE cost_profile_hops (x)");
+  }
+  auto store = Store::Open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find("migrate schema version 2 -> 3: "), std::string::npos)
+      << store.status().message();
+  RawDb raw(path);
+  EXPECT_EQ(raw.Int("PRAGMA user_version"), 2);
+  // The ALTERs of the failed step were rolled back with it.
+  EXPECT_EQ(raw.Int("SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'command'"), 0);
+  EXPECT_EQ(raw.Int("SELECT count(*) FROM cost_profiles"), 1);
+}
+
+TEST_F(StoreTest, MeasuredProfileRunAndTimelineRoundTrip) {
+  const std::string path = PathOf("store.db");
+  int64_t job = 0;
+  MakeStoreWithJob(path, &job);
+  ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
+  ZB_ASSERT_OK_AND_ASSIGN(int64_t run,
+                          store.InsertRun(job, "profile", "torchrun train.py --pp 2", 0));
+  CostProfile costs;
+  costs.comm = 612'000;
+  costs.stages = {{18'500'000, 18'100'000, 9'300'000, 201216, 73728},
+                  {18'600'000, 18'000'000, 9'400'000, 201216.5, 73728}};
+  CostProfileDetails details;
+  details.run_id = run;
+  details.memory_source = "measured";
+  details.spread = {{0, OpKind::kF, 18'500'000, 18'000'000, 19'000'000, 24},
+                    {0, OpKind::kB, 18'100'000, 18'000'000, 18'300'000, 24},
+                    {1, OpKind::kW, 9'400'000, 9'000'000, 9'900'000, 23}};
+  details.hops = {{0, 1, 612'000, 600'000, 700'000, 48}, {1, 0, 500'000, 480'000, 510'000, 48}};
+  ZB_ASSERT_OK_AND_ASSIGN(int64_t profile,
+                          store.InsertCostProfile(job, "measured", costs, details));
+  Timeline timeline = MakeMeasuredTimeline();
+  timeline.ops.push_back({0, 0, OpKind::kComm, 0, 20, 26});
+  ZB_ASSERT_OK_AND_ASSIGN(int64_t timeline_id, store.InsertRunTimeline(run, timeline));
+
+  ZB_ASSERT_OK_AND_ASSIGN(CostProfile loaded, store.LoadCostProfile(profile));
+  EXPECT_TRUE(loaded == costs);
+  ZB_ASSERT_OK_AND_ASSIGN(CostProfileDetails loaded_details, store.LoadCostProfileDetails(profile));
+  EXPECT_EQ(loaded_details, details);
+  ZB_ASSERT_OK_AND_ASSIGN(Timeline loaded_timeline, store.LoadTimeline(timeline_id));
+  EXPECT_TRUE(loaded_timeline == timeline);
+  ZB_ASSERT_OK_AND_ASSIGN(auto runs, store.ListRuns());
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].job_id, job);
+  EXPECT_EQ(runs[0].kind, "profile");
+  EXPECT_EQ(runs[0].command, "torchrun train.py --pp 2");
+  EXPECT_EQ(runs[0].exit_code, std::optional<int>(0));
+  ZB_ASSERT_OK_AND_ASSIGN(auto profiles, store.ListCostProfiles());
+  ASSERT_EQ(profiles.size(), 1u);
+  EXPECT_EQ(profiles[0].run_id, std::optional<int64_t>(run));
+  EXPECT_EQ(profiles[0].memory_source, "measured");
+  ZB_ASSERT_OK_AND_ASSIGN(auto timelines, store.ListTimelines());
+  ASSERT_EQ(timelines.size(), 1u);
+  EXPECT_EQ(timelines[0].run_id, std::optional<int64_t>(run));
+  EXPECT_FALSE(timelines[0].schedule_id);
+
+  // Deleting the run keeps the profile (unlinked) and deletes its timeline.
+  {
+    RawDb raw(path);
+    raw.Exec("PRAGMA foreign_keys = ON; DELETE FROM runs");
+    EXPECT_EQ(raw.Int("SELECT count(*) FROM cost_profiles WHERE run_id IS NULL"), 1);
+    EXPECT_EQ(raw.Int("SELECT count(*) FROM timelines"), 0);
+    raw.Exec("PRAGMA foreign_keys = ON; DELETE FROM cost_profiles");
+    EXPECT_EQ(raw.Int("SELECT count(*) FROM cost_profile_spread"), 0);
+    EXPECT_EQ(raw.Int("SELECT count(*) FROM cost_profile_hops"), 0);
+  }
+}
+
+TEST_F(StoreTest, RunAndMeasuredProfileErrors) {
+  const std::string path = PathOf("store.db");
+  int64_t job = 0;
+  MakeStoreWithJob(path, &job);
+  ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
+  EXPECT_EQ(store.InsertRun(job, "benchmark").status().code(), ErrorCode::kInvalidInput);
+  EXPECT_EQ(store.InsertRun(job + 99, "profile").status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(store.InsertRun(job, "replay", "", std::nullopt, 12345).status().code(),
+            ErrorCode::kNotFound);
+  EXPECT_EQ(store.InsertRunTimeline(77, MakeMeasuredTimeline()).status().code(),
+            ErrorCode::kNotFound);
+  CostProfile costs;
+  costs.stages = {{1, 1, 1, 0, 0}};
+  CostProfileDetails details;
+  details.run_id = 55;
+  EXPECT_EQ(store.InsertCostProfile(job, "x", costs, details).status().code(),
+            ErrorCode::kNotFound);
+  // p90 below p10 is a bug the schema rejects; nothing of the profile is left.
+  details.run_id.reset();
+  details.spread = {{0, OpKind::kF, 5, 6, 4, 3}};
+  auto bad = store.InsertCostProfile(job, "x", costs, details);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("CHECK constraint failed"), std::string::npos);
+  RawDb raw(path);
+  EXPECT_EQ(raw.Int("SELECT count(*) FROM cost_profiles"), 0);
+  EXPECT_EQ(store.LoadCostProfileDetails(999).status().code(), ErrorCode::kNotFound);
 }
 
 TEST_F(StoreTest, NewerStoreIsRefusedAndLeftUntouched) {

@@ -24,7 +24,7 @@ struct TraceProcess {
   int32_t world_size = -1;  // WORLD_SIZE
   int64_t pid = 0;
   std::string host;
-  std::string command;      // argv[0] or the job's name
+  std::string command;  // argv[0] or the job's name
 };
 
 // A CPU-side range: an NVTX push/pop or start/end range, or a trace annotation.
@@ -34,7 +34,7 @@ struct TraceRange {
   int64_t thread = 0;  // OS thread id that opened it
   TimeNs start = 0;
   TimeNs end = 0;
-  int32_t depth = 0;   // nesting depth on its thread's stack (push/pop ranges), 0 for start/end
+  int32_t depth = 0;  // nesting depth on its thread's stack (push/pop ranges), 0 for start/end
 };
 
 enum class ActivityKind : uint8_t { kKernel = 0, kMemcpy = 1, kMemset = 2 };

@@ -52,6 +52,7 @@ struct ScheduleInfo {
 struct TimelineInfo {
   int64_t id = 0;
   std::optional<int64_t> schedule_id;
+  std::optional<int64_t> run_id;  // measured timelines of a run (version 3)
   TimelineKind kind = TimelineKind::kPredicted;
   int64_t num_ops = 0;
   std::string created_at;
@@ -64,12 +65,58 @@ struct CostProfileInfo {
   std::string name;
   int num_stages = 0;
   std::string created_at;
+  std::optional<int64_t> run_id;  // the run that measured it (profiles from the profiler)
+  std::string memory_source;      // "measured", "estimated", "none"; "" when not recorded
+};
+
+// One execution of a job (the `runs` table): a profiling run, an imported trace, a replay.
+struct RunInfo {
+  int64_t id = 0;
+  int64_t job_id = 0;
+  std::string kind;  // "profile", "import", "replay"
+  std::optional<int64_t> schedule_id;
+  std::string command;           // the profiled command line or the imported file
+  std::optional<int> exit_code;  // of the profiled command
+  std::string started_at;
+};
+
+// The spread of one per-stage cost over the samples it was aggregated from.
+struct CostSpread {
+  int32_t stage = 0;
+  OpKind kind = OpKind::kF;  // F, B, W or BW
+  TimeNs median = 0;
+  TimeNs p10 = 0;
+  TimeNs p90 = 0;
+  int64_t samples = 0;
+  bool operator==(const CostSpread&) const = default;
+};
+
+// Communication time of one hop (from_stage sends to to_stage).
+struct HopCost {
+  int32_t from_stage = 0;
+  int32_t to_stage = 0;
+  TimeNs median = 0;
+  TimeNs p10 = 0;
+  TimeNs p90 = 0;
+  int64_t samples = 0;
+  bool operator==(const HopCost&) const = default;
+};
+
+// What a measured cost profile carries beyond zb-costs/1 (version 3).
+struct CostProfileDetails {
+  std::optional<int64_t> run_id;
+  std::string memory_source;  // "measured", "estimated", "none"
+  std::vector<CostSpread> spread;
+  std::vector<HopCost> hops;
+  bool operator==(const CostProfileDetails&) const = default;
 };
 
 class Store {
  public:
   // 1: store.sql. 2: timeline_ops.kind accepts 'COMM' (measured communication ops).
-  static constexpr int kSchemaVersion = 2;
+  // 3: runs carry command and exit code; cost profiles link to their run, say where their
+  //    memory figures come from and keep per-stage spread and per-hop comm (side tables).
+  static constexpr int kSchemaVersion = 3;
 
   enum class Mode {
     kReadWrite,  // create the file if missing, migrate it to kSchemaVersion
@@ -94,8 +141,24 @@ class Store {
 
   Expected<int64_t> InsertCostProfile(int64_t job_id, const std::string& name,
                                       const CostProfile& costs);
+  // A measured profile: the costs plus its run, memory source, spread and hops, in one
+  // transaction.
+  Expected<int64_t> InsertCostProfile(int64_t job_id, const std::string& name,
+                                      const CostProfile& costs, const CostProfileDetails& details);
   Expected<CostProfile> LoadCostProfile(int64_t id) const;
+  // Spread in stage order, F, B, W, BW within a stage; hops by (from, to). Empty details (no
+  // run, no spread) for profiles stored without them.
+  Expected<CostProfileDetails> LoadCostProfileDetails(int64_t id) const;
   Expected<std::vector<CostProfileInfo>> ListCostProfiles() const;
+
+  // Records a run of a job; `schedule_id` is what a replay ran.
+  Expected<int64_t> InsertRun(int64_t job_id, const std::string& kind,
+                              const std::string& command = "",
+                              std::optional<int> exit_code = std::nullopt,
+                              std::optional<int64_t> schedule_id = std::nullopt);
+  Expected<std::vector<RunInfo>> ListRuns() const;
+  // Stores a (measured) timeline linked to a run.
+  Expected<int64_t> InsertRunTimeline(int64_t run_id, const Timeline& timeline);
 
   // Stores the schedule, its per-stage costs, every op and, when the schedule has a prediction,
   // its predicted timeline, in one transaction. Returns the schedule id.

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+// What `zb profile` and `zb import` share once they hold raw traces: the options that steer
+// attribution and aggregation, the per-stage cost table (text or JSON), and storing the profile,
+// the run and the measured timeline.
+#ifndef ZBKIT_PROFILER_CLI_ANALYSIS_H_
+#define ZBKIT_PROFILER_CLI_ANALYSIS_H_
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "cli_support.h"
+#include "zbkit/profiler/attribution.h"
+#include "zbkit/profiler/costs.h"
+#include "zbkit/profiler/trace.h"
+
+namespace zb::cli {
+
+// The exact first words of the error when no range matched a rule (tests and scripts key on it).
+inline constexpr const char* kNoPipelineOps = "no pipeline ops recognized";
+
+struct AnalysisSettings {
+  profiler::AttributionOptions attribution;
+  profiler::CostOptions costs;
+  profiler::RuleSet rules;
+  std::optional<std::string> store;
+  std::string cluster = "local";
+  std::optional<std::string> name;
+  std::optional<std::string> costs_out;  // write zb-costs/1 here too
+  bool json = false;
+  bool list_ops = false;  // per-op table even when long
+};
+
+void AddAnalysisOptions(po::options_description& options);
+Expected<AnalysisSettings> ReadAnalysisSettings(const po::variables_map& values);
+
+struct AnalysisInput {
+  std::vector<profiler::RawTrace> traces;
+  std::string source;    // shown in the report: the file, or the shard directory
+  std::string run_kind;  // "profile" or "import" (the store's runs.kind)
+  std::string command;   // the profiled command line or the imported file
+  std::optional<int> exit_code;
+  std::string default_name;  // job / profile name when --name is not given
+};
+
+// A job name from a path: its base name without .json/.gz/.sqlite/.zbshard.
+std::string DefaultNameFor(const std::string& path);
+
+// Reads every shard of a directory; unreadable shards become notes in `skipped`.
+Expected<std::vector<profiler::RawTrace>> ReadShardDirectory(const std::string& dir,
+                                                             std::vector<std::string>& skipped);
+
+// Attributes, aggregates, prints the table (or JSON) to `out` and stores when asked. The error
+// when nothing was recognized starts with kNoPipelineOps.
+Status AnalyzeAndReport(const AnalysisInput& input, const AnalysisSettings& settings,
+                        std::ostream& out);
+
+}  // namespace zb::cli
+
+#endif  // ZBKIT_PROFILER_CLI_ANALYSIS_H_

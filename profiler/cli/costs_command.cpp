@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: Apache-2.0
+// zb costs export --store DB [--profile ID] --format json -o FILE|-
+// zb costs list   --store DB [--json]
+//
+// export writes a stored cost profile as zb-costs/1, the input of `zb tune`; without --profile
+// the most recent measured one (a profile linked to a profiling or import run).
+#include <nlohmann/json.hpp>
+
+#include "cli_support.h"
+#include "profiler_commands.h"
+#include "text_table.h"
+#include "zbkit/model/json_io.h"
+#include "zbkit/model/store.h"
+#include "zbkit/model/validate.h"
+
+namespace zb::cli {
+namespace {
+
+int RunCostsExport(const Args& args, std::ostream& out, std::ostream& err) {
+  const std::string command = "costs export";
+  po::options_description options("options");
+  po::options_description_easy_init add = options.add_options();
+  add("store", po::value<std::string>()->required(), "SQLite store");
+  add("profile", po::value<int64_t>(), "cost profile id (default: the most recent measured one)");
+  add("format", po::value<std::string>()->default_value("json"), "json (zb-costs/1)");
+  add("output,o", po::value<std::string>()->required(), "file to write ('-' for stdout)");
+  po::variables_map values;
+  int exit_code = 0;
+  if (!ParseCommandLine(command, "--store DB [--profile ID] --format json -o FILE", args, options,
+                        {}, values, out, err, exit_code)) {
+    return exit_code;
+  }
+  const std::string format = values["format"].as<std::string>();
+  if (format != "json") {
+    return ReportError(err, command, UsageError("--format must be json, got \"" + format + "\""));
+  }
+  auto store = Store::Open(values["store"].as<std::string>(), Store::Mode::kReadOnly);
+  if (!store.ok()) return ReportError(err, command, store.status());
+  int64_t id = 0;
+  if (values.count("profile")) {
+    id = values["profile"].as<int64_t>();
+  } else {
+    auto infos = store->ListCostProfiles();
+    if (!infos.ok()) return ReportError(err, command, infos.status());
+    for (const CostProfileInfo& info : *infos) {
+      if (info.run_id) id = info.id;  // listed by id: the last one is the most recent
+    }
+    if (id == 0) {
+      return ReportError(
+          err, command,
+          NotFound(store->path() + ": no measured cost profile (run zb profile or zb import with "
+                                   "--store, or give --profile ID)"));
+    }
+  }
+  auto costs = store->LoadCostProfile(id);
+  if (!costs.ok()) return ReportError(err, command, costs.status());
+  auto details = store->LoadCostProfileDetails(id);
+  if (!details.ok()) return ReportError(err, command, details.status());
+  Status valid = ValidateCostProfile(*costs);
+  if (!valid.ok()) {
+    return ReportError(err, command,
+                       valid.WithContext(store->path() + ": cost profile " + std::to_string(id)));
+  }
+  bool has_b = false;
+  bool has_bw = false;
+  for (const CostSpread& spread : details->spread) {
+    has_b = has_b || spread.kind == OpKind::kB;
+    has_bw = has_bw || spread.kind == OpKind::kBW;
+  }
+  if (has_bw && !has_b) {
+    err << "zb costs export: note: cost profile " << id
+        << " has no B/W split (the job ran fused backwards): B = BW, W = 0\n";
+  }
+  const std::string content = CostsToJson(*costs);
+  const std::string output = values["output"].as<std::string>();
+  if (output == "-") {
+    out << content;
+    return 0;
+  }
+  Status written = WriteFileAtomically(output, content);
+  if (!written.ok()) return ReportError(err, command, written);
+  return 0;
+}
+
+int RunCostsList(const Args& args, std::ostream& out, std::ostream& err) {
+  const std::string command = "costs list";
+  po::options_description options("options");
+  po::options_description_easy_init add = options.add_options();
+  add("store", po::value<std::string>()->required(), "SQLite store");
+  add("json", "print JSON");
+  po::variables_map values;
+  int exit_code = 0;
+  if (!ParseCommandLine(command, "--store DB [--json]", args, options, {}, values, out, err,
+                        exit_code)) {
+    return exit_code;
+  }
+  auto store = Store::Open(values["store"].as<std::string>(), Store::Mode::kReadOnly);
+  if (!store.ok()) return ReportError(err, command, store.status());
+  auto infos = store->ListCostProfiles();
+  if (!infos.ok()) return ReportError(err, command, infos.status());
+  if (values.count("json")) {
+    nlohmann::json list = {{"format", "zb-costs-list/1"}, {"profiles", nlohmann::json::array()}};
+    for (const CostProfileInfo& info : *infos) {
+      list["profiles"].push_back(
+          {{"id", info.id},
+           {"cluster", info.cluster},
+           {"job", info.job},
+           {"name", info.name},
+           {"stages", info.num_stages},
+           {"run", info.run_id ? nlohmann::json(*info.run_id) : nullptr},
+           {"memory_source", info.memory_source.empty() ? nlohmann::json(nullptr)
+                                                        : nlohmann::json(info.memory_source)},
+           {"created_at", info.created_at}});
+    }
+    out << list.dump(2) << "\n";
+    return 0;
+  }
+  TextTable table({"id", "job", "name", "stages", "run", "memory", "created_at"});
+  for (const CostProfileInfo& info : *infos) {
+    table.AddRow({std::to_string(info.id), info.cluster + "/" + info.job, info.name,
+                  std::to_string(info.num_stages), info.run_id ? std::to_string(*info.run_id) : "-",
+                  info.memory_source.empty() ? "-" : info.memory_source, info.created_at});
+  }
+  table.Render(out);
+  return 0;
+}
+
+}  // namespace
+
+int RunCostsCommand(const Args& args, std::ostream& out, std::ostream& err) {
+  const std::string usage =
+      "usage: zb costs export --store DB [--profile ID] --format json -o FILE\n"
+      "       zb costs list --store DB [--json]\n";
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    (args.empty() ? err : out) << usage;
+    return args.empty() ? 2 : 0;
+  }
+  const Args rest(args.begin() + 1, args.end());
+  if (args[0] == "export") return RunCostsExport(rest, out, err);
+  if (args[0] == "list") return RunCostsList(rest, out, err);
+  err << "zb costs: unknown action \"" << args[0] << "\" (export or list; see zb costs --help)\n";
+  return 2;
+}
+
+}  // namespace zb::cli

@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: Apache-2.0
+// The profiler's `zb` subcommands (same contract as tuner/cli/commands.h: arguments without the
+// subcommand name, results to `out`, one error line to `err`, exit code returned).
+#ifndef ZBKIT_PROFILER_CLI_PROFILER_COMMANDS_H_
+#define ZBKIT_PROFILER_CLI_PROFILER_COMMANDS_H_
+
+#include <ostream>
+
+#include "commands.h"
+
+namespace zb::cli {
+
+// zb profile [options] -- CMD ARGS...: runs CMD with the injection library, exits with CMD's
+// exit code (128 + signal if it was killed).
+int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err);
+// zb import FILE|DIR [--format nsys|chrome|shards] [options]
+int RunImportCommand(const Args& args, std::ostream& out, std::ostream& err);
+// zb costs export|list ...
+int RunCostsCommand(const Args& args, std::ostream& out, std::ostream& err);
+
+}  // namespace zb::cli
+
+#endif  // ZBKIT_PROFILER_CLI_PROFILER_COMMANDS_H_

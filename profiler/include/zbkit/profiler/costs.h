@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0
+// From attributed ops to a cost profile: per stage the median and spread (p10/p90) of T_F, T_B,
+// T_W (T_BW when the job does not split the backward), communication per hop, M_B and M_W, and
+// the measured timeline. Warm-up iterations are dropped first (--skip-iters).
+#ifndef ZBKIT_PROFILER_COSTS_H_
+#define ZBKIT_PROFILER_COSTS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "zbkit/model/status.h"
+#include "zbkit/model/store.h"
+#include "zbkit/model/types.h"
+#include "zbkit/profiler/attribution.h"
+
+namespace zb::profiler {
+
+// Median and the 10th/90th percentiles, linearly interpolated between the sorted samples (as
+// numpy's default), rounded to the nearest nanosecond.
+struct Spread {
+  TimeNs median = 0;
+  TimeNs p10 = 0;
+  TimeNs p90 = 0;
+  int64_t samples = 0;
+};
+Spread SpreadOf(std::vector<TimeNs> values);
+
+enum class MemorySource { kNone, kMeasured, kEstimated };
+const char* MemorySourceName(MemorySource source);  // "none", "measured", "estimated"
+
+// Model dimensions for the analytic activation memory of the paper (per transformer layer and
+// microbatch, in bytes with 16-bit activations): M_B = s*b*(34h + 5*a*s), M_W = 32*s*b*h.
+struct ModelDims {
+  int64_t hidden = 0;            // h
+  int64_t heads = 0;             // a
+  int64_t seq = 0;               // s
+  int64_t micro_batch_size = 0;  // b
+  int64_t layers = 0;            // transformer layers of the whole model, split evenly
+  bool complete() const {
+    return hidden > 0 && heads > 0 && seq > 0 && micro_batch_size > 0 && layers > 0;
+  }
+};
+
+struct StageStats {
+  int32_t stage = 0;
+  int32_t rank = 0;
+  Spread f, b, w, bw;
+  double m_b = 0;
+  double m_w = 0;
+};
+
+struct HopStats {
+  int32_t from_stage = 0;
+  int32_t to_stage = 0;
+  Spread time;
+};
+
+struct CostReport {
+  int ranks = 0;
+  int chunks = 1;
+  int num_stages = 0;
+  Placement layout = Placement::kLoop;
+  bool split = false;  // the job runs W separately from B
+  // Per model stage (ranks * chunks entries).
+  std::vector<StageStats> stages;
+  // Per pipeline rank: what zb tune consumes (one stage per rank). With several chunks per rank
+  // each sample is the sum of the rank's chunks for one (iteration, microbatch).
+  std::vector<StageStats> per_rank;
+  std::vector<HopStats> hops;
+  Spread comm;  // every hop's samples together
+  MemorySource memory = MemorySource::kNone;
+  int iterations_seen = 0;  // most iterations on any rank
+  int iterations_used = 0;  // after --skip-iters
+  int64_t ops_used = 0;
+  Timeline timeline;  // measured, every op (warm-up included), t = 0 at the first op
+  std::vector<std::string> notes;
+
+  // The zb-costs/1 profile (per rank, medians). Without a B/W split: B = BW, W = 0.
+  CostProfile ToCostProfile() const;
+  // Spread and hops for the store.
+  CostProfileDetails ToDetails() const;
+};
+
+struct CostOptions {
+  int skip_iters = 0;
+  std::optional<ModelDims> dims;  // for estimated memory when no allocation records exist
+};
+
+// InvalidInput when nothing is left to aggregate (no ops, or --skip-iters drops everything).
+Expected<CostReport> BuildCostReport(const Attribution& attribution, const CostOptions& options);
+
+}  // namespace zb::profiler
+
+#endif  // ZBKIT_PROFILER_COSTS_H_

@@ -1,0 +1,606 @@
+// SPDX-License-Identifier: Apache-2.0
+// Attribution of raw traces to pipeline ops (attribution.h): classification of ranges, the
+// projection of kernels onto the ranges that launched them, ranks, stages, iterations and
+// microbatches.
+#include "zbkit/profiler/attribution.h"
+
+#include <algorithm>
+#include <cctype>
+#include <deque>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+namespace zb::profiler {
+namespace {
+
+// Where a device activity went.
+struct Assignment {
+  int64_t op = -1;  // index into the op-range list, -1: none
+  bool cross_thread = false;
+  bool launched = false;  // its launch record was found
+};
+
+// For each query time (sorted ascending), the innermost range of `sorted` (indices into
+// `ranges`, sorted by start ascending then end descending) that contains it, or -1. Innermost =
+// the latest-starting containing range. One sweep: ranges enter `active` when they start and
+// leave from the back once they end.
+void Innermost(const std::vector<TraceRange>& ranges, const std::vector<size_t>& sorted,
+               const std::vector<std::pair<TimeNs, size_t>>& queries,
+               std::vector<int64_t>& result) {
+  std::vector<size_t> active;
+  size_t next = 0;
+  for (const auto& [time, query] : queries) {
+    while (next < sorted.size() && ranges[sorted[next]].start <= time) {
+      active.push_back(sorted[next++]);
+    }
+    while (!active.empty() && ranges[active.back()].end < time)
+      active.pop_back();
+    result[query] = -1;
+    for (size_t k = active.size(); k-- > 0;) {
+      if (ranges[active[k]].end >= time) {
+        result[query] = static_cast<int64_t>(active[k]);
+        break;
+      }
+    }
+  }
+}
+
+// Assigns every activity of `trace` to one of `op_ranges` (indices into trace.ranges) or none.
+std::vector<Assignment> AssignActivities(const RawTrace& trace,
+                                         const std::vector<size_t>& op_ranges, bool cross_thread) {
+  std::vector<Assignment> assignment(trace.activities.size());
+  std::unordered_map<int64_t, const Launch*> launch_of;
+  launch_of.reserve(trace.launches.size());
+  for (const Launch& launch : trace.launches)
+    launch_of.emplace(launch.correlation, &launch);
+
+  // Op ranges per thread, and the position of each range in op_ranges.
+  std::map<int64_t, std::vector<size_t>> ranges_by_thread;
+  std::unordered_map<size_t, int64_t> op_index;
+  for (size_t i = 0; i < op_ranges.size(); ++i) {
+    const TraceRange& range = trace.ranges[op_ranges[i]];
+    ranges_by_thread[range.thread].push_back(op_ranges[i]);
+    op_index.emplace(op_ranges[i], static_cast<int64_t>(i));
+  }
+  for (auto& [thread, list] : ranges_by_thread) {
+    std::sort(list.begin(), list.end(), [&](size_t a, size_t b) {
+      const TraceRange& x = trace.ranges[a];
+      const TraceRange& y = trace.ranges[b];
+      if (x.start != y.start) return x.start < y.start;
+      if (x.end != y.end) return x.end > y.end;
+      return a < b;
+    });
+  }
+
+  // Launch times grouped by launching thread.
+  std::map<int64_t, std::vector<std::pair<TimeNs, size_t>>> queries_by_thread;
+  for (size_t a = 0; a < trace.activities.size(); ++a) {
+    auto it = launch_of.find(trace.activities[a].correlation);
+    if (it == launch_of.end()) continue;
+    assignment[a].launched = true;
+    queries_by_thread[it->second->thread].emplace_back(it->second->time, a);
+  }
+
+  std::vector<std::pair<TimeNs, size_t>> leftover;
+  std::vector<int64_t> found(trace.activities.size(), -1);
+  for (auto& [thread, queries] : queries_by_thread) {
+    std::sort(queries.begin(), queries.end());
+    auto ranges = ranges_by_thread.find(thread);
+    if (ranges == ranges_by_thread.end()) {
+      leftover.insert(leftover.end(), queries.begin(), queries.end());
+      continue;
+    }
+    Innermost(trace.ranges, ranges->second, queries, found);
+    for (const auto& [time, a] : queries) {
+      if (found[a] >= 0) {
+        assignment[a].op = op_index[static_cast<size_t>(found[a])];
+      } else {
+        leftover.emplace_back(time, a);
+      }
+    }
+  }
+
+  if (cross_thread && !leftover.empty() && !ranges_by_thread.empty()) {
+    std::sort(leftover.begin(), leftover.end());
+    // How many other threads have an op range open at each leftover launch; only an unambiguous
+    // one is taken.
+    std::vector<int> hits(trace.activities.size(), 0);
+    std::vector<int64_t> candidate(trace.activities.size(), -1);
+    for (const auto& [thread, list] : ranges_by_thread) {
+      Innermost(trace.ranges, list, leftover, found);
+      for (const auto& [time, a] : leftover) {
+        if (found[a] < 0) continue;
+        ++hits[a];
+        candidate[a] = op_index[static_cast<size_t>(found[a])];
+      }
+    }
+    for (const auto& [time, a] : leftover) {
+      if (hits[a] == 1) {
+        assignment[a].op = candidate[a];
+        assignment[a].cross_thread = true;
+      }
+    }
+  }
+  return assignment;
+}
+
+// Union length of intervals (sorted in place).
+TimeNs UnionLength(std::vector<std::pair<TimeNs, TimeNs>>& intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  TimeNs total = 0;
+  TimeNs cur_start = 0;
+  TimeNs cur_end = 0;
+  bool open = false;
+  for (const auto& [start, end] : intervals) {
+    if (!open || start > cur_end) {
+      if (open) total += cur_end - cur_start;
+      cur_start = start;
+      cur_end = end;
+      open = true;
+    } else {
+      cur_end = std::max(cur_end, end);
+    }
+  }
+  if (open) total += cur_end - cur_start;
+  return total;
+}
+
+bool ValidActivity(const DeviceActivity& activity) {
+  // CUPTI reports start == end == 0 for kernels it could not time: count, never average.
+  return !(activity.start == 0 && activity.end == 0) && activity.end >= activity.start;
+}
+
+// Per-process result of the first pass.
+struct ProcessOps {
+  const RawTrace* trace = nullptr;
+  std::vector<MeasuredOp> ops;
+  std::vector<RangeMatch> matches;  // parallel to ops (bare NCCL ops: a COMM match)
+  std::vector<TimeNs> iteration_starts;
+  int64_t recognized = 0;  // ops from rules (not bare NCCL kernels)
+  int32_t rank = -1;       // pipeline rank
+  int32_t replica = 0;
+};
+
+int32_t PeerStage(int32_t stage, CommDirection direction) {
+  switch (direction) {
+    case CommDirection::kSendForward:
+      return stage + 1;
+    case CommDirection::kRecvForward:
+      return stage - 1;
+    case CommDirection::kSendBackward:
+      return stage - 1;
+    case CommDirection::kRecvBackward:
+      return stage + 1;
+    case CommDirection::kNone:
+      return -1;
+  }
+  return -1;
+}
+
+}  // namespace
+
+bool IsNcclKernel(std::string_view name) {
+  for (size_t i = 0; i + 4 <= name.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(name[i])) == 'n' &&
+        std::tolower(static_cast<unsigned char>(name[i + 1])) == 'c' &&
+        std::tolower(static_cast<unsigned char>(name[i + 2])) == 'c' &&
+        std::tolower(static_cast<unsigned char>(name[i + 3])) == 'l') {
+      return true;
+    }
+  }
+  return false;
+}
+
+int StageOf(Placement layout, int ranks, int rank, int chunk) {
+  if (layout == Placement::kV) return chunk == 0 ? rank : 2 * ranks - 1 - rank;
+  return chunk * ranks + rank;
+}
+
+std::vector<Projection> ProjectRanges(const RawTrace& trace, const std::vector<size_t>& op_ranges,
+                                      const std::vector<bool>& is_comm, bool cross_thread) {
+  const std::vector<Assignment> assignment = AssignActivities(trace, op_ranges, cross_thread);
+  std::vector<std::vector<std::pair<TimeNs, TimeNs>>> intervals(op_ranges.size());
+  std::vector<Projection> result(op_ranges.size());
+  for (size_t a = 0; a < trace.activities.size(); ++a) {
+    const DeviceActivity& activity = trace.activities[a];
+    if (assignment[a].op < 0 || !ValidActivity(activity)) continue;
+    const size_t op = static_cast<size_t>(assignment[a].op);
+    if (IsNcclKernel(activity.name) && !(op < is_comm.size() && is_comm[op])) continue;
+    Projection& p = result[op];
+    if (p.kernels == 0) {
+      p.start = activity.start;
+      p.end = activity.end;
+    } else {
+      p.start = std::min(p.start, activity.start);
+      p.end = std::max(p.end, activity.end);
+    }
+    ++p.kernels;
+    if (assignment[a].cross_thread) ++p.cross_thread;
+    intervals[op].emplace_back(activity.start, activity.end);
+  }
+  for (size_t i = 0; i < result.size(); ++i)
+    result[i].busy = UnionLength(intervals[i]);
+  return result;
+}
+
+Expected<Attribution> Attribute(const std::vector<RawTrace>& traces, const RuleSet& rules,
+                                const AttributionOptions& options) {
+  if (options.pp < 0) return UsageError("--pp must be >= 1");
+  Attribution result;
+  result.layout = options.layout;
+  std::vector<ProcessOps> processes;
+  int64_t invalid_kernels = 0;
+  int64_t unknown_pp_names = 0;
+
+  // ---- Pass 1: per process, classify ranges and project kernels. ----
+  for (const RawTrace& trace : traces) {
+    ProcessOps proc;
+    proc.trace = &trace;
+    std::unordered_map<std::string, RangeMatch> cache;
+    std::vector<size_t> op_ranges;
+    std::vector<bool> is_comm;
+    for (size_t i = 0; i < trace.ranges.size(); ++i) {
+      const TraceRange& range = trace.ranges[i];
+      std::string key = range.domain;
+      key += '\x1f';
+      key += range.name;
+      auto it = cache.find(key);
+      if (it == cache.end()) it = cache.emplace(key, rules.Match(range.name, range.domain)).first;
+      const RangeMatch& match = it->second;
+      if (match.role == RangeRole::kIteration) {
+        proc.iteration_starts.push_back(range.start);
+      } else if (match.role == RangeRole::kOp) {
+        if (range.end < range.start) continue;
+        op_ranges.push_back(i);
+        is_comm.push_back(match.kind == OpKind::kComm);
+        proc.matches.push_back(match);
+      } else if (match.role == RangeRole::kNone && range.name.rfind("PP:", 0) == 0) {
+        ++unknown_pp_names;
+      }
+    }
+    std::sort(proc.iteration_starts.begin(), proc.iteration_starts.end());
+
+    const std::vector<Assignment> assignment =
+        AssignActivities(trace, op_ranges, options.cross_thread);
+    std::vector<std::vector<std::pair<TimeNs, TimeNs>>> intervals(op_ranges.size());
+    proc.ops.resize(op_ranges.size());
+    for (size_t i = 0; i < op_ranges.size(); ++i) {
+      const TraceRange& range = trace.ranges[op_ranges[i]];
+      MeasuredOp& op = proc.ops[i];
+      op.kind = proc.matches[i].kind;
+      op.microbatch = proc.matches[i].microbatch;
+      op.direction = proc.matches[i].direction;
+      op.cpu_start = range.start;
+      op.cpu_end = range.end;
+      op.name = range.name;
+      op.family = proc.matches[i].family;
+    }
+    proc.recognized = static_cast<int64_t>(op_ranges.size());
+
+    std::vector<size_t> bare_nccl;
+    for (size_t a = 0; a < trace.activities.size(); ++a) {
+      const DeviceActivity& activity = trace.activities[a];
+      ++result.kernels_total;
+      if (!ValidActivity(activity)) {
+        ++invalid_kernels;
+        continue;
+      }
+      const int64_t op_index = assignment[a].op;
+      const bool nccl = IsNcclKernel(activity.name);
+      if (op_index >= 0 && (!nccl || is_comm[op_index])) {
+        MeasuredOp& op = proc.ops[op_index];
+        if (op.kernels == 0) {
+          op.gpu_start = activity.start;
+          op.gpu_end = activity.end;
+        } else {
+          op.gpu_start = std::min(op.gpu_start, activity.start);
+          op.gpu_end = std::max(op.gpu_end, activity.end);
+        }
+        ++op.kernels;
+        intervals[op_index].emplace_back(activity.start, activity.end);
+        ++result.kernels_attributed;
+        if (assignment[a].cross_thread) ++result.kernels_cross_thread;
+      } else if (nccl) {
+        bare_nccl.push_back(a);
+      }
+    }
+    for (size_t i = 0; i < proc.ops.size(); ++i) {
+      MeasuredOp& op = proc.ops[i];
+      if (op.kernels > 0) {
+        op.busy = UnionLength(intervals[i]);
+      } else {
+        op.busy = op.cpu_end - op.cpu_start;
+        op.gpu_start = op.cpu_start;
+        op.gpu_end = op.cpu_end;
+      }
+    }
+    // NCCL kernels outside communication ranges are still communication: one COMM op each, in
+    // the timeline (no hop known, so they do not enter the per-hop cost).
+    if (proc.recognized > 0) {
+      for (size_t a : bare_nccl) {
+        const DeviceActivity& activity = trace.activities[a];
+        MeasuredOp op;
+        op.kind = OpKind::kComm;
+        op.microbatch = -1;
+        const int64_t owner = assignment[a].op;
+        // Encodes the owner's index until its microbatch is known (pass 3).
+        if (owner >= 0) op.microbatch = static_cast<int32_t>(-2 - owner);
+        op.cpu_start = op.cpu_end = activity.start;
+        op.gpu_start = activity.start;
+        op.gpu_end = activity.end;
+        op.busy = activity.end - activity.start;
+        op.kernels = 1;
+        op.name = activity.name;
+        op.family = "nccl";
+        RangeMatch match;
+        match.role = RangeRole::kOp;
+        match.kind = OpKind::kComm;
+        match.family = "nccl";
+        proc.ops.push_back(std::move(op));
+        proc.matches.push_back(match);
+        ++result.kernels_attributed;
+      }
+    }
+    // Memory: allocations net of releases inside each op's CPU range.
+    if (!trace.memory.empty()) {
+      result.has_memory = true;
+      std::vector<std::pair<TimeNs, int64_t>> events;
+      events.reserve(trace.memory.size());
+      for (const MemoryEvent& event : trace.memory)
+        events.emplace_back(event.time, event.bytes);
+      std::sort(events.begin(), events.end());
+      std::vector<int64_t> prefix(events.size() + 1, 0);
+      for (size_t i = 0; i < events.size(); ++i)
+        prefix[i + 1] = prefix[i] + events[i].second;
+      for (MeasuredOp& op : proc.ops) {
+        auto lo =
+            std::lower_bound(events.begin(), events.end(), std::make_pair(op.cpu_start, INT64_MIN));
+        auto hi =
+            std::upper_bound(events.begin(), events.end(), std::make_pair(op.cpu_end, INT64_MAX));
+        if (hi > lo) {
+          op.has_memory = true;
+          op.memory_net = prefix[hi - events.begin()] - prefix[lo - events.begin()];
+        }
+      }
+    }
+    processes.push_back(std::move(proc));
+  }
+  if (invalid_kernels > 0) {
+    result.notes.push_back(std::to_string(invalid_kernels) +
+                           " device activities had no timestamps and were not counted");
+  }
+  if (unknown_pp_names > 0) {
+    result.notes.push_back(std::to_string(unknown_pp_names) +
+                           " PP: ranges were not single pipeline ops (e.g. OVERLAP_F_B, "
+                           "REDUCE_GRAD) and were skipped");
+  }
+
+  // ---- Pass 2: pipeline ranks. ----
+  std::vector<ProcessOps*> with_ops;
+  for (ProcessOps& proc : processes) {
+    if (proc.recognized > 0) with_ops.push_back(&proc);
+  }
+  if (with_ops.empty()) return result;  // the caller says "no pipeline ops recognized"
+  int32_t max_rank = -1;
+  for (ProcessOps* proc : with_ops)
+    max_rank = std::max(max_rank, proc->trace->process.rank);
+  {
+    std::vector<ProcessOps*> unranked;
+    for (ProcessOps* proc : with_ops) {
+      if (proc->trace->process.rank < 0) unranked.push_back(proc);
+    }
+    std::sort(unranked.begin(), unranked.end(), [](const ProcessOps* a, const ProcessOps* b) {
+      return a->trace->process.pid < b->trace->process.pid;
+    });
+    int32_t next = max_rank + 1;
+    for (ProcessOps* proc : unranked)
+      proc->rank = next++;
+    for (ProcessOps* proc : with_ops) {
+      if (proc->trace->process.rank >= 0) proc->rank = proc->trace->process.rank;
+    }
+    if (!unranked.empty() && with_ops.size() > 1) {
+      result.notes.push_back(std::to_string(unranked.size()) +
+                             " processes had no RANK; ranked in process-id order");
+    }
+  }
+  int32_t ranks = options.pp;
+  if (ranks == 0) {
+    for (ProcessOps* proc : with_ops)
+      ranks = std::max(ranks, proc->rank + 1);
+  } else {
+    // Pipeline parallelism is the outermost dimension in Megatron and torchtitan: with
+    // WORLD_SIZE = P * D, global rank g is pipeline rank g / D.
+    std::vector<ProcessOps*> kept;
+    for (ProcessOps* proc : with_ops) {
+      const int32_t world = proc->trace->process.world_size;
+      if (world > ranks && world % ranks == 0) {
+        const int32_t group = world / ranks;
+        proc->replica = proc->rank % group;
+        proc->rank = proc->rank / group;
+      }
+      if (proc->rank >= ranks) {
+        result.notes.push_back("rank " + std::to_string(proc->rank) + " is outside --pp " +
+                               std::to_string(ranks) + "; its ops were skipped");
+        continue;
+      }
+      kept.push_back(proc);
+    }
+    with_ops = std::move(kept);
+  }
+  result.ranks = std::max(ranks, 1);
+
+  // ---- Pass 3: stages, B vs BW, iterations, microbatches. ----
+  int32_t max_stage = -1;
+  int32_t max_chunk = 0;
+  int64_t fifo_fallbacks = 0;
+  int b_as_bw_ranks = 0;
+  for (ProcessOps* proc : with_ops) {
+    bool has_w = false;
+    for (const MeasuredOp& op : proc->ops)
+      has_w = has_w || op.kind == OpKind::kW;
+    bool any_b_or_bw = false;
+    std::vector<MeasuredOp> kept;
+    std::vector<RangeMatch> kept_matches;
+    std::vector<int64_t> new_index(proc->ops.size(), -1);
+    for (size_t i = 0; i < proc->ops.size(); ++i) {
+      MeasuredOp& op = proc->ops[i];
+      const RangeMatch& match = proc->matches[i];
+      op.rank = proc->rank;
+      op.replica = proc->replica;
+      if (match.b_or_bw && !has_w) {
+        op.kind = OpKind::kBW;
+        any_b_or_bw = true;
+      }
+      if (match.stage >= 0) {
+        op.stage = match.stage;
+      } else if (match.chunk >= 0) {
+        if (options.layout == Placement::kV && match.chunk > 1) {
+          result.notes.push_back("chunk " + std::to_string(match.chunk) + " of '" + op.name +
+                                 "' does not exist in the V layout (2 chunks); skipped");
+          continue;
+        }
+        op.stage = StageOf(options.layout, result.ranks, proc->rank, match.chunk);
+        max_chunk = std::max(max_chunk, match.chunk);
+      } else {
+        op.stage = StageOf(options.layout, result.ranks, proc->rank, 0);
+      }
+      op.peer_stage = PeerStage(op.stage, op.direction);
+      max_stage = std::max(max_stage, op.stage);
+      new_index[i] = static_cast<int64_t>(kept.size());
+      kept.push_back(std::move(op));
+      kept_matches.push_back(match);
+    }
+    if (any_b_or_bw) ++b_as_bw_ranks;
+    proc->ops = std::move(kept);
+    proc->matches = std::move(kept_matches);
+    for (MeasuredOp& op : proc->ops) {
+      if (op.microbatch <= -2) {  // a bare NCCL op's owner, renumbered
+        const int64_t owner = new_index[static_cast<size_t>(-2 - op.microbatch)];
+        op.microbatch = owner >= 0 ? static_cast<int32_t>(-2 - owner) : -1;
+      }
+    }
+
+    // Time order (CPU start); bare NCCL ops remember their owner by index, so map first.
+    std::vector<size_t> order(proc->ops.size());
+    for (size_t i = 0; i < order.size(); ++i)
+      order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return proc->ops[a].cpu_start < proc->ops[b].cpu_start;
+    });
+
+    // Iterations.
+    if (!proc->iteration_starts.empty()) {
+      bool any_before = false;
+      for (MeasuredOp& op : proc->ops) {
+        const auto& starts = proc->iteration_starts;
+        op.iteration =
+            static_cast<int32_t>(std::upper_bound(starts.begin(), starts.end(), op.cpu_start) -
+                                 starts.begin()) -
+            1;
+        any_before = any_before || op.iteration < 0;
+      }
+      if (any_before) {
+        for (MeasuredOp& op : proc->ops)
+          ++op.iteration;
+      }
+    } else {
+      int32_t iteration = 0;
+      std::set<std::pair<int32_t, int32_t>> seen;  // (stage, mb) of F in this iteration
+      for (size_t i : order) {
+        MeasuredOp& op = proc->ops[i];
+        if (op.kind == OpKind::kF && op.microbatch >= 0) {
+          if (!seen.emplace(op.stage, op.microbatch).second) {
+            ++iteration;
+            seen.clear();
+            seen.emplace(op.stage, op.microbatch);
+          }
+        }
+        op.iteration = iteration;
+      }
+    }
+
+    // Microbatches in FIFO order where the name carries none.
+    std::map<std::tuple<int32_t, int32_t>, int32_t> forwards;  // (stage, iter) -> F count
+    std::map<std::tuple<int32_t, int32_t>, std::deque<int32_t>> awaiting_b;  // F mbs
+    std::map<std::tuple<int32_t, int32_t>, std::deque<int32_t>> awaiting_w;  // B mbs
+    auto take = [](std::deque<int32_t>& queue, int32_t mb) {
+      if (mb < 0) {
+        if (queue.empty()) return int32_t{-1};
+        const int32_t front = queue.front();
+        queue.pop_front();
+        return front;
+      }
+      auto it = std::find(queue.begin(), queue.end(), mb);
+      if (it != queue.end()) queue.erase(it);
+      return mb;
+    };
+    for (size_t i : order) {
+      MeasuredOp& op = proc->ops[i];
+      const auto key = std::make_tuple(op.stage, op.iteration);
+      switch (op.kind) {
+        case OpKind::kF: {
+          int32_t& count = forwards[key];
+          if (op.microbatch < 0) op.microbatch = count;
+          ++count;
+          awaiting_b[key].push_back(op.microbatch);
+          break;
+        }
+        case OpKind::kB:
+        case OpKind::kBW: {
+          op.microbatch = take(awaiting_b[key], op.microbatch);
+          if (op.kind == OpKind::kB && op.microbatch >= 0) awaiting_w[key].push_back(op.microbatch);
+          break;
+        }
+        case OpKind::kW:
+          op.microbatch = take(awaiting_w[key], op.microbatch);
+          break;
+        case OpKind::kComm:
+          break;
+      }
+      if (op.kind != OpKind::kComm && op.microbatch < 0) {
+        ++fifo_fallbacks;
+        op.microbatch = 0;
+      }
+    }
+    // Bare NCCL ops: the microbatch of the op that launched them.
+    for (MeasuredOp& op : proc->ops) {
+      if (op.kind != OpKind::kComm) continue;
+      if (op.microbatch <= -2) {
+        const size_t owner = static_cast<size_t>(-2 - op.microbatch);
+        op.microbatch = owner < proc->ops.size() ? std::max(proc->ops[owner].microbatch, 0) : 0;
+      } else if (op.microbatch < 0) {
+        op.microbatch = 0;
+      }
+    }
+  }
+  if (b_as_bw_ranks > 0) {
+    result.notes.push_back("zero-bubble B ranges read as full backward (BW) on " +
+                           std::to_string(b_as_bw_ranks) + " rank(s) without W ranges");
+  }
+  if (fifo_fallbacks > 0) {
+    result.notes.push_back(std::to_string(fifo_fallbacks) +
+                           " backward ops had no matching forward; microbatch set to 0");
+  }
+
+  result.chunks = options.layout == Placement::kV ? 2 : max_chunk + 1;
+  result.chunks = std::max(result.chunks, (max_stage + result.ranks) / result.ranks);
+  result.num_stages = std::max(max_stage + 1, result.ranks * result.chunks);
+
+  for (ProcessOps* proc : with_ops) {
+    for (MeasuredOp& op : proc->ops) {
+      result.split = result.split || op.kind == OpKind::kW;
+      ++result.ops_by_family[op.family];
+      result.ops.push_back(std::move(op));
+    }
+  }
+  std::stable_sort(result.ops.begin(), result.ops.end(),
+                   [](const MeasuredOp& a, const MeasuredOp& b) {
+                     if (a.rank != b.rank) return a.rank < b.rank;
+                     return a.start() < b.start();
+                   });
+  return result;
+}
+
+}  // namespace zb::profiler

@@ -1,0 +1,487 @@
+// SPDX-License-Identifier: Apache-2.0
+// Chrome trace / Kineto JSON importer (import.h). A SAX pass (nlohmann) so that a trace of
+// hundreds of MB is never held as a DOM, and so that the numbers arrive as their source text:
+// Kineto writes microseconds with three decimals ("4458676522690.655") that a double cannot
+// carry to the nanosecond.
+#include <zlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "zbkit/profiler/import.h"
+
+namespace zb::profiler {
+namespace {
+
+using nlohmann::json;
+
+// A scalar as it arrived: integers exactly, floats with their text.
+struct Number {
+  bool present = false;
+  bool is_float = false;
+  int64_t integer = 0;
+  std::string text;
+};
+
+struct Event {
+  std::string ph;
+  std::string cat;
+  std::string name;
+  int64_t pid = 0;
+  int64_t tid = 0;
+  Number ts;
+  Number dur;
+  // args
+  Number correlation;
+  Number device;
+  Number stream;
+  Number bytes;           // memcpy/memset "bytes"
+  Number memory_bytes;    // "[memory]" "Bytes"
+  Number memory_device;   // "[memory]" "Device Id"
+  std::string args_name;  // metadata events: args.name
+};
+
+// A pid/tid that is a string ("Spans", "stream 7 ") becomes its leading integer, else a stable
+// negative hash so that it never collides with an OS id.
+int64_t IdFromString(const std::string& text) {
+  int64_t value = 0;
+  size_t i = 0;
+  while (i < text.size() && !std::isdigit(static_cast<unsigned char>(text[i])))
+    ++i;
+  if (i < text.size()) {
+    size_t j = i;
+    while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j])) && j - i < 18) {
+      value = value * 10 + (text[j] - '0');
+      ++j;
+    }
+    if (i == 0 || text.compare(0, i, "stream ") == 0) return value;
+  }
+  return -static_cast<int64_t>(std::hash<std::string>{}(text) >> 2) - 1;
+}
+
+class ChromeSax {
+ public:
+  using number_integer_t = json::number_integer_t;
+  using number_unsigned_t = json::number_unsigned_t;
+  using number_float_t = json::number_float_t;
+  using string_t = json::string_t;
+  using binary_t = json::binary_t;
+
+  std::vector<Event> events;
+  Number base_time_ns;
+  Number rank;
+  Number world_size;
+  bool root_is_array = false;
+  bool saw_root = false;
+  std::string error;
+
+  bool null() { return Scalar(Number{}, nullptr); }
+  bool boolean(bool) { return Scalar(Number{}, nullptr); }
+  bool number_integer(number_integer_t value) {
+    Number n;
+    n.present = true;
+    n.integer = value;
+    return Scalar(n, nullptr);
+  }
+  bool number_unsigned(number_unsigned_t value) {
+    Number n;
+    n.present = true;
+    n.integer =
+        value > static_cast<number_unsigned_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(value);
+    return Scalar(n, nullptr);
+  }
+  bool number_float(number_float_t, const string_t& text) {
+    Number n;
+    n.present = true;
+    n.is_float = true;
+    n.text = text;
+    return Scalar(n, nullptr);
+  }
+  bool string(string_t& value) { return Scalar(Number{}, &value); }
+  bool binary(binary_t&) { return Scalar(Number{}, nullptr); }
+
+  bool start_object(std::size_t) {
+    if (stack_.empty()) {
+      saw_root = true;
+    } else if (InEventList()) {
+      current_ = Event{};
+      in_event_ = true;
+      event_depth_ = stack_.size() + 1;
+    }
+    stack_.push_back({true, key_});
+    key_.clear();
+    return true;
+  }
+  bool end_object() {
+    const bool closing_event = in_event_ && stack_.size() == event_depth_;
+    stack_.pop_back();
+    key_.clear();
+    if (closing_event) {
+      in_event_ = false;
+      events.push_back(std::move(current_));
+    }
+    return true;
+  }
+  bool start_array(std::size_t) {
+    if (stack_.empty()) {
+      saw_root = true;
+      root_is_array = true;
+    }
+    stack_.push_back({false, key_});
+    key_.clear();
+    return true;
+  }
+  bool end_array() {
+    stack_.pop_back();
+    key_.clear();
+    return true;
+  }
+  bool key(string_t& value) {
+    key_ = value;
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) {
+    error = "not valid JSON at byte " + std::to_string(position) + ": " + e.what();
+    return false;
+  }
+
+ private:
+  struct Level {
+    bool object;
+    std::string key;  // the key under which this container sits in its parent
+  };
+
+  // The array holding the events: the root array, or the root object's "traceEvents".
+  bool InEventList() const {
+    if (stack_.empty() || stack_.back().object) return false;
+    if (stack_.size() == 1) return root_is_array;
+    return stack_.size() == 2 && stack_[0].object && stack_[1].key == "traceEvents";
+  }
+
+  bool Scalar(const Number& number, const std::string* text) {
+    if (in_event_) {
+      if (stack_.size() == event_depth_) {
+        EventField(number, text);
+      } else if (stack_.size() == event_depth_ + 1 && stack_.back().key == "args") {
+        ArgField(number, text);
+      }
+    } else if (stack_.size() == 1 && stack_[0].object && key_ == "baseTimeNanoseconds") {
+      base_time_ns = number;
+    } else if (stack_.size() == 2 && stack_[1].key == "distributedInfo") {
+      if (key_ == "rank") rank = number;
+      if (key_ == "world_size") world_size = number;
+    }
+    key_.clear();
+    return true;
+  }
+
+  static int64_t IdOf(const Number& number, const std::string* text) {
+    if (text != nullptr) return IdFromString(*text);
+    if (!number.present) return 0;
+    if (number.is_float) return IdFromString(number.text);
+    return number.integer;
+  }
+
+  void EventField(const Number& number, const std::string* text) {
+    if (key_ == "ph" && text) {
+      current_.ph = *text;
+    } else if (key_ == "cat" && text) {
+      current_.cat = *text;
+    } else if (key_ == "name" && text) {
+      current_.name = *text;
+    } else if (key_ == "pid") {
+      current_.pid = IdOf(number, text);
+    } else if (key_ == "tid") {
+      current_.tid = IdOf(number, text);
+    } else if (key_ == "ts") {
+      current_.ts = number;
+      if (text) current_.ts = Number{true, true, 0, *text};
+    } else if (key_ == "dur") {
+      current_.dur = number;
+      if (text) current_.dur = Number{true, true, 0, *text};
+    }
+  }
+
+  void ArgField(const Number& number, const std::string* text) {
+    if (key_ == "correlation") {
+      current_.correlation = number;
+    } else if (key_ == "device") {
+      current_.device = number;
+    } else if (key_ == "stream") {
+      current_.stream = number;
+    } else if (key_ == "bytes") {
+      current_.bytes = number;
+    } else if (key_ == "Bytes") {
+      current_.memory_bytes = number;
+    } else if (key_ == "Device Id") {
+      current_.memory_device = number;
+    } else if (key_ == "name" && text) {
+      current_.args_name = *text;
+    }
+  }
+
+  std::vector<Level> stack_;
+  std::string key_;
+  bool in_event_ = false;
+  size_t event_depth_ = 0;
+  Event current_;
+};
+
+std::optional<TimeNs> ToNs(const Number& number) {
+  if (!number.present) return std::nullopt;
+  if (!number.is_float) {
+    if (number.integer > INT64_MAX / 1000 || number.integer < INT64_MIN / 1000) {
+      return std::nullopt;
+    }
+    return number.integer * 1000;
+  }
+  return MicrosecondsTextToNs(number.text);
+}
+
+int64_t IntOf(const Number& number, int64_t fallback) {
+  if (!number.present) return fallback;
+  if (!number.is_float) return number.integer;
+  return static_cast<int64_t>(std::strtod(number.text.c_str(), nullptr));
+}
+
+std::string Lower(std::string text) {
+  for (char& c : text)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+}  // namespace
+
+std::optional<TimeNs> MicrosecondsTextToNs(std::string_view text) {
+  // Decimal arithmetic on the digit string: the value is digits * 10^(point - digits.size())
+  // microseconds, so nanoseconds are the digits up to position point + 3, rounded by the next.
+  size_t pos = 0;
+  bool negative = false;
+  if (pos < text.size() && (text[pos] == '-' || text[pos] == '+')) negative = text[pos++] == '-';
+  std::string digits;
+  while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9')
+    digits += text[pos++];
+  int64_t point = static_cast<int64_t>(digits.size());
+  if (pos < text.size() && text[pos] == '.') {
+    ++pos;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9')
+      digits += text[pos++];
+  }
+  if (digits.empty()) return std::nullopt;
+  if (pos < text.size() && (text[pos] == 'e' || text[pos] == 'E')) {
+    ++pos;
+    bool exp_negative = false;
+    if (pos < text.size() && (text[pos] == '-' || text[pos] == '+')) {
+      exp_negative = text[pos++] == '-';
+    }
+    if (pos >= text.size()) return std::nullopt;
+    int64_t exponent = 0;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+      exponent = exponent * 10 + (text[pos++] - '0');
+      if (exponent > 1000) return std::nullopt;
+    }
+    point += exp_negative ? -exponent : exponent;
+  }
+  if (pos != text.size()) return std::nullopt;
+  const int64_t ns_digits = point + 3;  // digits[0, ns_digits) are whole nanoseconds
+  uint64_t value = 0;
+  for (int64_t i = 0; i < ns_digits; ++i) {
+    const int digit = i < static_cast<int64_t>(digits.size()) ? digits[i] - '0' : 0;
+    if (value > (static_cast<uint64_t>(INT64_MAX) - digit) / 10) return std::nullopt;
+    value = value * 10 + digit;
+  }
+  if (ns_digits >= 0 && ns_digits < static_cast<int64_t>(digits.size()) &&
+      digits[ns_digits] >= '5') {
+    ++value;  // half away from zero: the next digit alone decides
+  }
+  if (value > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+  const TimeNs ns = static_cast<TimeNs>(value);
+  return negative ? -ns : ns;
+}
+
+Expected<std::string> ReadMaybeGzipFile(const std::string& path) {
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    return NotFound(path + ": cannot open: " + (errno ? std::strerror(errno) : "gzopen failed"));
+  }
+  gzbuffer(file, 1 << 20);
+  std::string content;
+  std::vector<char> buffer(1 << 20);
+  while (true) {
+    const int n = gzread(file, buffer.data(), static_cast<unsigned>(buffer.size()));
+    if (n < 0) {
+      int code = 0;
+      const char* message = gzerror(file, &code);
+      std::string text = message ? message : "read error";
+      gzclose(file);
+      return IoError(path + ": cannot read: " + text);
+    }
+    if (n == 0) break;
+    content.append(buffer.data(), static_cast<size_t>(n));
+  }
+  gzclose(file);
+  return content;
+}
+
+Expected<std::vector<RawTrace>> ParseChromeTrace(const std::string& text,
+                                                 const std::string& source) {
+  ChromeSax sax;
+  const bool ok = json::sax_parse(text, &sax);
+  if (!ok) return InvalidInput(source + ": " + (sax.error.empty() ? "not valid JSON" : sax.error));
+  if (!sax.saw_root) return InvalidInput(source + ": empty document");
+  const TimeNs base =
+      sax.base_time_ns.present && !sax.base_time_ns.is_float ? sax.base_time_ns.integer : 0;
+
+  // Which pids are host processes: those with CPU-side events.
+  std::map<int64_t, RawTrace> processes;
+  std::map<int64_t, std::string> process_names;
+  std::vector<DeviceActivity> activities;
+  std::vector<TraceRange> gpu_ranges;
+  std::map<std::pair<int64_t, int64_t>, std::vector<const Event*>> open_begins;
+  // Events with unreadable or negative times are skipped: one broken event should not cost the
+  // whole trace.
+
+  auto host = [&](int64_t pid) -> RawTrace& {
+    RawTrace& trace = processes[pid];
+    trace.process.pid = pid;
+    return trace;
+  };
+  auto add_interval = [&](const Event& event, TimeNs start, TimeNs end) {
+    const std::string cat = Lower(event.cat);
+    if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "memcpy" ||
+        cat == "memset") {
+      DeviceActivity activity;
+      activity.kind = cat == "kernel"                            ? ActivityKind::kKernel
+                      : (cat == "gpu_memcpy" || cat == "memcpy") ? ActivityKind::kMemcpy
+                                                                 : ActivityKind::kMemset;
+      activity.name = event.name;
+      activity.device = static_cast<int32_t>(IntOf(event.device, event.pid));
+      activity.stream = IntOf(event.stream, event.tid);
+      activity.start = start;
+      activity.end = end;
+      activity.correlation = IntOf(event.correlation, 0);
+      activity.bytes = IntOf(event.bytes, 0);
+      activities.push_back(std::move(activity));
+    } else if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "runtime" ||
+               cat == "driver") {
+      if (event.correlation.present) {
+        host(event.pid).launches.push_back({IntOf(event.correlation, 0), event.tid, start});
+      }
+    } else if (cat == "gpu_user_annotation") {
+      gpu_ranges.push_back({event.name, "gpu_user_annotation", event.tid, start, end, 0});
+    } else if (cat != "trace" && !cat.empty()) {
+      host(event.pid).ranges.push_back({event.name, event.cat, event.tid, start, end, 0});
+    }
+  };
+
+  for (const Event& event : sax.events) {
+    if (event.ph == "M") {
+      if (event.name == "process_name" && !event.args_name.empty()) {
+        process_names[event.pid] = event.args_name;
+      }
+      continue;
+    }
+    if (event.ph == "X") {
+      auto ts = ToNs(event.ts);
+      auto dur = event.dur.present ? ToNs(event.dur) : std::optional<TimeNs>(0);
+      if (!ts || !dur || *dur < 0) continue;
+      add_interval(event, base + *ts, base + *ts + *dur);
+    } else if (event.ph == "B") {
+      open_begins[{event.pid, event.tid}].push_back(&event);
+    } else if (event.ph == "E") {
+      auto& stack = open_begins[{event.pid, event.tid}];
+      if (stack.empty()) continue;
+      const Event* begin = stack.back();
+      stack.pop_back();
+      auto start = ToNs(begin->ts);
+      auto end = ToNs(event.ts);
+      if (!start || !end || *end < *start) continue;
+      add_interval(*begin, base + *start, base + *end);
+    } else if (event.ph == "i" || event.ph == "I") {
+      if (event.name == "[memory]" && event.memory_bytes.present) {
+        const int64_t device = IntOf(event.memory_device, -1);
+        auto ts = ToNs(event.ts);
+        if (device >= 0 && ts) {
+          host(event.pid).memory.push_back(
+              {base + *ts, IntOf(event.memory_bytes, 0), static_cast<int32_t>(device)});
+        }
+      }
+    }
+  }
+  if (processes.empty()) {
+    if (activities.empty()) {
+      return InvalidInput(source + ": no trace events (expected traceEvents with X or B/E events)");
+    }
+    host(0);
+  }
+
+  // Device activities belong to the process that launched them.
+  if (processes.size() == 1) {
+    RawTrace& only = processes.begin()->second;
+    only.activities = std::move(activities);
+    only.ranges.insert(only.ranges.end(), gpu_ranges.begin(), gpu_ranges.end());
+  } else {
+    std::unordered_map<int64_t, int64_t> owner;
+    for (const auto& [pid, trace] : processes) {
+      for (const Launch& launch : trace.launches)
+        owner.emplace(launch.correlation, pid);
+    }
+    RawTrace& first = processes.begin()->second;
+    for (DeviceActivity& activity : activities) {
+      auto it = owner.find(activity.correlation);
+      (it == owner.end() ? first : processes[it->second]).activities.push_back(std::move(activity));
+    }
+    first.ranges.insert(first.ranges.end(), gpu_ranges.begin(), gpu_ranges.end());
+  }
+
+  std::vector<RawTrace> traces;
+  for (auto& [pid, trace] : processes) {
+    trace.process.rank =
+        sax.rank.present && processes.size() == 1 ? static_cast<int32_t>(IntOf(sax.rank, -1)) : -1;
+    trace.process.world_size =
+        sax.world_size.present ? static_cast<int32_t>(IntOf(sax.world_size, -1)) : -1;
+    auto name = process_names.find(pid);
+    if (name != process_names.end()) trace.process.command = name->second;
+    trace.source = "chrome:" + source;
+    traces.push_back(std::move(trace));
+  }
+  return traces;
+}
+
+Expected<std::vector<RawTrace>> ImportChromeTrace(const std::string& path) {
+  ZB_ASSIGN_OR_RETURN(std::string text, ReadMaybeGzipFile(path));
+  return ParseChromeTrace(text, path);
+}
+
+Expected<TraceFormat> ParseTraceFormat(std::string_view name) {
+  if (name == "nsys") return TraceFormat::kNsys;
+  if (name == "chrome" || name == "kineto") return TraceFormat::kChrome;
+  if (name == "auto") return TraceFormat::kAuto;
+  return UsageError("--format must be nsys or chrome, got '" + std::string(name) + "'");
+}
+
+Expected<TraceFormat> DetectTraceFormat(const std::string& path) {
+  FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return NotFound(path + ": cannot open: " + std::strerror(errno));
+  char header[16] = {};
+  const size_t n = std::fread(header, 1, sizeof(header), file);
+  std::fclose(file);
+  if (n == sizeof(header) && std::memcmp(header, "SQLite format 3", 16) == 0) {
+    return TraceFormat::kNsys;
+  }
+  return TraceFormat::kChrome;
+}
+
+Expected<std::vector<RawTrace>> ImportTrace(const std::string& path, TraceFormat format) {
+  if (format == TraceFormat::kAuto) {
+    ZB_ASSIGN_OR_RETURN(format, DetectTraceFormat(path));
+  }
+  if (format == TraceFormat::kNsys) return ImportNsysSqlite(path);
+  return ImportChromeTrace(path);
+}
+
+}  // namespace zb::profiler

@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: Apache-2.0
+// Aggregation of attributed ops into a cost profile (costs.h).
+#include "zbkit/profiler/costs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace zb::profiler {
+namespace {
+
+// p in [0, 1] of sorted values, linear between neighbours.
+TimeNs Percentile(const std::vector<TimeNs>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const double position = p * static_cast<double>(sorted.size() - 1);
+  const size_t low = static_cast<size_t>(std::floor(position));
+  const size_t high = std::min(low + 1, sorted.size() - 1);
+  const double fraction = position - static_cast<double>(low);
+  const double value =
+      static_cast<double>(sorted[low]) + fraction * static_cast<double>(sorted[high] - sorted[low]);
+  return static_cast<TimeNs>(std::llround(value));
+}
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+Spread& SpreadFor(StageStats& stats, OpKind kind) {
+  switch (kind) {
+    case OpKind::kF:
+      return stats.f;
+    case OpKind::kB:
+      return stats.b;
+    case OpKind::kW:
+      return stats.w;
+    default:
+      return stats.bw;
+  }
+}
+
+constexpr OpKind kComputeKinds[] = {OpKind::kF, OpKind::kB, OpKind::kW, OpKind::kBW};
+
+}  // namespace
+
+Spread SpreadOf(std::vector<TimeNs> values) {
+  Spread spread;
+  spread.samples = static_cast<int64_t>(values.size());
+  if (values.empty()) return spread;
+  std::sort(values.begin(), values.end());
+  spread.median = Percentile(values, 0.5);
+  spread.p10 = Percentile(values, 0.1);
+  spread.p90 = Percentile(values, 0.9);
+  return spread;
+}
+
+const char* MemorySourceName(MemorySource source) {
+  switch (source) {
+    case MemorySource::kMeasured:
+      return "measured";
+    case MemorySource::kEstimated:
+      return "estimated";
+    case MemorySource::kNone:
+      return "none";
+  }
+  return "none";
+}
+
+Expected<CostReport> BuildCostReport(const Attribution& attribution, const CostOptions& options) {
+  if (options.skip_iters < 0) return UsageError("--skip-iters must be >= 0");
+  if (attribution.ops.empty()) return InvalidInput("no pipeline ops recognized");
+  CostReport report;
+  report.ranks = attribution.ranks;
+  report.chunks = attribution.chunks;
+  report.num_stages = attribution.num_stages;
+  report.layout = attribution.layout;
+  report.split = attribution.split;
+  report.notes = attribution.notes;
+
+  // Iterations are numbered per process; count from each one's first.
+  std::map<std::pair<int32_t, int32_t>, int32_t> first_iteration;
+  std::map<std::pair<int32_t, int32_t>, std::set<int32_t>> iterations;
+  for (const MeasuredOp& op : attribution.ops) {
+    const auto key = std::make_pair(op.rank, op.replica);
+    auto [it, inserted] = first_iteration.emplace(key, op.iteration);
+    if (!inserted) it->second = std::min(it->second, op.iteration);
+    iterations[key].insert(op.iteration);
+  }
+  for (const auto& [key, set] : iterations) {
+    report.iterations_seen = std::max(report.iterations_seen, static_cast<int>(set.size()));
+    int used = 0;
+    for (int32_t iteration : set) {
+      if (iteration - first_iteration[key] >= options.skip_iters) ++used;
+    }
+    report.iterations_used = std::max(report.iterations_used, used);
+  }
+  if (report.iterations_used == 0) {
+    return InvalidInput("--skip-iters " + std::to_string(options.skip_iters) + " drops all " +
+                        std::to_string(report.iterations_seen) + " recorded iterations");
+  }
+  auto used = [&](const MeasuredOp& op) {
+    return op.iteration - first_iteration[{op.rank, op.replica}] >= options.skip_iters;
+  };
+
+  // ---- Per-stage samples. ----
+  const int num_stages = std::max(report.num_stages, 1);
+  std::vector<std::map<OpKind, std::vector<TimeNs>>> samples(num_stages);
+  std::vector<std::vector<double>> f_memory(num_stages);
+  std::vector<std::vector<double>> b_memory(num_stages);
+  std::map<std::pair<int32_t, int32_t>, std::vector<TimeNs>> hop_samples;
+  // Per rank: (kind, replica, iteration, microbatch) -> sum over the rank's chunks.
+  std::vector<std::map<std::tuple<OpKind, int32_t, int32_t, int32_t>, TimeNs>> rank_sums(
+      std::max(report.ranks, 1));
+  for (const MeasuredOp& op : attribution.ops) {
+    if (!used(op) || op.stage < 0 || op.stage >= num_stages) continue;
+    ++report.ops_used;
+    if (op.kind == OpKind::kComm) {
+      if (op.peer_stage < 0 || op.peer_stage >= num_stages) continue;
+      const bool sender = op.direction == CommDirection::kSendForward ||
+                          op.direction == CommDirection::kSendBackward;
+      const auto hop = sender ? std::make_pair(op.stage, op.peer_stage)
+                              : std::make_pair(op.peer_stage, op.stage);
+      hop_samples[hop].push_back(op.busy);
+      continue;
+    }
+    samples[op.stage][op.kind].push_back(op.busy);
+    if (op.rank >= 0 && op.rank < static_cast<int32_t>(rank_sums.size())) {
+      rank_sums[op.rank][{op.kind, op.replica, op.iteration, op.microbatch}] += op.busy;
+    }
+    if (op.has_memory && op.kind == OpKind::kF) {
+      f_memory[op.stage].push_back(std::max<double>(0, static_cast<double>(op.memory_net)));
+    }
+    if (op.has_memory && op.kind == OpKind::kB) {
+      b_memory[op.stage].push_back(static_cast<double>(op.memory_net));
+    }
+  }
+
+  bool measured_memory = false;
+  for (const auto& list : f_memory)
+    measured_memory = measured_memory || !list.empty();
+  report.memory = measured_memory                            ? MemorySource::kMeasured
+                  : options.dims && options.dims->complete() ? MemorySource::kEstimated
+                                                             : MemorySource::kNone;
+  double estimated_m_b = 0;
+  double estimated_m_w = 0;
+  if (report.memory == MemorySource::kEstimated) {
+    const ModelDims& d = *options.dims;
+    const double layers_per_stage = static_cast<double>(d.layers) / static_cast<double>(num_stages);
+    const double sbh = static_cast<double>(d.seq * d.micro_batch_size * d.hidden);
+    estimated_m_b = layers_per_stage *
+                    (34.0 * sbh + 5.0 * static_cast<double>(d.heads) * static_cast<double>(d.seq) *
+                                      static_cast<double>(d.seq * d.micro_batch_size));
+    estimated_m_w = report.split ? layers_per_stage * 32.0 * sbh : 0;
+    report.notes.push_back(
+        "memory: estimated from the analytic model (M_B = s*b*(34h+5as), M_W = 32sbh per layer, " +
+        std::to_string(d.layers) + " layers over " + std::to_string(num_stages) + " stages)");
+  } else if (report.memory == MemorySource::kNone) {
+    report.notes.push_back(
+        std::string("memory: ") +
+        (attribution.has_memory ? "allocation records fell inside no forward"
+                                : "no allocation records") +
+        " and no model dimensions (--hidden --heads --seq --micro-batch-size --layers); M_B and "
+        "M_W are 0");
+  }
+
+  for (int s = 0; s < num_stages; ++s) {
+    StageStats stats;
+    stats.stage = s;
+    stats.rank = s < report.ranks * report.chunks
+                     ? RankOfStage(report.layout, std::max(report.ranks, 1), s)
+                     : s % std::max(report.ranks, 1);
+    for (OpKind kind : kComputeKinds)
+      SpreadFor(stats, kind) = SpreadOf(samples[s][kind]);
+    if (report.memory == MemorySource::kMeasured) {
+      stats.m_b = Median(f_memory[s]);
+      stats.m_w = report.split && !b_memory[s].empty()
+                      ? std::clamp(stats.m_b + Median(b_memory[s]), 0.0, stats.m_b)
+                      : 0.0;
+    } else if (report.memory == MemorySource::kEstimated) {
+      stats.m_b = estimated_m_b;
+      stats.m_w = estimated_m_w;
+    }
+    report.stages.push_back(stats);
+  }
+
+  // ---- Per rank. ----
+  if (report.chunks <= 1 && num_stages == report.ranks) {
+    report.per_rank = report.stages;
+  } else {
+    for (int r = 0; r < report.ranks; ++r) {
+      StageStats stats;
+      stats.stage = r;
+      stats.rank = r;
+      std::map<OpKind, std::vector<TimeNs>> sums;
+      for (const auto& [key, total] : rank_sums[r])
+        sums[std::get<0>(key)].push_back(total);
+      for (OpKind kind : kComputeKinds)
+        SpreadFor(stats, kind) = SpreadOf(sums[kind]);
+      for (const StageStats& stage : report.stages) {
+        if (stage.rank != r) continue;
+        stats.m_b += stage.m_b;
+        stats.m_w += stage.m_w;
+      }
+      report.per_rank.push_back(stats);
+    }
+    report.notes.push_back("zb-costs/1 holds one stage per rank: each rank's " +
+                           std::to_string(report.chunks) +
+                           " chunks are summed per (iteration, microbatch)");
+  }
+  for (const StageStats& stats : report.per_rank) {
+    if (stats.f.samples == 0) {
+      report.notes.push_back("rank " + std::to_string(stats.rank) + " has no forward ops");
+    }
+  }
+
+  // ---- Communication. ----
+  std::vector<TimeNs> all_hops;
+  for (auto& [hop, values] : hop_samples) {
+    all_hops.insert(all_hops.end(), values.begin(), values.end());
+    report.hops.push_back({hop.first, hop.second, SpreadOf(values)});
+  }
+  report.comm = SpreadOf(all_hops);
+
+  if (!report.split) {
+    report.notes.push_back("the profile has no B/W split: zb-costs/1 gets B = BW and W = 0");
+  }
+
+  // ---- Measured timeline: every op of the first replica, t = 0 at the first op. ----
+  report.timeline.kind = TimelineKind::kMeasured;
+  TimeNs origin = 0;
+  bool first = true;
+  for (const MeasuredOp& op : attribution.ops) {
+    if (op.replica != 0) continue;
+    origin = first ? op.start() : std::min(origin, op.start());
+    first = false;
+  }
+  std::map<int32_t, std::vector<std::pair<TimeNs, double>>> memory_changes;
+  for (const MeasuredOp& op : attribution.ops) {
+    if (op.replica != 0 || op.stage < 0 || op.microbatch < 0) continue;
+    report.timeline.ops.push_back({op.rank, op.stage, op.kind, op.microbatch, op.start() - origin,
+                                   std::max(op.end(), op.start()) - origin});
+    if (report.memory == MemorySource::kMeasured && op.has_memory && op.kind != OpKind::kComm) {
+      memory_changes[op.rank].emplace_back(op.end() - origin, static_cast<double>(op.memory_net));
+    }
+  }
+  for (auto& [rank, changes] : memory_changes) {
+    std::stable_sort(changes.begin(), changes.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    double held = 0;
+    for (const auto& [time, delta] : changes) {
+      held += delta;
+      report.timeline.memory.push_back({rank, time, held});
+    }
+  }
+  return report;
+}
+
+CostProfile CostReport::ToCostProfile() const {
+  CostProfile costs;
+  for (const StageStats& stats : per_rank) {
+    StageCost cost;
+    cost.f = stats.f.median;
+    if (stats.b.samples > 0) {
+      cost.b = stats.b.median;
+      cost.w = stats.w.median;
+    } else {
+      cost.b = stats.bw.median;
+      cost.w = stats.w.samples > 0 ? stats.w.median : 0;
+    }
+    cost.m_b = stats.m_b;
+    cost.m_w = stats.m_w;
+    costs.stages.push_back(cost);
+  }
+  costs.comm = comm.median;
+  return costs;
+}
+
+CostProfileDetails CostReport::ToDetails() const {
+  CostProfileDetails details;
+  details.memory_source = MemorySourceName(memory);
+  for (const StageStats& stats : per_rank) {
+    for (OpKind kind : kComputeKinds) {
+      const Spread& spread = kind == OpKind::kF   ? stats.f
+                             : kind == OpKind::kB ? stats.b
+                             : kind == OpKind::kW ? stats.w
+                                                  : stats.bw;
+      if (spread.samples == 0) continue;
+      details.spread.push_back(
+          {stats.stage, kind, spread.median, spread.p10, spread.p90, spread.samples});
+    }
+  }
+  for (const HopStats& hop : hops) {
+    details.hops.push_back({hop.from_stage, hop.to_stage, hop.time.median, hop.time.p10,
+                            hop.time.p90, hop.time.samples});
+  }
+  return details;
+}
+
+}  // namespace zb::profiler
