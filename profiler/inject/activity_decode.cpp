@@ -32,23 +32,36 @@ void DecodedActivities::Clear() {
 
 const char* MemcpyName(int copy_kind) {
   switch (copy_kind) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "memcpy HtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "memcpy DtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return "memcpy HtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return "memcpy AtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return "memcpy AtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return "memcpy AtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return "memcpy DtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "memcpy DtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "memcpy HtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "memcpy PtoP";
-    default: return "memcpy";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+      return "memcpy HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+      return "memcpy DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
+      return "memcpy HtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
+      return "memcpy AtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
+      return "memcpy AtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
+      return "memcpy AtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
+      return "memcpy DtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+      return "memcpy DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+      return "memcpy HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+      return "memcpy PtoP";
+    default:
+      return "memcpy";
   }
 }
 
 namespace {
 
-TimeNs Ns(uint64_t t) { return static_cast<TimeNs>(t); }
+TimeNs Ns(uint64_t t) {
+  return static_cast<TimeNs>(t);
+}
 
 void DecodeKernel(const CUpti_ActivityKernel10& k, DecodedActivities* out) {
   if (k.start == 0 && k.end == 0) {
@@ -108,7 +121,8 @@ void ActivityDecoder::Decode(uint8_t* buffer, size_t valid_size, DecodedActiviti
           const auto& m = *reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
           DeviceActivity a;
           a.kind = ActivityKind::kMemcpy;
-          a.name = MemcpyName(m.copyKind == 0 ? int{CUPTI_ACTIVITY_MEMCPY_KIND_PTOP} : int{m.copyKind});
+          a.name =
+              MemcpyName(m.copyKind == 0 ? int{CUPTI_ACTIVITY_MEMCPY_KIND_PTOP} : int{m.copyKind});
           a.device = static_cast<int32_t>(m.deviceId);
           a.stream = m.streamId;
           a.start = Ns(m.start);
@@ -152,8 +166,8 @@ void ActivityDecoder::Decode(uint8_t* buffer, size_t valid_size, DecodedActiviti
         }
         case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
           const auto& s = *reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
-          out->syncs.push_back({static_cast<int32_t>(s.type), Ns(s.start), Ns(s.end),
-                                s.correlationId, s.streamId});
+          out->syncs.push_back(
+              {static_cast<int32_t>(s.type), Ns(s.start), Ns(s.end), s.correlationId, s.streamId});
           break;
         }
         case CUPTI_ACTIVITY_KIND_RUNTIME:
@@ -181,9 +195,9 @@ void ActivityDecoder::Decode(uint8_t* buffer, size_t valid_size, DecodedActiviti
             r.start = r.end = Ns(m.timestamp);
             out->markers.push_back(std::move(r));
           } else if ((m.flags & CUPTI_ACTIVITY_FLAG_MARKER_START) != 0) {
-            open_markers_[m.id] = OpenMarker{m.name != nullptr ? m.name : "",
-                                             m.domain != nullptr ? m.domain : "", thread,
-                                             Ns(m.timestamp)};
+            open_markers_[m.id] =
+                OpenMarker{m.name != nullptr ? m.name : "", m.domain != nullptr ? m.domain : "",
+                           thread, Ns(m.timestamp)};
           } else if ((m.flags & CUPTI_ACTIVITY_FLAG_MARKER_END) != 0) {
             auto it = open_markers_.find(m.id);
             if (it == open_markers_.end()) {

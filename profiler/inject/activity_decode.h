@@ -47,12 +47,12 @@ struct DecodedActivities {
   std::vector<ExternalCorrelation> external;
   std::vector<TraceRange> markers;  // CUPTI MARKER records, START/END paired by id
 
-  int64_t records = 0;           // records walked
-  int64_t untimed_kernels = 0;   // kernels with start == end == 0 (no device timestamps): counted,
-                                 // never stored, so they cannot drag averages to zero
-  int64_t skipped = 0;           // kinds this decoder does not store (OVERHEAD, NAME, ...)
-  bool incomplete = false;       // cuptiActivityGetNextRecord said INVALID_KIND / an error
-  int status = 0;                // the CUptiResult that ended the walk (MAX_LIMIT_REACHED = ok)
+  int64_t records = 0;          // records walked
+  int64_t untimed_kernels = 0;  // kernels with start == end == 0 (no device timestamps): counted,
+                                // never stored, so they cannot drag averages to zero
+  int64_t skipped = 0;          // kinds this decoder does not store (OVERHEAD, NAME, ...)
+  bool incomplete = false;      // cuptiActivityGetNextRecord said INVALID_KIND / an error
+  int status = 0;               // the CUptiResult that ended the walk (MAX_LIMIT_REACHED = ok)
 
   void Clear();
 };

@@ -73,6 +73,12 @@ void CUPTIAPI OnCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cb
     if (t == nullptr) return;
     const int64_t now = NowNs();
     t->Emit(RingEvent{now, 0, call->correlationId, 0, DomainTable::kLaunchDomain, 0});
+  } else if (domain == CUPTI_CB_DOMAIN_RESOURCE &&
+             cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+    // The context's pending records go before it does. Our atexit hook may run after the CUDA
+    // runtime's teardown (whose order against ours is not defined), so this is where records of
+    // a context destroyed at exit are saved. Unverified on a GPU: see gpu-check.sh.
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   } else if (domain == CUPTI_CB_DOMAIN_STATE && cbid == CUPTI_CBID_STATE_FATAL_ERROR) {
     // CUPTI is unusable from here on. NVIDIA's sample exits the process; a profiler just stops.
     if (Recorder* recorder = Recorder::Current()) recorder->SetCuptiActive(false);
@@ -147,6 +153,8 @@ void SetUp(Recorder* recorder) {
   EnableLaunchCallbacks(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
   cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
                       CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020);
+  cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                      CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
   cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_STATE, CUPTI_CBID_STATE_FATAL_ERROR);
   cuptiActivityFlushPeriod(1000);  // completed buffers reach the writer at least every second
   recorder->SetCuptiActive(true);

@@ -20,18 +20,24 @@ namespace zb::profiler::inject {
 // A finished range or a launch. `name` is tagged: odd = (NameTable id << 1) | 1, even = a
 // malloc'd NUL-terminated copy the consumer frees (only when the name table is full), 0 = "".
 struct RingEvent {
-  int64_t start = 0;  // range start; launch: API entry time
-  int64_t end = 0;    // range end; launch: unused
-  uint64_t name = 0;  // launch: the CUPTI correlation id
-  int32_t thread = 0;  // the thread that opened the range if not the ring's owner, else 0
+  int64_t start = 0;    // range start; launch: API entry time
+  int64_t end = 0;      // range end; launch: unused
+  uint64_t name = 0;    // launch: the CUPTI correlation id
+  int32_t thread = 0;   // the thread that opened the range if not the ring's owner, else 0
   uint16_t domain = 0;  // DomainTable id; DomainTable::kLaunchDomain for a launch
   int16_t depth = 0;
 };
 static_assert(sizeof(RingEvent) == 32, "one event per half cache line");
 
-inline constexpr uint64_t TagNameId(uint32_t id) { return (uint64_t{id} << 1) | 1; }
-inline constexpr bool IsNameId(uint64_t name) { return (name & 1) != 0; }
-inline constexpr uint32_t NameIdOf(uint64_t name) { return static_cast<uint32_t>(name >> 1); }
+inline constexpr uint64_t TagNameId(uint32_t id) {
+  return (uint64_t{id} << 1) | 1;
+}
+inline constexpr bool IsNameId(uint64_t name) {
+  return (name & 1) != 0;
+}
+inline constexpr uint32_t NameIdOf(uint64_t name) {
+  return static_cast<uint32_t>(name >> 1);
+}
 // Frees an owned (even, non-zero) name; a no-op for ids.
 void FreeOwnedName(uint64_t name);
 
@@ -66,7 +72,8 @@ class EventRing {
   size_t Drain(Fn&& fn) {
     const uint64_t tail = tail_.load(std::memory_order_relaxed);
     const uint64_t head = head_.load(std::memory_order_acquire);
-    for (uint64_t i = tail; i != head; ++i) fn(events_[i & mask_]);
+    for (uint64_t i = tail; i != head; ++i)
+      fn(events_[i & mask_]);
     tail_.store(head, std::memory_order_release);
     return static_cast<size_t>(head - tail);
   }

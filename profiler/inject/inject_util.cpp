@@ -65,7 +65,8 @@ void WriteWarning(std::string_view message) {
   char line[512];
   constexpr std::string_view kPrefix = "zbkit: ";
   size_t n = 0;
-  for (char c : kPrefix) line[n++] = c;
+  for (char c : kPrefix)
+    line[n++] = c;
   for (char c : message) {
     if (n + 1 >= sizeof(line)) break;
     line[n++] = c == '\n' ? ' ' : c;

@@ -17,8 +17,10 @@ NameTable::NameTable(size_t max_bytes) : max_bytes_(max_bytes) {
 }
 
 NameTable::~NameTable() {
-  for (auto& chunk : chunks_) delete[] chunk.load(std::memory_order_relaxed);
-  for (char* block : blocks_) std::free(block);
+  for (auto& chunk : chunks_)
+    delete[] chunk.load(std::memory_order_relaxed);
+  for (char* block : blocks_)
+    std::free(block);
 }
 
 const char* NameTable::Store(std::string_view text) {
@@ -99,6 +101,15 @@ uint32_t NameCache::Lookup(const char* text, size_t* length) {
 }
 
 DomainTable::DomainTable(NameTable* names) : names_(names) {}
+
+DomainTable::~DomainTable() {
+  for (auto& [name, domain] : domains_)
+    delete domain;
+  for (auto& [text, handle] : strings_) {
+    std::free(const_cast<char*>(handle->owned));
+    delete handle;
+  }
+}
 
 DomainTable::Domain* DomainTable::Create(std::string_view name) {
   // Intern before taking mutex_: the two locks are never held together (fork handlers take them

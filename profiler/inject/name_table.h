@@ -25,9 +25,9 @@ namespace zb::profiler::inject {
 class NameTable {
  public:
   static constexpr uint32_t kNoId = UINT32_MAX;
-  static constexpr uint32_t kChunkBits = 12;                        // 4096 names per chunk
-  static constexpr uint32_t kMaxChunks = 256;                       // 1 M names
-  static constexpr size_t kDefaultMaxBytes = size_t{64} << 20;      // 64 MiB of text
+  static constexpr uint32_t kChunkBits = 12;                    // 4096 names per chunk
+  static constexpr uint32_t kMaxChunks = 256;                   // 1 M names
+  static constexpr size_t kDefaultMaxBytes = size_t{64} << 20;  // 64 MiB of text
 
   explicit NameTable(size_t max_bytes = kDefaultMaxBytes);
   ~NameTable();
@@ -108,6 +108,11 @@ class DomainTable {
   static constexpr uint32_t kStringMagic = 0x7A627374;  // 'zbst'
 
   explicit DomainTable(NameTable* names);
+  // Frees the handles. The process-wide table is never destroyed (the application may hold
+  // handles until it exits); tables in tests are.
+  ~DomainTable();
+  DomainTable(const DomainTable&) = delete;
+  DomainTable& operator=(const DomainTable&) = delete;
   // The same handle for the same name (NCCL creates "NCCL" once per library that includes NVTX).
   // Past kMaxDomains the default domain's handle (id 0) is returned.
   Domain* Create(std::string_view name);

@@ -51,11 +51,14 @@ ThreadState* SlowThreadState() {
 
 inline ThreadState* Thread() {
   ThreadState* state = tls_thread;
-  if (reinterpret_cast<uintptr_t>(state) > 1) [[likely]] return state;
+  if (reinterpret_cast<uintptr_t>(state) > 1) [[likely]]
+    return state;
   return SlowThreadState();
 }
 
-uint16_t DomainId(nvtxDomainHandle_t domain) { return DomainTable::IdOf(domain); }
+uint16_t DomainId(nvtxDomainHandle_t domain) {
+  return DomainTable::IdOf(domain);
+}
 
 // The message of an event attribute structure, as a tagged name.
 uint64_t NameOf(ThreadState* t, const nvtxEventAttributes_t* attributes) {
@@ -74,7 +77,8 @@ uint64_t NameOf(ThreadState* t, const nvtxEventAttributes_t* attributes) {
       if (handle == nullptr || handle->magic != DomainTable::kStringMagic) return 0;
       if (handle->name_id != NameTable::kNoId) return TagNameId(handle->name_id);
       return handle->owned != nullptr
-                 ? ThreadState::OwnedName(handle->owned, std::char_traits<char>::length(handle->owned))
+                 ? ThreadState::OwnedName(handle->owned,
+                                          std::char_traits<char>::length(handle->owned))
                  : 0;
     }
     default:
@@ -160,8 +164,7 @@ nvtxRangeId_t RangeStartA(const char* message) {
 nvtxRangeId_t RangeStartW(const wchar_t* message) {
   try {
     ThreadState* t = Thread();
-    return t != nullptr ? t->recorder->StartRange(t, 0, t->NameOfString(WideToUtf8(message)))
-                        : 0;
+    return t != nullptr ? t->recorder->StartRange(t, 0, t->NameOfString(WideToUtf8(message))) : 0;
   } catch (...) {
     return 0;
   }
@@ -349,7 +352,9 @@ bool InstallCore2(const NvtxExportTableCallbacks* callbacks) {
 
 }  // namespace
 
-ThreadState* CurrentThreadState() { return Thread(); }
+ThreadState* CurrentThreadState() {
+  return Thread();
+}
 
 void ForgetThreadStateAfterFork() {
   tls_thread = nullptr;

@@ -22,9 +22,9 @@ bool g_clock_is_cupti = false;
 
 namespace {
 
-constexpr int kWriterTickMs = 50;             // ring drain period
+constexpr int kWriterTickMs = 50;               // ring drain period
 constexpr int64_t kFlushPeriodNs = 1000000000;  // shard transaction period
-constexpr int64_t kFlushRecords = 50000;  // ...or this many records, whichever first
+constexpr int64_t kFlushRecords = 50000;        // ...or this many records, whichever first
 
 std::atomic<Recorder*> g_recorder{nullptr};
 // A pthread mutex, not std::mutex: PrepareFork/ChildAfterFork lock and unlock it around fork().
@@ -102,7 +102,9 @@ void OnExit() {
 
 // Runs at exit after the atexit hooks (and at dlclose, which nodelete rules out): a second
 // chance for the final flush when atexit registration failed.
-__attribute__((destructor)) void OnUnload() { OnExit(); }
+__attribute__((destructor)) void OnUnload() {
+  OnExit();
+}
 
 __attribute__((constructor)) void OnLoad() {
   pthread_atfork(&Recorder::PrepareFork, &Recorder::ParentAfterFork, &Recorder::ChildAfterFork);
@@ -125,13 +127,15 @@ DomainTable& Domains() {
 ThreadState::ThreadState(Recorder* owner, int32_t thread_id)
     : recorder(owner), tid(thread_id), ring(Recorder::kRingEvents), names(&Names()) {
   stacks.resize(4);
-  for (auto& stack : stacks) stack.reserve(64);
+  for (auto& stack : stacks)
+    stack.reserve(64);
 }
 
 void ThreadState::GrowStacks(uint16_t domain) {
   const size_t old_size = stacks.size();
   stacks.resize(size_t{domain} + 1);
-  for (size_t i = old_size; i < stacks.size(); ++i) stacks[i].reserve(16);
+  for (size_t i = old_size; i < stacks.size(); ++i)
+    stacks[i].reserve(16);
 }
 
 void ThreadState::OnRingFull(const RingEvent& event) {
@@ -162,10 +166,13 @@ uint64_t ThreadState::OwnedName(const char* text, size_t length) {
 
 // ---- Recorder: creation -----------------------------------------------------------------------
 
-Recorder* Recorder::Current() { return g_recorder.load(std::memory_order_acquire); }
+Recorder* Recorder::Current() {
+  return g_recorder.load(std::memory_order_acquire);
+}
 
 Recorder* Recorder::Get() {
-  if (Recorder* r = g_recorder.load(std::memory_order_acquire)) [[likely]] return r;
+  if (Recorder* r = g_recorder.load(std::memory_order_acquire)) [[likely]]
+    return r;
   pthread_mutex_lock(&g_create_mutex);
   Recorder* r = g_recorder.load(std::memory_order_relaxed);
   if (r == nullptr) {
@@ -189,7 +196,7 @@ Recorder::Recorder(bool activate) {
   try {
     const char* dir = std::getenv("ZBKIT_SHARD_DIR");
     if (dir == nullptr || *dir == '\0') return;  // not started by `zb profile`: stay silent
-    ::mkdir(dir, 0755);                           // `zb profile` makes it; other hosts may not
+    ::mkdir(dir, 0755);                          // `zb profile` makes it; other hosts may not
     TraceProcess process = CurrentProcess();
     if (g_forked_child) {
       process.rank = -1;
@@ -310,10 +317,9 @@ uint8_t* Recorder::AcquireCuptiBuffer() {
     free_buffers_.pop_back();
     return buffer;
   }
-  if (allocated_buffers_ >= kMaxCuptiBuffers) {
-    declined_buffers_.fetch_add(1, std::memory_order_relaxed);
-    return nullptr;  // CUPTI >= 12.9 drops the records and counts them
-  }
+  // Past the cap, decline: CUPTI >= 12.9 (API v27) copes with a null buffer, drops the records
+  // and counts them in cuptiActivityGetNumDroppedRecords, which the shard keeps.
+  if (allocated_buffers_ >= kMaxCuptiBuffers) return nullptr;
   // CUPTI wants 8-byte alignment; a cache line costs nothing more.
   auto* buffer = static_cast<uint8_t*>(std::aligned_alloc(64, kCuptiBufferBytes));
   if (buffer != nullptr) ++allocated_buffers_;
@@ -439,7 +445,8 @@ size_t Recorder::DrainRings() {
         return std::find(finished.begin(), finished.end(), t) != finished.end();
       });
     }
-    for (ThreadState* thread : finished) delete thread;
+    for (ThreadState* thread : finished)
+      delete thread;
   }
   return drained;
 }
@@ -456,10 +463,14 @@ size_t Recorder::DrainCupti() {
   for (const Completed& done : buffers) {
     decoded_.Clear();
     decoder_.Decode(done.buffer, done.valid_size, &decoded_);
-    for (const DeviceActivity& a : decoded_.activities) shard_->Add(a);
-    for (const Launch& l : decoded_.launches) shard_->Add(l);
-    for (const MemoryEvent& m : decoded_.memory) shard_->Add(m);
-    for (const TraceRange& r : decoded_.markers) shard_->Add(r);
+    for (const DeviceActivity& a : decoded_.activities)
+      shard_->Add(a);
+    for (const Launch& l : decoded_.launches)
+      shard_->Add(l);
+    for (const MemoryEvent& m : decoded_.memory)
+      shard_->Add(m);
+    for (const TraceRange& r : decoded_.markers)
+      shard_->Add(r);
     written += decoded_.activities.size() + decoded_.launches.size() + decoded_.memory.size() +
                decoded_.markers.size();
     std::lock_guard<std::mutex> lock(pool_mutex_);
@@ -502,7 +513,11 @@ void Recorder::Shutdown() {
   // Bounded: a writer stuck behind a lock some exiting thread holds must not hang the exit.
   if (pthread_timedjoin_np(writer_, nullptr, &deadline) != 0) {
     WriteWarning("the final flush of " + shard_path_ + " timed out: the shard may miss the end");
+    return;
   }
+  // The writer is gone and nothing else touches the shard: close it, which checkpoints the WAL
+  // into the file and removes the -wal/-shm companions (a shard copied alone is then complete).
+  shard_.reset();
 }
 
 // ---- fork() -----------------------------------------------------------------------------------

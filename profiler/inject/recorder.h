@@ -47,7 +47,8 @@ extern bool g_clock_is_cupti;
 inline int64_t NowNs() {
   if (g_clock_is_cupti) {
     uint64_t t = 0;
-    if (cuptiGetTimestamp(&t) == CUPTI_SUCCESS) [[likely]] return static_cast<int64_t>(t);
+    if (cuptiGetTimestamp(&t) == CUPTI_SUCCESS) [[likely]]
+      return static_cast<int64_t>(t);
   }
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -80,7 +81,8 @@ struct ThreadState {
   std::atomic<bool> exited{false};  // the thread is gone; the writer frees this once drained
 
   std::vector<OpenRange>& Stack(uint16_t domain) {
-    if (domain >= stacks.size()) [[unlikely]] GrowStacks(domain);
+    if (domain >= stacks.size()) [[unlikely]]
+      GrowStacks(domain);
     return stacks[domain];
   }
   void Emit(const RingEvent& event) {
@@ -88,7 +90,8 @@ struct ThreadState {
       OnRingFull(event);
       return;
     }
-    if ((++emitted & 1023) == 0) [[unlikely]] MaybeWakeWriter();
+    if ((++emitted & 1023) == 0) [[unlikely]]
+      MaybeWakeWriter();
   }
   // The tagged name of a NUL-terminated message: an interned id, or an owned copy when the name
   // table is full. 0 (= "") for null or empty.
@@ -96,7 +99,8 @@ struct ThreadState {
     if (text == nullptr || *text == '\0') return 0;
     size_t length = 0;
     const uint32_t id = names.Lookup(text, &length);
-    if (id != NameTable::kNoId) [[likely]] return TagNameId(id);
+    if (id != NameTable::kNoId) [[likely]]
+      return TagNameId(id);
     return OwnedName(text, length);
   }
   uint64_t NameOfString(const std::string& text);
@@ -112,7 +116,7 @@ class Recorder {
  public:
   static constexpr uint32_t kRingEvents = 32768;  // 1 MiB per recording thread
   static constexpr size_t kCuptiBufferBytes = size_t{4} << 20;
-  static constexpr size_t kMaxCuptiBuffers = 32;           // 128 MiB: past it, CUPTI drops
+  static constexpr size_t kMaxCuptiBuffers = 32;  // 128 MiB: past it, CUPTI drops
   static constexpr size_t kMaxOpenStartRanges = size_t{1} << 20;
 
   // The process's recorder, created on first use; thread-safe, never null. Inactive (and silent)
@@ -190,7 +194,6 @@ class Recorder {
   std::mutex pool_mutex_;
   std::vector<uint8_t*> free_buffers_;  // reserved up front: no allocation under CUPTI's lock
   size_t allocated_buffers_ = 0;
-  std::atomic<int64_t> declined_buffers_{0};
   struct Completed {
     uint8_t* buffer;
     size_t valid_size;

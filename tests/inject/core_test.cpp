@@ -36,7 +36,8 @@ TEST(NameTableTest, FullTableAnswersNoId) {
   NameTable table(/*max_bytes=*/64);
   EXPECT_NE(table.Intern("0123456789"), NameTable::kNoId);
   uint32_t last = 0;
-  for (int i = 0; i < 20; ++i) last = table.Intern("name_" + std::to_string(i));
+  for (int i = 0; i < 20; ++i)
+    last = table.Intern("name_" + std::to_string(i));
   EXPECT_EQ(last, NameTable::kNoId);
   EXPECT_EQ(table.Intern("0123456789"), 1U);  // what is there stays
 }
@@ -47,12 +48,16 @@ TEST(NameTableTest, ConcurrentInternAgrees) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
-      for (int i = 0; i < 2000; ++i) ids[t].push_back(table.Intern("n" + std::to_string(i)));
+      for (int i = 0; i < 2000; ++i)
+        ids[t].push_back(table.Intern("n" + std::to_string(i)));
     });
   }
-  for (auto& thread : threads) thread.join();
-  for (int t = 1; t < 4; ++t) EXPECT_EQ(ids[t], ids[0]);
-  for (int i = 0; i < 2000; ++i) EXPECT_EQ(table.Get(ids[0][i]), "n" + std::to_string(i));
+  for (auto& thread : threads)
+    thread.join();
+  for (int t = 1; t < 4; ++t)
+    EXPECT_EQ(ids[t], ids[0]);
+  for (int i = 0; i < 2000; ++i)
+    EXPECT_EQ(table.Get(ids[0][i]), "n" + std::to_string(i));
 }
 
 TEST(NameCacheTest, KeysByContentNotPointer) {
@@ -94,7 +99,8 @@ TEST(DomainTableTest, SameNameSameHandle) {
 
 TEST(EventRingTest, SingleThreadFillDrain) {
   EventRing ring(4);
-  for (int i = 0; i < 4; ++i) EXPECT_TRUE(ring.Push(RingEvent{i, i + 1, TagNameId(i), 0, 0, 0}));
+  for (int i = 0; i < 4; ++i)
+    EXPECT_TRUE(ring.Push(RingEvent{i, i + 1, TagNameId(i), 0, 0, 0}));
   EXPECT_FALSE(ring.Push(RingEvent{}));  // full
   EXPECT_EQ(ring.Fill(), 4U);
   std::vector<int64_t> starts;

@@ -32,7 +32,8 @@ inline std::map<std::string, std::vector<int64_t>> ReadTruth(const std::string& 
   std::ifstream in(path);
   std::string name;
   int64_t ns = 0;
-  while (in >> name >> ns) truth[PhaseOf(name)].push_back(ns);
+  while (in >> name >> ns)
+    truth[PhaseOf(name)].push_back(ns);
   return truth;
 }
 
@@ -54,7 +55,8 @@ inline int64_t PlantedUs(const std::string& phase, int stage) {
 inline bool Planted(const std::map<std::string, std::vector<int64_t>>& truth, int stage) {
   for (const auto& [phase, values] : truth) {
     std::vector<double> us;
-    for (int64_t ns : values) us.push_back(static_cast<double>(ns) / 1e3);
+    for (int64_t ns : values)
+      us.push_back(static_cast<double>(ns) / 1e3);
     const double planted = static_cast<double>(PlantedUs(phase, stage));
     if (std::abs(Median(us) - planted) / planted > 0.05) return false;
   }

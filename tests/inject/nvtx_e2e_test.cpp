@@ -76,7 +76,8 @@ std::vector<const TraceRange*> Named(const RawTrace& trace, const std::string& p
 
 double MedianUs(const std::vector<const TraceRange*>& ranges) {
   std::vector<double> us;
-  for (const TraceRange* r : ranges) us.push_back(static_cast<double>(r->end - r->start) / 1e3);
+  for (const TraceRange* r : ranges)
+    us.push_back(static_cast<double>(r->end - r->start) / 1e3);
   if (us.empty()) return 0;
   std::sort(us.begin(), us.end());
   return us[us.size() / 2];
@@ -168,8 +169,8 @@ void CheckRank(const RawTrace& trace, int rank, int iters, int microbatches) {
 }
 
 // Durations of one rank. Always: every F/B/W/ncclSend range agrees with how long the job itself
-// measured it was inside it (median error <= 1%, 90% of ranges within 5%). When the job managed to plant its
-// durations (an idle machine), also: the per-phase medians within 5% of the planted ones.
+// measured it was inside it (median error <= 1%, 90% of ranges within 5%). When the job managed to
+// plant its durations (an idle machine), also: the per-phase medians within 5% of the planted ones.
 // Returns false when the job could not plant them (the caller retries).
 bool CheckDurations(const RawTrace& trace, int rank, const std::string& truth_path) {
   const auto truth = zb::testing::ReadTruth(truth_path);
@@ -201,12 +202,12 @@ bool CheckDurations(const RawTrace& trace, int rank, const std::string& truth_pa
     const double p90_error = errors[errors.size() * 9 / 10];
     const double recovered = MedianUs(ranges);
     const double planted_us = static_cast<double>(zb::testing::PlantedUs(phase, rank));
-    std::printf("[ measure  ] rank %d %-8s planted %6.0f us, job spun median %9.1f us, "
-                "recovered median %9.1f us (%+.3f%% vs planted), per-range error vs spun: "
-                "median %.3f%%, p90 %.3f%%\n",
-                rank, phase.c_str(), planted_us, zb::testing::Median(truth_us), recovered,
-                100 * (recovered - planted_us) / planted_us, 100 * median_error,
-                100 * p90_error);
+    std::printf(
+        "[ measure  ] rank %d %-8s planted %6.0f us, job spun median %9.1f us, "
+        "recovered median %9.1f us (%+.3f%% vs planted), per-range error vs spun: "
+        "median %.3f%%, p90 %.3f%%\n",
+        rank, phase.c_str(), planted_us, zb::testing::Median(truth_us), recovered,
+        100 * (recovered - planted_us) / planted_us, 100 * median_error, 100 * p90_error);
     EXPECT_LE(median_error, 0.01) << phase;
     EXPECT_LE(p90_error, 0.05) << phase;
     if (planted) {
@@ -257,6 +258,11 @@ TEST(NvtxEndToEndTest, MultiProcessJobRecoversNamesNestingAndDurations) {
     // One shard per worker, named by rank; the launcher made no NVTX call and has none.
     const std::vector<std::string> expected = {"rank0.zbshard", "rank1.zbshard"};
     ASSERT_EQ(ShardNames(dir.path()), expected);
+    // Closed at exit: the WAL was checkpointed into the shard and removed.
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+      const std::string name = entry.path().filename().string();
+      EXPECT_EQ(name.find("-wal"), std::string::npos) << name;
+    }
     planted = true;
     for (int rank = 0; rank < kWorkers; ++rank) {
       const RawTrace trace = MustRead(dir.path() + "/rank" + std::to_string(rank) + ".zbshard");
@@ -274,9 +280,10 @@ TEST(NvtxEndToEndTest, MultiProcessJobRecoversNamesNestingAndDurations) {
     }
   }
   if (!planted) {
-    std::printf("[ note     ] the machine was too busy for the job to plant its durations in %d "
-                "attempts: checked against what it spun only\n",
-                kTimingAttempts);
+    std::printf(
+        "[ note     ] the machine was too busy for the job to plant its durations in %d "
+        "attempts: checked against what it spun only\n",
+        kTimingAttempts);
   }
 }
 
@@ -285,7 +292,8 @@ TEST(NvtxEndToEndTest, WithoutShardDirTheLibraryIsInertAndSilent) {
   const std::vector<std::string> argv = {kJob, "--iters", "1", "--simulate-driver"};
   const ProcessResult plain = RunProcess(argv, {{"RANK", "0"}});
   ProcessResult tool = RunProcess(
-      argv, {{"RANK", "0"}, {"NVTX_INJECTION64_PATH", kLibrary}, {"CUDA_INJECTION64_PATH", kLibrary}});
+      argv,
+      {{"RANK", "0"}, {"NVTX_INJECTION64_PATH", kLibrary}, {"CUDA_INJECTION64_PATH", kLibrary}});
   EXPECT_EQ(tool.exit_code(), 0);
   EXPECT_EQ(tool.out, plain.out);
   EXPECT_EQ(tool.err, "");  // not started by `zb profile`: no warning, no CUPTI, no shard
@@ -293,7 +301,7 @@ TEST(NvtxEndToEndTest, WithoutShardDirTheLibraryIsInertAndSilent) {
 }
 
 TEST(NvtxEndToEndTest, NoGpuGivesExactlyOneWarningAndAnUnharmedJob) {
-  const std::vector<std::string> argv = {kJob, "--iters", "2", "--simulate-driver",
+  const std::vector<std::string> argv = {kJob,          "--iters", "2", "--simulate-driver",
                                          "--exit-code", "5"};
   const ProcessResult plain = RunProcess(argv, {{"RANK", "0"}});
   ASSERT_EQ(plain.exit_code(), 5);
@@ -310,6 +318,27 @@ TEST(NvtxEndToEndTest, NoGpuGivesExactlyOneWarningAndAnUnharmedJob) {
   const RawTrace trace = MustRead(dir.path() + "/rank0.zbshard");
   EXPECT_EQ(Named(trace, "iter_0_").size(), 2U);
   ExpectWellFormed(trace);
+}
+
+TEST(NvtxEndToEndTest, DriverStubGivesExactlyOneWarningAndAnUnharmedJob) {
+  // The CUDA stub library where the driver should be (a machine with the toolkit, no driver):
+  // CUPTI fails differently (reference A12), the job must not notice either way.
+  const char* stub = "/usr/local/cuda/lib/stubs/libcuda.so";
+  if (!std::filesystem::exists(stub)) GTEST_SKIP() << "no " << stub;
+  TempDir lib;
+  std::filesystem::create_symlink(stub, lib.path() + "/libcuda.so.1");
+  const std::vector<std::string> argv = {kJob, "--iters", "1", "--simulate-driver"};
+  const std::map<std::string, std::string> env = {{"RANK", "0"}, {"LD_LIBRARY_PATH", lib.path()}};
+  const ProcessResult plain = RunProcess(argv, env);
+  TempDir dir;
+  auto tool_env = ToolEnv(dir.path(), env);
+  const ProcessResult profiled = RunProcess(argv, tool_env);
+  EXPECT_EQ(profiled.exit_code(), plain.exit_code());
+  EXPECT_EQ(profiled.out, plain.out);
+  const auto lines = Lines(profiled.err);
+  ASSERT_EQ(lines.size(), 1U) << profiled.err;
+  EXPECT_EQ(lines[0].rfind("zbkit: CUPTI unavailable (", 0), 0U) << lines[0];
+  EXPECT_EQ(Named(MustRead(dir.path() + "/rank0.zbshard"), "iter_0_").size(), 1U);
 }
 
 TEST(NvtxEndToEndTest, UnwritableShardDirGivesOneWarningAndAnUnharmedJob) {
@@ -331,7 +360,8 @@ TEST(NvtxEndToEndTest, UnwritableShardDirGivesOneWarningAndAnUnharmedJob) {
 
 TEST(NvtxEndToEndTest, SigtermMidRunKeepsWhatWasRecordedAndStillKills) {
   TempDir dir;
-  ChildProcess job({kJob, "--forever", "--microbatches", "2"}, ToolEnv(dir.path(), {{"RANK", "0"}}));
+  ChildProcess job({kJob, "--forever", "--microbatches", "2"},
+                   ToolEnv(dir.path(), {{"RANK", "0"}}));
   // Long enough for a few iterations (~20 ms each) and at least one periodic flush.
   usleep(1500 * 1000);
   const int64_t killed_at = RealtimeNs();
@@ -349,7 +379,8 @@ TEST(NvtxEndToEndTest, SigtermMidRunKeepsWhatWasRecordedAndStillKills) {
   EXPECT_GT(forwards.size(), 10U);
   // The signal flush wrote up to the signal, not only up to the last periodic (1 s) flush.
   int64_t last_end = 0;
-  for (const TraceRange& r : trace.ranges) last_end = std::max(last_end, r.end);
+  for (const TraceRange& r : trace.ranges)
+    last_end = std::max(last_end, r.end);
   EXPECT_GT(last_end, killed_at - 300 * int64_t{1000000})
       << "last range ended " << (killed_at - last_end) / 1000000 << " ms before the signal";
 }

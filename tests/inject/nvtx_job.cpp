@@ -89,7 +89,9 @@ void BusyRange(const std::string& name, int64_t us, Push push, Pop pop) {
 }
 
 // A fresh heap string per call, like Python's f-strings: the tool must key names by content.
-void Push(const std::string& name) { nvtxRangePushA(name.c_str()); }
+void Push(const std::string& name) {
+  nvtxRangePushA(name.c_str());
+}
 
 void SimulateDriver() {
   const char* path = std::getenv("CUDA_INJECTION64_PATH");
@@ -116,7 +118,8 @@ int64_t Iteration(int rank, int iter, int microbatches, nvtxDomainHandle_t nccl,
   const auto pop = [] { nvtxRangePop(); };
   for (int mb = 0; mb < microbatches; ++mb) {
     const std::string forward = "F" + std::to_string(mb) + ".0.0";
-    BusyRange(forward, ForwardUs(rank), [&] { Push(forward); }, pop);
+    BusyRange(
+        forward, ForwardUs(rank), [&] { Push(forward); }, pop);
     nvtxEventAttributes_t attributes{};
     attributes.version = NVTX_VERSION;
     attributes.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
@@ -129,9 +132,11 @@ int64_t Iteration(int rank, int iter, int microbatches, nvtxDomainHandle_t nccl,
   }
   for (int mb = 0; mb < microbatches; ++mb) {
     const std::string backward = "B" + std::to_string(mb) + ".0.0";
-    BusyRange(backward, BackwardUs(rank), [&] { Push(backward); }, pop);
+    BusyRange(
+        backward, BackwardUs(rank), [&] { Push(backward); }, pop);
     const std::string weight = "W" + std::to_string(mb) + ".0.0";
-    BusyRange(weight, WeightUs(rank), [&] { Push(weight); }, pop);
+    BusyRange(
+        weight, WeightUs(rank), [&] { Push(weight); }, pop);
     ranges += 2;
   }
   nvtxRangePop();

@@ -9,9 +9,15 @@ namespace zb::nvtx_job {
 
 // Busy (spinning, not sleeping) durations of one microbatch's F, B and W on pipeline stage
 // `stage` (= RANK), in microseconds. They differ per stage so that a mix-up shows.
-inline int64_t ForwardUs(int stage) { return 2000 + 250 * stage; }
-inline int64_t BackwardUs(int stage) { return 3000 + 250 * stage; }
-inline int64_t WeightUs(int stage) { return 1000 + 250 * stage; }
+inline int64_t ForwardUs(int stage) {
+  return 2000 + 250 * stage;
+}
+inline int64_t BackwardUs(int stage) {
+  return 3000 + 250 * stage;
+}
+inline int64_t WeightUs(int stage) {
+  return 1000 + 250 * stage;
+}
 // The NCCL-domain range ("ncclSend", a registered string) after each forward.
 inline constexpr int64_t kSendUs = 200;
 // The auxiliary thread's nested ranges ("aux_outer" > "aux_inner") and the cross-thread

@@ -33,19 +33,25 @@ struct ProcessResult {
 // This process's environment without the variables the injection library reacts to, plus
 // `extra` (overriding).
 inline std::vector<std::string> CleanEnvironment(const std::map<std::string, std::string>& extra) {
-  static const char* kDrop[] = {"NVTX_INJECTION64_PATH", "CUDA_INJECTION64_PATH",
-                                "ZBKIT_SHARD_DIR",       "RANK",
-                                "LOCAL_RANK",            "WORLD_SIZE",
-                                "ZBKIT_SIGNAL_FLUSH_MS", "ZBKIT_EXIT_FLUSH_MS"};
+  static const char* kDrop[] = {"NVTX_INJECTION64_PATH",
+                                "CUDA_INJECTION64_PATH",
+                                "ZBKIT_SHARD_DIR",
+                                "RANK",
+                                "LOCAL_RANK",
+                                "WORLD_SIZE",
+                                "ZBKIT_SIGNAL_FLUSH_MS",
+                                "ZBKIT_EXIT_FLUSH_MS"};
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry = *e;
     const std::string key = entry.substr(0, entry.find('='));
     bool drop = extra.count(key) > 0;
-    for (const char* d : kDrop) drop = drop || key == d;
+    for (const char* d : kDrop)
+      drop = drop || key == d;
     if (!drop) env.push_back(entry);
   }
-  for (const auto& [key, value] : extra) env.push_back(key + "=" + value);
+  for (const auto& [key, value] : extra)
+    env.push_back(key + "=" + value);
   return env;
 }
 
@@ -58,10 +64,12 @@ class ChildProcess {
     if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) std::abort();
     const std::vector<std::string> env = CleanEnvironment(extra_env);
     std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    for (const auto& a : argv)
+      args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     std::vector<char*> envp;
-    for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+    for (const auto& e : env)
+      envp.push_back(const_cast<char*>(e.c_str()));
     envp.push_back(nullptr);
     pid_ = fork();
     if (pid_ == 0) {
@@ -139,7 +147,8 @@ inline ProcessResult RunProcess(const std::vector<std::string>& argv,
 inline std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
   return lines;
 }
 

@@ -29,8 +29,9 @@ bool ProfileOnce(const std::vector<std::string>& job, const std::string& plain_o
     return false;
   }
   const std::string dir = pattern;
-  std::vector<std::string> argv = {ZBKIT_ZB_BINARY, "profile",     "--pp", std::to_string(kStages),
-                                   "--json",        "--shard-dir", dir + "/shards", "--"};
+  std::vector<std::string> argv = {ZBKIT_ZB_BINARY,         "profile", "--pp",
+                                   std::to_string(kStages), "--json",  "--shard-dir",
+                                   dir + "/shards",         "--"};
   argv.insert(argv.end(), job.begin(), job.end());
   argv.insert(argv.end(), {"--truth", dir + "/spun"});
   // The build tree's library, whatever zb would find by itself.
@@ -74,7 +75,8 @@ bool ProfileOnce(const std::vector<std::string>& job, const std::string& plain_o
       }
       const double recovered_ms = s[phase].value("median", 0.0);
       std::vector<double> spun_ms;
-      for (int64_t ns : truth[stage][phase]) spun_ms.push_back(static_cast<double>(ns) / 1e6);
+      for (int64_t ns : truth[stage][phase])
+        spun_ms.push_back(static_cast<double>(ns) / 1e6);
       std::sort(spun_ms.begin(), spun_ms.end());
       if (spun_ms.empty()) {
         ADD_FAILURE() << "no truth for stage " << stage << " " << phase;
@@ -85,11 +87,12 @@ bool ProfileOnce(const std::vector<std::string>& job, const std::string& plain_o
       const double low = spun_ms[(spun_ms.size() - 1) / 2];
       const double high = spun_ms[spun_ms.size() / 2];
       const double planted_ms = static_cast<double>(testing::PlantedUs(phase, stage)) / 1e3;
-      std::printf("[ measure  ] zb profile stage %d %s planted %.3f ms, job spun median %.4f ms, "
-                  "recovered %.4f ms: %+.3f%% vs spun, %+.3f%% vs planted\n",
-                  stage, phase, planted_ms, (low + high) / 2, recovered_ms,
-                  100 * (recovered_ms - (low + high) / 2) / ((low + high) / 2),
-                  100 * (recovered_ms - planted_ms) / planted_ms);
+      std::printf(
+          "[ measure  ] zb profile stage %d %s planted %.3f ms, job spun median %.4f ms, "
+          "recovered %.4f ms: %+.3f%% vs spun, %+.3f%% vs planted\n",
+          stage, phase, planted_ms, (low + high) / 2, recovered_ms,
+          100 * (recovered_ms - (low + high) / 2) / ((low + high) / 2),
+          100 * (recovered_ms - planted_ms) / planted_ms);
       EXPECT_EQ(s[phase].value("samples", 0), kIters * kMicrobatches) << phase;
       EXPECT_GE(recovered_ms, low * 0.95) << "stage " << stage << " " << phase;
       EXPECT_LE(recovered_ms, high * 1.05) << "stage " << stage << " " << phase;
@@ -122,8 +125,9 @@ TEST(ZbProfileEndToEndTest, RecoversPerStageForwardBackwardWeightWithin5Percent)
     planted = ProfileOnce(job, plain.out);
   }
   if (!planted) {
-    std::printf("[ note     ] the machine was too busy for the job to plant its durations: "
-                "checked against what it spun only\n");
+    std::printf(
+        "[ note     ] the machine was too busy for the job to plant its durations: "
+        "checked against what it spun only\n");
   }
 }
 
