@@ -48,3 +48,30 @@ if [[ -x "$zbview" ]]; then
 else
   echo "skipped: $zbview was not built (the GUI needs Qt 6: qt6-base-dev and qt6-svg-dev)"
 fi
+
+echo
+echo "== zb profile -> zb costs export -> zb tune: a bundled CPU job, profiled without changing it"
+# zbkit_nvtx_job is a 2-rank stand-in for a pipeline job (it spawns its ranks like torchrun and
+# marks F/B/W with the ZB fork's NVTX names); the injection library records it, zb derives the
+# per-stage costs (memory from the analytic model of the given dimensions), and zb tune picks a
+# schedule for them.
+build="${ZBKIT_BUILD_DIR:-$root/build}"
+job="$build/tests/inject/zbkit_nvtx_job"
+cpu_store="$root/out/cpu-demo.db"
+if [[ -x "$job" && -f "$build/profiler/inject/libzbkit_inject.so" ]]; then
+  rm -f "$cpu_store" "$cpu_store-wal" "$cpu_store-shm"
+  "$zb" profile --store "$cpu_store" --name cpu-demo --pp 2 --skip-iters 1 \
+    --hidden 1024 --heads 16 --seq 1024 --micro-batch-size 1 --layers 8 \
+    -- "$job" --workers 2 --iters 4 --microbatches 8
+  "$zb" costs export --store "$cpu_store" --format json -o "$root/out/cpu-demo-costs.json"
+  "$zb" tune --costs "$root/out/cpu-demo-costs.json" --microbatches 8 --mem-limit 2x \
+    --store "$cpu_store" --job cpu-demo --out "$root/out/cpu-demo-schedule.json"
+  "$zb" export --store "$cpu_store" --schedule 1 --format torch-csv -o "$root/out/cpu-demo-schedule.csv"
+  if [[ -x "$zbview" ]]; then
+    # Fresh store: the measured run is timeline 1, the tuned schedule is schedule 1.
+    "$zbview" --screenshot "$root/out/cpu-demo-measured.png" "$cpu_store" --schedule t1
+    "$zbview" --screenshot "$root/out/cpu-demo-tuned.png" "$cpu_store" --schedule s1
+  fi
+else
+  echo "skipped: the injection library and the demo job need the CUDA Toolkit at build time"
+fi
