@@ -399,6 +399,11 @@ TEST(NvtxEndToEndTest, SigtermChainsToTheJobsOwnHandler) {
 }
 
 TEST(NvtxEndToEndTest, ForkedChildWritesItsOwnShard) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // GCC 12's LeakSanitizer prints "Running thread ... was not suspended" on stderr in the child
+  // of a multi-threaded fork, which is exactly what this test compares; the other builds run it.
+  GTEST_SKIP() << "fork of a multi-threaded process is not supported under this sanitizer build";
+#endif
   TempDir dir;
   const std::vector<std::string> argv = {kJob, "--iters", "1", "--fork-child"};
   const ProcessResult plain = RunProcess(argv, {{"RANK", "0"}});
