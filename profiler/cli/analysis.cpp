@@ -22,19 +22,6 @@ using profiler::StageStats;
 
 constexpr OpKind kComputeKinds[] = {OpKind::kF, OpKind::kB, OpKind::kW, OpKind::kBW};
 
-const Spread& SpreadOf(const StageStats& stats, OpKind kind) {
-  switch (kind) {
-    case OpKind::kF:
-      return stats.f;
-    case OpKind::kB:
-      return stats.b;
-    case OpKind::kW:
-      return stats.w;
-    default:
-      return stats.bw;
-  }
-}
-
 json SpreadJson(const Spread& spread) {
   return {{"median", NsToMs(spread.median)},
           {"p10", NsToMs(spread.p10)},
@@ -45,7 +32,7 @@ json SpreadJson(const Spread& spread) {
 json StatsJson(const StageStats& stats) {
   json entry = {{"stage", stats.stage}, {"rank", stats.rank}};
   for (OpKind kind : kComputeKinds) {
-    const Spread& spread = SpreadOf(stats, kind);
+    const Spread& spread = stats.Of(kind);
     if (spread.samples > 0) entry[OpKindName(kind)] = SpreadJson(spread);
   }
   entry["M_B"] = stats.m_b;
@@ -301,7 +288,7 @@ Status AnalyzeAndReport(const AnalysisInput& input, const AnalysisSettings& sett
   std::vector<OpKind> kinds;
   for (OpKind kind : kComputeKinds) {
     for (const StageStats& stats : report.stages) {
-      if (SpreadOf(stats, kind).samples > 0) {
+      if (stats.Of(kind).samples > 0) {
         kinds.push_back(kind);
         break;
       }
@@ -317,7 +304,7 @@ Status AnalyzeAndReport(const AnalysisInput& input, const AnalysisSettings& sett
   for (const StageStats& stats : report.stages) {
     std::vector<std::string> row = {std::to_string(stats.stage), std::to_string(stats.rank)};
     for (OpKind kind : kinds) {
-      const Spread& spread = SpreadOf(stats, kind);
+      const Spread& spread = stats.Of(kind);
       if (spread.samples == 0) {
         row.insert(row.end(), {"-", "-", "-", "0"});
       } else {

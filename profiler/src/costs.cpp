@@ -30,19 +30,6 @@ double Median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-Spread& SpreadFor(StageStats& stats, OpKind kind) {
-  switch (kind) {
-    case OpKind::kF:
-      return stats.f;
-    case OpKind::kB:
-      return stats.b;
-    case OpKind::kW:
-      return stats.w;
-    default:
-      return stats.bw;
-  }
-}
-
 constexpr OpKind kComputeKinds[] = {OpKind::kF, OpKind::kB, OpKind::kW, OpKind::kBW};
 
 }  // namespace
@@ -174,7 +161,7 @@ Expected<CostReport> BuildCostReport(const Attribution& attribution, const CostO
                      ? RankOfStage(report.layout, std::max(report.ranks, 1), s)
                      : s % std::max(report.ranks, 1);
     for (OpKind kind : kComputeKinds)
-      SpreadFor(stats, kind) = SpreadOf(samples[s][kind]);
+      stats.Of(kind) = SpreadOf(samples[s][kind]);
     if (report.memory == MemorySource::kMeasured) {
       stats.m_b = Median(f_memory[s]);
       stats.m_w = report.split && !b_memory[s].empty()
@@ -199,7 +186,7 @@ Expected<CostReport> BuildCostReport(const Attribution& attribution, const CostO
       for (const auto& [key, total] : rank_sums[r])
         sums[std::get<0>(key)].push_back(total);
       for (OpKind kind : kComputeKinds)
-        SpreadFor(stats, kind) = SpreadOf(sums[kind]);
+        stats.Of(kind) = SpreadOf(sums[kind]);
       for (const StageStats& stage : report.stages) {
         if (stage.rank != r) continue;
         stats.m_b += stage.m_b;

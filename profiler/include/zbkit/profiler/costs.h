@@ -49,6 +49,21 @@ struct StageStats {
   Spread f, b, w, bw;
   double m_b = 0;
   double m_w = 0;
+
+  // The spread of one compute kind (F, B, W or BW; anything else reads as BW).
+  Spread& Of(OpKind kind) {
+    switch (kind) {
+      case OpKind::kF:
+        return f;
+      case OpKind::kB:
+        return b;
+      case OpKind::kW:
+        return w;
+      default:
+        return bw;
+    }
+  }
+  const Spread& Of(OpKind kind) const { return const_cast<StageStats*>(this)->Of(kind); }
 };
 
 struct HopStats {
