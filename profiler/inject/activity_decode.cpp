@@ -63,6 +63,21 @@ TimeNs Ns(uint64_t t) {
   return static_cast<TimeNs>(t);
 }
 
+// Memcpy, peer memcpy and memset records share these fields (in different struct versions).
+template <typename Record>
+DeviceActivity TransferActivity(const Record& m, ActivityKind kind, std::string name) {
+  DeviceActivity a;
+  a.kind = kind;
+  a.name = std::move(name);
+  a.device = static_cast<int32_t>(m.deviceId);
+  a.stream = m.streamId;
+  a.start = Ns(m.start);
+  a.end = Ns(m.end);
+  a.correlation = m.correlationId;
+  a.bytes = static_cast<int64_t>(m.bytes);
+  return a;
+}
+
 void DecodeKernel(const CUpti_ActivityKernel10& k, DecodedActivities* out) {
   if (k.start == 0 && k.end == 0) {
     ++out->untimed_kernels;
@@ -105,45 +120,21 @@ void ActivityDecoder::Decode(uint8_t* buffer, size_t valid_size, DecodedActiviti
           break;
         case CUPTI_ACTIVITY_KIND_MEMCPY: {
           const auto& m = *reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-          DeviceActivity a;
-          a.kind = ActivityKind::kMemcpy;
-          a.name = MemcpyName(m.copyKind);
-          a.device = static_cast<int32_t>(m.deviceId);
-          a.stream = m.streamId;
-          a.start = Ns(m.start);
-          a.end = Ns(m.end);
-          a.correlation = m.correlationId;
-          a.bytes = static_cast<int64_t>(m.bytes);
-          out->activities.push_back(std::move(a));
+          out->activities.push_back(
+              TransferActivity(m, ActivityKind::kMemcpy, MemcpyName(m.copyKind)));
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY2: {
           const auto& m = *reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
-          DeviceActivity a;
-          a.kind = ActivityKind::kMemcpy;
-          a.name =
-              MemcpyName(m.copyKind == 0 ? int{CUPTI_ACTIVITY_MEMCPY_KIND_PTOP} : int{m.copyKind});
-          a.device = static_cast<int32_t>(m.deviceId);
-          a.stream = m.streamId;
-          a.start = Ns(m.start);
-          a.end = Ns(m.end);
-          a.correlation = m.correlationId;
-          a.bytes = static_cast<int64_t>(m.bytes);
-          out->activities.push_back(std::move(a));
+          const int copy_kind =
+              m.copyKind == 0 ? int{CUPTI_ACTIVITY_MEMCPY_KIND_PTOP} : int{m.copyKind};
+          out->activities.push_back(
+              TransferActivity(m, ActivityKind::kMemcpy, MemcpyName(copy_kind)));
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMSET: {
           const auto& m = *reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-          DeviceActivity a;
-          a.kind = ActivityKind::kMemset;
-          a.name = "memset";
-          a.device = static_cast<int32_t>(m.deviceId);
-          a.stream = m.streamId;
-          a.start = Ns(m.start);
-          a.end = Ns(m.end);
-          a.correlation = m.correlationId;
-          a.bytes = static_cast<int64_t>(m.bytes);
-          out->activities.push_back(std::move(a));
+          out->activities.push_back(TransferActivity(m, ActivityKind::kMemset, "memset"));
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMORY2: {
