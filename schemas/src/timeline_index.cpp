@@ -32,25 +32,41 @@ bool IsCompute(OpKind kind) {
   return kind != OpKind::kComm;
 }
 
-// edges[c] = t0 + floor(c * span / columns) for c = 0..columns. With span = q * columns + r this
-// is c*q + floor(c*r / columns); the remainder is carried in `acc`, so no division per edge and no
-// 128-bit product. Unsigned: the span of two int64 times always fits in uint64.
-void FillEdges(TimeNs t0, TimeNs t1, int columns, TimeNs* edges) {
-  const uint64_t span = t1 > t0 ? static_cast<uint64_t>(t1) - static_cast<uint64_t>(t0) : 0;
-  const auto n = static_cast<uint64_t>(columns);
-  const uint64_t q = span / n;
-  const uint64_t r = span % n;
-  uint64_t offset = 0;
-  uint64_t acc = 0;
-  for (int c = 0; c <= columns; ++c) {
-    edges[c] = static_cast<TimeNs>(static_cast<uint64_t>(t0) + offset);
-    offset += q;
-    acc += r;
-    if (acc >= n) {
-      acc -= n;
-      ++offset;
+// Walks the column edges edges[c] = t0 + floor(c * span / columns), c = 0..columns. With
+// span = q * columns + r this is c*q + floor(c*r / columns); the remainder is carried in `acc_`,
+// so no division per edge and no 128-bit product. Unsigned: the span of two int64 times always
+// fits in uint64. BinCoverage and BinMemory both step through it, so their columns agree.
+class EdgeWalker {
+ public:
+  EdgeWalker(TimeNs t0, TimeNs t1, int columns)
+      : t0_(static_cast<uint64_t>(t0)),
+        n_(static_cast<uint64_t>(columns)),
+        q_((t1 > t0 ? static_cast<uint64_t>(t1) - t0_ : 0) / n_),
+        r_((t1 > t0 ? static_cast<uint64_t>(t1) - t0_ : 0) % n_) {}
+
+  TimeNs edge() const { return static_cast<TimeNs>(t0_ + offset_); }
+  void Next() {
+    offset_ += q_;
+    acc_ += r_;
+    if (acc_ >= n_) {
+      acc_ -= n_;
+      ++offset_;
     }
   }
+
+ private:
+  uint64_t t0_;
+  uint64_t n_;
+  uint64_t q_;
+  uint64_t r_;
+  uint64_t offset_ = 0;
+  uint64_t acc_ = 0;
+};
+
+void FillEdges(TimeNs t0, TimeNs t1, int columns, TimeNs* edges) {
+  EdgeWalker walker(t0, t1, columns);
+  for (int c = 0; c <= columns; ++c, walker.Next())
+    edges[c] = walker.edge();
 }
 
 // Finds the column holding time x (t0 <= x < t1): a floating-point estimate corrected against the
@@ -666,13 +682,7 @@ void TimelineIndex::BinMemory(int rank, TimeNs t0, TimeNs t1, int columns,
   const auto& samples = memory_[rank];
   if (samples.empty()) return;
 
-  // The same edges as BinCoverage, computed incrementally (see FillEdges).
-  const uint64_t span = t1 > t0 ? static_cast<uint64_t>(t1) - static_cast<uint64_t>(t0) : 0;
-  const auto un = static_cast<uint64_t>(n);
-  const uint64_t q = span / un;
-  const uint64_t r = span % un;
-  uint64_t offset = 0;
-  uint64_t acc = 0;
+  EdgeWalker walker(t0, t1, n);  // the same columns as BinCoverage
 
   size_t j = static_cast<size_t>(
       std::lower_bound(samples.begin(), samples.end(), t0,
@@ -680,13 +690,8 @@ void TimelineIndex::BinMemory(int rank, TimeNs t0, TimeNs t1, int columns,
       samples.begin());
   double value = j > 0 ? samples[j - 1].second : 0.0;  // carried in from before t0
   for (int c = 0; c < n; ++c) {
-    offset += q;
-    acc += r;
-    if (acc >= un) {
-      acc -= un;
-      ++offset;
-    }
-    const auto column_end = static_cast<TimeNs>(static_cast<uint64_t>(t0) + offset);
+    walker.Next();
+    const TimeNs column_end = walker.edge();
     double low = value;
     double high = value;
     while (j < samples.size() && samples[j].first < column_end) {
