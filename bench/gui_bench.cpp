@@ -14,7 +14,7 @@
 
 #include "zbkit/gui/memory_track.h"
 #include "zbkit/gui/timeline_view.h"
-#include "zbkit/model/timeline_index.h"
+#include "zbkit/schemas/timeline_index.h"
 
 namespace zb::gui {
 namespace {

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "loader.h"
-#include "zbkit/model/store.h"
-#include "zbkit/model/timeline_index.h"
+#include "zbkit/schemas/store.h"
+#include "zbkit/schemas/timeline_index.h"
 #include "zbkit/tuner/families.h"
 #include "zbkit/tuner/simulator.h"
 

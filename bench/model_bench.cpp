@@ -2,15 +2,15 @@
 // Model benchmarks: what a timeline repaint costs (TimelineIndex::BinCoverage over every rank lane
 // of a 1M-op timeline at 1600 columns; the GUI's budget is 16 ms for the whole repaint) and what
 // loading costs (building the index of 1M ops).
-// Run: build-model-rel/bench/zbkit_model_bench  (Release build)
+// Run: build-model-rel/bench/zbkit_schemas_bench  (Release build)
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
 #include <random>
 #include <vector>
 
-#include "zbkit/model/timeline_index.h"
-#include "zbkit/model/types.h"
+#include "zbkit/schemas/timeline_index.h"
+#include "zbkit/schemas/types.h"
 
 namespace zb {
 namespace {

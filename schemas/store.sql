@@ -2,7 +2,7 @@
 -- zbkit store, schema version 1: the DDL that creates an empty store.
 --
 -- How this file is used:
---  - It is embedded into zbkit::model at build time (kZbkitStoreSql) and is the migration step
+--  - It is embedded into zbkit::schemas at build time (kZbkitStoreSql) and is the migration step
 --    "0 -> 1" of Store::Open (schemas/src/store.cpp, kMigrations). Later versions add steps
 --    (target version, SQL) rather than editing this file, so every existing store can be brought
 --    forward; Open applies all pending steps, in order, inside ONE transaction. A new store runs

@@ -16,8 +16,8 @@
 
 #include "loader.h"
 #include "zbkit/gui/view_state.h"
-#include "zbkit/model/status.h"
-#include "zbkit/model/timeline_index.h"
+#include "zbkit/schemas/status.h"
+#include "zbkit/schemas/timeline_index.h"
 
 class QLabel;
 

@@ -13,7 +13,7 @@
 #include <system_error>
 #include <tuple>
 
-#include "zbkit/model/validate.h"
+#include "zbkit/schemas/validate.h"
 #include "zbkit/tuner/lower_bound.h"
 #include "zbkit/tuner/simulator.h"
 

@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
-#include "zbkit/model/status.h"
-#include "zbkit/model/store.h"
-#include "zbkit/model/timeline_index.h"
-#include "zbkit/model/types.h"
+#include "zbkit/schemas/status.h"
+#include "zbkit/schemas/store.h"
+#include "zbkit/schemas/timeline_index.h"
+#include "zbkit/schemas/types.h"
 
 namespace zb::gui {
 

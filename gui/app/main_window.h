@@ -14,7 +14,7 @@
 #include <optional>
 
 #include "loader.h"
-#include "zbkit/model/status.h"
+#include "zbkit/schemas/status.h"
 
 class QAction;
 class QDockWidget;

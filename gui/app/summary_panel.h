@@ -12,7 +12,7 @@
 #include <optional>
 
 #include "loader.h"
-#include "zbkit/model/timeline_index.h"
+#include "zbkit/schemas/timeline_index.h"
 
 class QLabel;
 class QTableWidget;

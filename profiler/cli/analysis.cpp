@@ -6,10 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include "text_table.h"
-#include "zbkit/model/json_io.h"
-#include "zbkit/model/store.h"
-#include "zbkit/model/validate.h"
 #include "zbkit/profiler/shard.h"
+#include "zbkit/schemas/json_io.h"
+#include "zbkit/schemas/store.h"
+#include "zbkit/schemas/validate.h"
 
 namespace zb::cli {
 namespace {

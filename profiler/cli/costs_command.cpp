@@ -9,9 +9,9 @@
 #include "cli_support.h"
 #include "profiler_commands.h"
 #include "text_table.h"
-#include "zbkit/model/json_io.h"
-#include "zbkit/model/store.h"
-#include "zbkit/model/validate.h"
+#include "zbkit/schemas/json_io.h"
+#include "zbkit/schemas/store.h"
+#include "zbkit/schemas/validate.h"
 
 namespace zb::cli {
 namespace {

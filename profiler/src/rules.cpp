@@ -9,8 +9,8 @@
 #include <optional>
 #include <regex>
 
-#include "zbkit/model/json_io.h"
 #include "zbkit/profiler/attribution.h"
+#include "zbkit/schemas/json_io.h"
 
 namespace zb::profiler {
 namespace {

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <utility>
 
-#include "zbkit/model/status.h"
+#include "zbkit/schemas/status.h"
 
 namespace zb::profiler::internal {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "zbkit/model/json_io.h"
+#include "zbkit/schemas/json_io.h"
 
 #include <unistd.h>
 
@@ -14,7 +14,7 @@
 #include <sstream>
 #include <string_view>
 
-#include "zbkit/model/validate.h"
+#include "zbkit/schemas/validate.h"
 
 namespace zb {
 namespace {

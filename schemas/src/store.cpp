@@ -7,7 +7,7 @@
 // writer commits. Statements are prepared once per operation and reset/rebound per row; the
 // 1M-row tables (timeline ops, memory samples) take 64 rows per statement (see InsertChildRows).
 // Error messages are "<store path>: <what failed>: <sqlite message>".
-#include "zbkit/model/store.h"
+#include "zbkit/schemas/store.h"
 
 #include <sqlite3.h>
 #include <sys/stat.h>

@@ -9,7 +9,7 @@
 // difference arrays, so a long op costs O(1) and a call costs O(log n + visible ops + columns)
 // even on comm lanes where ops overlap. Column edges are exact integers (ColumnEdge), computed
 // incrementally without a division per edge.
-#include "zbkit/model/timeline_index.h"
+#include "zbkit/schemas/timeline_index.h"
 
 #include <algorithm>
 #include <climits>

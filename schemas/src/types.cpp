@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "zbkit/model/types.h"
+#include "zbkit/schemas/types.h"
 
 #include <cmath>
 

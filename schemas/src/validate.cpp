@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "zbkit/model/validate.h"
+#include "zbkit/schemas/validate.h"
 
 #include <cmath>
 #include <string>

@@ -15,7 +15,7 @@
 #include <sstream>
 #include <string>
 
-#include "zbkit/model/json_io.h"
+#include "zbkit/schemas/json_io.h"
 
 namespace zb {
 namespace {

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "zbkit/model/store.h"
-#include "zbkit/model/types.h"
+#include "zbkit/schemas/store.h"
+#include "zbkit/schemas/types.h"
 #include "zbkit/tuner/families.h"
 #include "zbkit/tuner/memory_limit.h"
 #include "zbkit/tuner/simulator.h"

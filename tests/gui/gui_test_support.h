@@ -16,8 +16,8 @@
 #include <random>
 #include <string>
 
-#include "zbkit/model/timeline_index.h"
-#include "zbkit/model/types.h"
+#include "zbkit/schemas/timeline_index.h"
+#include "zbkit/schemas/types.h"
 #include "zbkit/tuner/families.h"
 #include "zbkit/tuner/simulator.h"
 

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "zbkit/model/validate.h"
+#include "zbkit/schemas/validate.h"
 
 namespace zb::profiler {
 namespace {

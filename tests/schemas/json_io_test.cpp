@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // zb-costs/1 and zb-schedule/1: round trips, and bad input rejected with one line naming the
 // field.
-#include "zbkit/model/json_io.h"
+#include "zbkit/schemas/json_io.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
-#include "zbkit/model/validate.h"
+#include "zbkit/schemas/validate.h"
 
 namespace zb {
 namespace {

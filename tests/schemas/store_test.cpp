@@ -2,7 +2,7 @@
 // Tests of the SQLite store: round trips, schema versioning and migration, refusal of files that
 // are not (or not yet, or no longer) this zbkit's stores, transactional writes, WAL concurrency,
 // and the shape of the public JSON Schema files.
-#include "zbkit/model/store.h"
+#include "zbkit/schemas/store.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -24,8 +24,8 @@
 #include <thread>
 #include <vector>
 
-#include "zbkit/model/types.h"
-#include "zbkit/model/validate.h"
+#include "zbkit/schemas/types.h"
+#include "zbkit/schemas/validate.h"
 
 namespace zb {
 namespace {

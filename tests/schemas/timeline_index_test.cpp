@@ -3,7 +3,7 @@
 // exactness of the level-of-detail binning against a brute-force reference (including the
 // "no op vanishes at any zoom" invariant of gui-and-style.md §6), memory envelopes, range
 // summaries, figures, wait causes and the compare matching.
-#include "zbkit/model/timeline_index.h"
+#include "zbkit/schemas/timeline_index.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "zbkit/model/types.h"
+#include "zbkit/schemas/types.h"
 
 namespace zb {
 namespace {

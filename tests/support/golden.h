@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "zbkit/model/types.h"
+#include "zbkit/schemas/types.h"
 
 namespace zb::testing {
 

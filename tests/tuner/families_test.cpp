@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "golden.h"
-#include "zbkit/model/validate.h"
+#include "zbkit/schemas/validate.h"
 #include "zbkit/tuner/simulator.h"
 
 namespace zb::tuner {

@@ -10,7 +10,7 @@
 #include <random>
 #include <tuple>
 
-#include "zbkit/model/validate.h"
+#include "zbkit/schemas/validate.h"
 #include "zbkit/tuner/families.h"
 #include "zbkit/tuner/lower_bound.h"
 #include "zbkit/tuner/memory_limit.h"

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "golden.h"
-#include "zbkit/model/validate.h"
+#include "zbkit/schemas/validate.h"
 #include "zbkit/tuner/families.h"
 
 namespace zb::tuner {

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "zbkit/model/timeline_index.h"
-#include "zbkit/model/types.h"
-#include "zbkit/model/validate.h"
+#include "zbkit/schemas/timeline_index.h"
+#include "zbkit/schemas/types.h"
+#include "zbkit/schemas/validate.h"
 #include "zbkit/tuner/families.h"
 #include "zbkit/tuner/simulator.h"
 

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "golden.h"
-#include "zbkit/model/validate.h"
+#include "zbkit/schemas/validate.h"
 #include "zbkit/tuner/families.h"
 #include "zbkit/tuner/simulator.h"
 

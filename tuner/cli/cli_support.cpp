@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli_support.h"
 
-#include "zbkit/model/json_io.h"
-#include "zbkit/model/store.h"
+#include "zbkit/schemas/json_io.h"
+#include "zbkit/schemas/store.h"
 
 namespace zb::cli {
 

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "commands.h"
-#include "zbkit/model/status.h"
-#include "zbkit/model/types.h"
+#include "zbkit/schemas/status.h"
+#include "zbkit/schemas/types.h"
 
 namespace zb::cli {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // zb export (FILE | --store DB --schedule ID) --format json|torch-csv|torch-csv-legacy -o FILE
 #include "cli_support.h"
-#include "zbkit/model/json_io.h"
+#include "zbkit/schemas/json_io.h"
 #include "zbkit/tuner/torch_export.h"
 
 namespace zb::cli {

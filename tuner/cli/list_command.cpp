@@ -4,7 +4,7 @@
 
 #include "cli_support.h"
 #include "text_table.h"
-#include "zbkit/model/store.h"
+#include "zbkit/schemas/store.h"
 
 namespace zb::cli {
 

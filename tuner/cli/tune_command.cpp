@@ -9,8 +9,8 @@
 
 #include "cli_support.h"
 #include "text_table.h"
-#include "zbkit/model/json_io.h"
-#include "zbkit/model/store.h"
+#include "zbkit/schemas/json_io.h"
+#include "zbkit/schemas/store.h"
 #include "zbkit/tuner/families.h"
 #include "zbkit/tuner/tune.h"
 

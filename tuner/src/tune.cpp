@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "zbkit/model/validate.h"
+#include "zbkit/schemas/validate.h"
 #include "zbkit/tuner/families.h"
 #include "zbkit/tuner/simulator.h"
 

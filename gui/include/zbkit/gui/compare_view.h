@@ -11,7 +11,7 @@
 
 #include "zbkit/gui/timeline_view.h"
 #include "zbkit/gui/view_state.h"
-#include "zbkit/model/timeline_index.h"
+#include "zbkit/schemas/timeline_index.h"
 
 class QLabel;
 class QTableWidget;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "zbkit/gui/view_state.h"
-#include "zbkit/model/timeline_index.h"
+#include "zbkit/schemas/timeline_index.h"
 
 namespace zb::gui {
 

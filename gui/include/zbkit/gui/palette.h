@@ -8,7 +8,7 @@
 
 #include <QColor>
 
-#include "zbkit/model/types.h"
+#include "zbkit/schemas/types.h"
 
 namespace zb::gui {
 

@@ -21,7 +21,7 @@
 #include <utility>
 
 #include "zbkit/gui/view_state.h"
-#include "zbkit/model/timeline_index.h"
+#include "zbkit/schemas/timeline_index.h"
 
 namespace zb::gui {
 

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "zbkit/model/types.h"
+#include "zbkit/schemas/types.h"
 
 namespace zb::gui {
 

@@ -34,9 +34,9 @@
 #include <string_view>
 #include <vector>
 
-#include "zbkit/model/status.h"
-#include "zbkit/model/types.h"
 #include "zbkit/profiler/trace.h"
+#include "zbkit/schemas/status.h"
+#include "zbkit/schemas/types.h"
 
 namespace zb::profiler {
 

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "zbkit/model/status.h"
-#include "zbkit/model/store.h"
-#include "zbkit/model/types.h"
 #include "zbkit/profiler/attribution.h"
+#include "zbkit/schemas/status.h"
+#include "zbkit/schemas/store.h"
+#include "zbkit/schemas/types.h"
 
 namespace zb::profiler {
 

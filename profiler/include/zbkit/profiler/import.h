@@ -22,8 +22,8 @@
 #include <string_view>
 #include <vector>
 
-#include "zbkit/model/status.h"
 #include "zbkit/profiler/trace.h"
+#include "zbkit/schemas/status.h"
 
 namespace zb::profiler {
 

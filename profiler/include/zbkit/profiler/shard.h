@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "zbkit/model/status.h"
 #include "zbkit/profiler/trace.h"
+#include "zbkit/schemas/status.h"
 
 namespace zb::profiler {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "zbkit/model/types.h"
+#include "zbkit/schemas/types.h"
 
 namespace zb::profiler {
 

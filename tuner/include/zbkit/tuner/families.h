@@ -22,8 +22,8 @@
 #include <string_view>
 #include <vector>
 
-#include "zbkit/model/status.h"
-#include "zbkit/model/types.h"
+#include "zbkit/schemas/status.h"
+#include "zbkit/schemas/types.h"
 
 namespace zb::tuner {
 

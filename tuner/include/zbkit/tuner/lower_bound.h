@@ -15,7 +15,7 @@
 
 #include <vector>
 
-#include "zbkit/model/types.h"
+#include "zbkit/schemas/types.h"
 
 namespace zb::tuner {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "zbkit/model/status.h"
+#include "zbkit/schemas/status.h"
 
 namespace zb::tuner {
 

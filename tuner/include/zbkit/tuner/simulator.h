@@ -17,8 +17,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "zbkit/model/status.h"
-#include "zbkit/model/types.h"
+#include "zbkit/schemas/status.h"
+#include "zbkit/schemas/types.h"
 
 namespace zb::tuner {
 

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "zbkit/model/types.h"
+#include "zbkit/schemas/types.h"
 
 namespace zb::tuner {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "zbkit/model/status.h"
-#include "zbkit/model/types.h"
+#include "zbkit/schemas/status.h"
+#include "zbkit/schemas/types.h"
 #include "zbkit/tuner/lower_bound.h"
 #include "zbkit/tuner/memory_limit.h"
 

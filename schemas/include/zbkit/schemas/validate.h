@@ -3,8 +3,8 @@
 #ifndef ZBKIT_MODEL_VALIDATE_H_
 #define ZBKIT_MODEL_VALIDATE_H_
 
-#include "zbkit/model/status.h"
-#include "zbkit/model/types.h"
+#include "zbkit/schemas/status.h"
+#include "zbkit/schemas/types.h"
 
 namespace zb {
 

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "zbkit/model/status.h"
-#include "zbkit/model/types.h"
+#include "zbkit/schemas/status.h"
+#include "zbkit/schemas/types.h"
 
 namespace zb {
 
