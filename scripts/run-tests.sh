@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The README's test command: set up, build, run the whole test suite.
+# The README's test command: set up, build, check formatting, run the whole test suite: the C++
+# tests through ctest, then the PyTorch adapter's tests through pytest (in .venv/, see setup.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
@@ -8,3 +9,15 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${ZBKIT_BUILD_DIR:-$root/build}"
 "$root/scripts/check-format.sh"
 ctest --test-dir "$build_dir" --output-on-failure --no-tests=error -j "${ZBKIT_JOBS:-2}"
+
+venv="${ZBKIT_VENV:-$root/.venv}"
+# The Python tests find the build's zb and libzbrt through these.
+export ZBKIT_ZB_BINARY="$build_dir/cli/zb"
+export ZBKIT_ZBRT_LIBRARY="$build_dir/runtime/libzbrt.so"
+export OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1
+status=0
+"$venv/bin/python" -m pytest "$root/adapters/pytorch/tests" -q -rs -p no:cacheprovider || status=$?
+if ((status == 5)); then
+  echo "run-tests: pytest collected no tests in adapters/pytorch/tests" >&2
+fi
+exit "$status"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Installs what a fresh Debian 12 machine lacks to build and test zbkit (run as root).
-# Idempotent: when every package is already installed it does nothing.
+# Installs what a fresh Debian 12 machine lacks to build and test zbkit (run as root): Debian
+# packages through apt, then the Python side (the PyTorch adapter and its tests) into .venv/ through
+# pip, with pinned versions. Idempotent: when everything is already installed it does nothing.
 set -euo pipefail
 
 packages=(
@@ -12,6 +13,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format
   qt6-base-dev qt6-svg-dev fonts-dejavu-core fontconfig
+  python3 python3-venv python3-pip
 )
 
 missing=()
@@ -22,15 +24,31 @@ for package in "${packages[@]}"; do
 done
 
 if ((${#missing[@]} == 0)); then
-  echo "setup: all ${#packages[@]} packages present"
-  exit 0
-fi
-
-if [[ $EUID -ne 0 ]]; then
+  echo "setup: all ${#packages[@]} Debian packages present"
+elif [[ $EUID -ne 0 ]]; then
   echo "setup: missing packages: ${missing[*]}; run as root (or install them) and retry" >&2
   exit 1
+else
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# Python: the adapter is pure Python over libzbrt (ctypes); its tests run real torch processes.
+# torch 2.13.0 is the CPU build (these machines carry its wheel, so pip takes it without a
+# download); other versions would fetch a multi-GB CUDA build. Pins live in one file.
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${ZBKIT_VENV:-$root/.venv}"
+requirements="$root/adapters/pytorch/requirements.txt"
+stamp="$venv/.zbkit-requirements"
+if [[ -x "$venv/bin/python" && -f "$stamp" ]] && cmp -s "$requirements" "$stamp"; then
+  echo "setup: Python packages present in $venv"
+  exit 0
+fi
+echo "setup: installing Python packages into $venv"
+python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements" 2>&1 |
+  grep -v "is ignored: it is neither a file nor a directory" || true
+"$venv/bin/python" -c "import torch, pytest" # fails loudly if the install did not work
+cp "$requirements" "$stamp"
