@@ -15,6 +15,10 @@ venv="${ZBKIT_VENV:-$root/.venv}"
 export ZBKIT_ZB_BINARY="$build_dir/cli/zb"
 export ZBKIT_ZBRT_LIBRARY="$build_dir/runtime/libzbrt.so"
 export OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1
+if [[ ! -d "$root/adapters/pytorch/tests" ]]; then
+  echo "run-tests: no Python tests yet (adapters/pytorch/tests is missing)"
+  exit 0
+fi
 status=0
 "$venv/bin/python" -m pytest "$root/adapters/pytorch/tests" -q -rs -p no:cacheprovider || status=$?
 if ((status == 5)); then
