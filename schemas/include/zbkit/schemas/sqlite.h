@@ -10,7 +10,7 @@
 //  - Transaction: RAII; Commit() commits, destruction without it rolls back.
 //  - BatchInserter: many child rows through multi-row INSERTs (kRowsPerBatch rows bound per
 //    statement), for the tables that take up to millions of rows.
-//  - Query / QueryInto / QueryFirst: a SELECT as one call, one mapper per row.
+//  - Query / QueryInto / QueryFirst / ForEachRow: a SELECT as one call, one mapper per row.
 //
 // SQL text is always a constant of the caller; every value goes through a bound parameter.
 // Nothing throws; every error is a one-line Status "<file>: <what>: <SQLite's message>"
@@ -276,24 +276,40 @@ template <typename T>
 struct IsExpected<Expected<T>> : std::true_type {};
 }  // namespace detail
 
+// Runs `sql` with bind(Statement&) and calls visit(const Statement&) on every row; a visitor
+// that returns a Status ends the query with its error.
+template <typename Binder, typename Visitor>
+Status ForEachRow(const Connection& conn, std::string_view sql, std::string_view what,
+                  const Binder& bind, const Visitor& visit) {
+  ZB_ASSIGN_OR_RETURN(Statement stmt, conn.Prepare(sql, what));
+  bind(stmt);
+  const Statement& row = stmt;
+  while (true) {
+    ZB_ASSIGN_OR_RETURN(bool more, stmt.Step(what));
+    if (!more) return Status::Ok();
+    if constexpr (std::is_same_v<decltype(visit(row)), Status>) {
+      ZB_RETURN_IF_ERROR(visit(row));
+    } else {
+      visit(row);
+    }
+  }
+}
+
 // Runs `sql` with bind(Statement&) and appends map(const Statement&) of every row to `out`. The
 // mapper returns a T, or an Expected<T> whose error ends the query.
 template <typename T, typename Binder, typename Mapper>
 Status QueryInto(const Connection& conn, std::string_view sql, std::string_view what,
                  const Binder& bind, const Mapper& map, std::vector<T>& out) {
-  ZB_ASSIGN_OR_RETURN(Statement stmt, conn.Prepare(sql, what));
-  bind(stmt);
-  while (true) {
-    ZB_ASSIGN_OR_RETURN(bool row, stmt.Step(what));
-    if (!row) return Status::Ok();
-    if constexpr (detail::IsExpected<decltype(map(stmt))>::value) {
-      auto value = map(static_cast<const Statement&>(stmt));
+  return ForEachRow(conn, sql, what, bind, [&](const Statement& row) -> Status {
+    if constexpr (detail::IsExpected<decltype(map(row))>::value) {
+      auto value = map(row);
       if (!value.ok()) return value.status();
       out.push_back(std::move(value).value());
     } else {
-      out.push_back(map(static_cast<const Statement&>(stmt)));
+      out.push_back(map(row));
     }
-  }
+    return Status::Ok();
+  });
 }
 
 // Every row of `sql`, mapped.
