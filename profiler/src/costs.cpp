@@ -45,7 +45,6 @@ Spread SpreadOf(std::vector<TimeNs> values) {
   return spread;
 }
 
-
 Expected<CostReport> BuildCostReport(const Attribution& attribution, const CostOptions& options) {
   if (options.skip_iters < 0) return UsageError("--skip-iters must be >= 0");
   if (attribution.ops.empty()) return InvalidInput("no pipeline ops recognized");

@@ -81,8 +81,7 @@ class NsysReader {
           std::string("SELECT domainId, ") + (has_text ? "text" : "NULL") + ", " +
               (has_text_id ? "textId" : "NULL") + " FROM NVTX_EVENTS WHERE eventType = 75",
           "read NVTX domains", kNoParams, [&](const Statement& stmt) {
-            domains[stmt.Int(0)] =
-                stmt.IsNull(1) ? String(stmt.Int(2)) : std::string(stmt.Text(1));
+            domains[stmt.Int(0)] = stmt.IsNull(1) ? String(stmt.Int(2)) : std::string(stmt.Text(1));
           }));
     }
     // Ranges that end on the thread that opened them: the only ones whose launches can be
@@ -133,39 +132,40 @@ class NsysReader {
     const std::string copy_kind = columns.count("copyKind") ? "copyKind" : "0";
     const std::string sql = "SELECT start, end, deviceId, streamId, correlationId, " + owner +
                             ", " + name + ", " + bytes + ", " + copy_kind + " FROM " + table;
-    return ForEachRow(conn_, sql, std::string("read ") + table, kNoParams, [&](const Statement& stmt) {
-      DeviceActivity activity;
-      activity.kind = kind;
-      activity.start = stmt.Int(0);
-      activity.end = stmt.Int(1);
-      activity.device = static_cast<int32_t>(stmt.Int(2));
-      activity.stream = stmt.Int(3);
-      activity.correlation = stmt.Int(4);
-      activity.bytes = stmt.Int(7);
-      if (kind == ActivityKind::kKernel) {
-        activity.name = String(stmt.Int(6));
-      } else if (kind == ActivityKind::kMemset) {
-        activity.name = "memset";
-      } else {
-        switch (stmt.Int(8)) {
-          case 1:
-            activity.name = "memcpy HtoD";
-            break;
-          case 2:
-            activity.name = "memcpy DtoH";
-            break;
-          case 8:
-            activity.name = "memcpy DtoD";
-            break;
-          case 10:
-            activity.name = "memcpy PtoP";
-            break;
-          default:
-            activity.name = "memcpy";
-        }
-      }
-      Process(PidOf(stmt.Int(5))).activities.push_back(std::move(activity));
-    });
+    return ForEachRow(conn_, sql, std::string("read ") + table, kNoParams,
+                      [&](const Statement& stmt) {
+                        DeviceActivity activity;
+                        activity.kind = kind;
+                        activity.start = stmt.Int(0);
+                        activity.end = stmt.Int(1);
+                        activity.device = static_cast<int32_t>(stmt.Int(2));
+                        activity.stream = stmt.Int(3);
+                        activity.correlation = stmt.Int(4);
+                        activity.bytes = stmt.Int(7);
+                        if (kind == ActivityKind::kKernel) {
+                          activity.name = String(stmt.Int(6));
+                        } else if (kind == ActivityKind::kMemset) {
+                          activity.name = "memset";
+                        } else {
+                          switch (stmt.Int(8)) {
+                            case 1:
+                              activity.name = "memcpy HtoD";
+                              break;
+                            case 2:
+                              activity.name = "memcpy DtoH";
+                              break;
+                            case 8:
+                              activity.name = "memcpy DtoD";
+                              break;
+                            case 10:
+                              activity.name = "memcpy PtoP";
+                              break;
+                            default:
+                              activity.name = "memcpy";
+                          }
+                        }
+                        Process(PidOf(stmt.Int(5))).activities.push_back(std::move(activity));
+                      });
   }
 
   Status ReadMemory() {

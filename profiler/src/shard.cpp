@@ -244,9 +244,9 @@ Expected<ShardWriter> ShardWriter::Create(const std::string& path, const TracePr
     }
 
     const char* what = "create shard: prepare";
-    ZB_ASSIGN_OR_RETURN(impl->strings, BatchInserter::Prepare(
-                                           conn, "INSERT INTO strings (id, text) VALUES ", 0, 2,
-                                           what));
+    ZB_ASSIGN_OR_RETURN(
+        impl->strings,
+        BatchInserter::Prepare(conn, "INSERT INTO strings (id, text) VALUES ", 0, 2, what));
     ZB_ASSIGN_OR_RETURN(impl->ranges,
                         BatchInserter::Prepare(conn,
                                                "INSERT INTO ranges (name_id, domain_id, thread,"
@@ -263,9 +263,8 @@ Expected<ShardWriter> ShardWriter::Create(const std::string& path, const TracePr
         BatchInserter::Prepare(conn, "INSERT INTO launches (correlation, thread, time_ns) VALUES ",
                                0, 3, what));
     ZB_ASSIGN_OR_RETURN(
-        impl->memory,
-        BatchInserter::Prepare(conn, "INSERT INTO memory (time_ns, bytes, device) VALUES ", 0, 3,
-                               what));
+        impl->memory, BatchInserter::Prepare(
+                          conn, "INSERT INTO memory (time_ns, bytes, device) VALUES ", 0, 3, what));
     ZB_ASSIGN_OR_RETURN(
         impl->add_dropped,
         conn.Prepare("UPDATE process SET dropped_records = dropped_records + ?1", what));
@@ -419,7 +418,9 @@ Expected<std::vector<std::string>> ReadShardStrings(const Connection& conn) {
 }
 
 ActivityKind ActivityKindOf(int64_t kind) {
-  return kind == 1 ? ActivityKind::kMemcpy : kind == 2 ? ActivityKind::kMemset : ActivityKind::kKernel;
+  return kind == 1   ? ActivityKind::kMemcpy
+         : kind == 2 ? ActivityKind::kMemset
+                     : ActivityKind::kKernel;
 }
 
 // A count to reserve for; 0 when it cannot be read (the read that follows reports the error).
@@ -496,7 +497,9 @@ Expected<RawTrace> ReadShard(const std::string& path) {
     ZB_RETURN_IF_ERROR(sqlite::QueryInto(
         conn, "SELECT correlation, thread, time_ns FROM launches ORDER BY rowid",
         "read shard launches", sqlite::kNoParams,
-        [](const Statement& row) { return Launch{row.Int(0), row.Int(1), row.Int(2)}; },
+        [](const Statement& row) {
+          return Launch{row.Int(0), row.Int(1), row.Int(2)};
+        },
         trace.launches));
     ZB_RETURN_IF_ERROR(sqlite::QueryInto(
         conn, "SELECT time_ns, bytes, device FROM memory ORDER BY rowid", "read shard memory",

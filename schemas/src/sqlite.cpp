@@ -163,9 +163,8 @@ Connection::~Connection() {
   if (state_ && state_->db != nullptr) sqlite3_close_v2(state_->db);
 }
 
-Expected<Connection> Connection::Open(const std::string& path, OpenMode mode,
-                                      std::string_view what, bool no_mutex,
-                                      int busy_timeout_ms) {
+Expected<Connection> Connection::Open(const std::string& path, OpenMode mode, std::string_view what,
+                                      bool no_mutex, int busy_timeout_ms) {
   Connection conn;
   conn.state_->path = path;
   int flags = mode == OpenMode::kReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;

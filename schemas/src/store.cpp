@@ -2,6 +2,8 @@
 // Store: opening a file, the migrations, clusters and jobs, the names of the enums of store.h.
 // The other table groups live beside it (store_impl.h lists them); the SQL goes through
 // zbkit/schemas/sqlite.h.
+#include "zbkit/schemas/store.h"
+
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -16,7 +18,6 @@
 #include <utility>
 
 #include "store_impl.h"
-#include "zbkit/schemas/store.h"
 
 // Generated at build time (cmake/EmbedText.cmake) from schemas/store.sql and
 // schemas/migrations/*.sql.
@@ -63,8 +64,8 @@ Expected<Header> ReadHeader(const sqlite::Connection& conn, const std::string& w
                       conn.QueryInt("PRAGMA user_version", what + ": read schema version"));
   ZB_ASSIGN_OR_RETURN(header.application_id,
                       conn.QueryInt("PRAGMA application_id", what + ": read application id"));
-  ZB_ASSIGN_OR_RETURN(header.num_objects, conn.QueryInt("SELECT count(*) FROM sqlite_schema",
-                                                        what + ": read schema"));
+  ZB_ASSIGN_OR_RETURN(header.num_objects,
+                      conn.QueryInt("SELECT count(*) FROM sqlite_schema", what + ": read schema"));
   return header;
 }
 
@@ -154,11 +155,10 @@ std::optional<MemorySource> ParseMemorySource(std::string_view name) {
 
 Status Store::Impl::CheckExists(std::string_view sql, int64_t id, std::string_view what,
                                 std::string_view noun) const {
-  ZB_ASSIGN_OR_RETURN(
-      std::optional<int64_t> found,
-      sqlite::QueryFirst<int64_t>(
-          conn, sql, what, [id](sqlite::Statement& stmt) { stmt.BindInt(1, id); },
-          [](const sqlite::Statement& row) { return row.Int(0); }));
+  ZB_ASSIGN_OR_RETURN(std::optional<int64_t> found,
+                      sqlite::QueryFirst<int64_t>(
+                          conn, sql, what, [id](sqlite::Statement& stmt) { stmt.BindInt(1, id); },
+                          [](const sqlite::Statement& row) { return row.Int(0); }));
   if (!found) return NoSuch(what, noun, id);
   return Status::Ok();
 }
@@ -205,11 +205,11 @@ Expected<Store> Store::Open(const std::string& path, Mode mode) {
 
   auto impl = std::make_unique<Impl>();
   impl->read_only = read_only;
-  ZB_ASSIGN_OR_RETURN(impl->conn,
-                      sqlite::Connection::Open(path,
-                                               read_only ? sqlite::OpenMode::kReadOnly
-                                                         : sqlite::OpenMode::kReadWriteCreate,
-                                               what));
+  ZB_ASSIGN_OR_RETURN(
+      impl->conn,
+      sqlite::Connection::Open(
+          path, read_only ? sqlite::OpenMode::kReadOnly : sqlite::OpenMode::kReadWriteCreate,
+          what));
   // Look at the header before changing anything. Reading it is also where a file that is not
   // SQLite fails ("file is not a database").
   ZB_ASSIGN_OR_RETURN(Header header, ReadHeader(impl->conn, what));
@@ -283,15 +283,15 @@ Expected<int64_t> Store::EnsureJob(int64_t cluster_id, const std::string& job_na
   ZB_ASSIGN_OR_RETURN(sqlite::Transaction transaction, impl.BeginWrite(what));
   ZB_RETURN_IF_ERROR(
       impl.CheckExists("SELECT 1 FROM clusters WHERE id = ?1", cluster_id, what, "cluster"));
-  ZB_ASSIGN_OR_RETURN(std::optional<int64_t> existing,
-                      sqlite::QueryFirst<int64_t>(
-                          impl.conn, "SELECT id FROM jobs WHERE cluster_id = ?1 AND name = ?2",
-                          what,
-                          [&](sqlite::Statement& stmt) {
-                            stmt.BindInt(1, cluster_id);
-                            stmt.BindText(2, job_name);
-                          },
-                          [](const sqlite::Statement& row) { return row.Int(0); }));
+  ZB_ASSIGN_OR_RETURN(
+      std::optional<int64_t> existing,
+      sqlite::QueryFirst<int64_t>(
+          impl.conn, "SELECT id FROM jobs WHERE cluster_id = ?1 AND name = ?2", what,
+          [&](sqlite::Statement& stmt) {
+            stmt.BindInt(1, cluster_id);
+            stmt.BindText(2, job_name);
+          },
+          [](const sqlite::Statement& row) { return row.Int(0); }));
   if (existing) return *existing;  // nothing written; the guard ends the transaction
   ZB_ASSIGN_OR_RETURN(sqlite::Statement insert,
                       impl.conn.Prepare("INSERT INTO jobs (cluster_id, name, schema_version)"

@@ -116,10 +116,10 @@ Expected<int64_t> Store::Impl::WriteCostProfile(int64_t job_id, const std::strin
 
 Expected<CostProfile> Store::Impl::ReadCostProfile(int64_t id, std::string_view what) const {
   auto bind_id = [id](Statement& stmt) { stmt.BindInt(1, id); };
-  ZB_ASSIGN_OR_RETURN(std::optional<int64_t> comm,
-                      sqlite::QueryFirst<int64_t>(
-                          conn, "SELECT comm_ns FROM cost_profiles WHERE id = ?1", what, bind_id,
-                          [](const Statement& row) { return row.Int(0); }));
+  ZB_ASSIGN_OR_RETURN(
+      std::optional<int64_t> comm,
+      sqlite::QueryFirst<int64_t>(conn, "SELECT comm_ns FROM cost_profiles WHERE id = ?1", what,
+                                  bind_id, [](const Statement& row) { return row.Int(0); }));
   if (!comm) return NoSuch(what, "cost profile", id);
   CostProfile costs;
   costs.comm = *comm;
@@ -179,8 +179,8 @@ Expected<CostProfileDetails> Store::LoadCostProfileDetails(int64_t id) const {
   ZB_ASSIGN_OR_RETURN(
       std::optional<CostProfileDetails> found,
       sqlite::QueryFirst<CostProfileDetails>(
-          impl.conn, "SELECT run_id, memory_source FROM cost_profiles WHERE id = ?1", what,
-          bind_id, [&](const Statement& row) -> Expected<CostProfileDetails> {
+          impl.conn, "SELECT run_id, memory_source FROM cost_profiles WHERE id = ?1", what, bind_id,
+          [&](const Statement& row) -> Expected<CostProfileDetails> {
             CostProfileDetails details;
             details.run_id = row.OptionalInt(0);
             if (!row.IsNull(1)) {

@@ -37,15 +37,16 @@ struct Store::Impl {
     return InvalidInput(sqlite::OneLine(path() + ": " + std::string(what) + ": " + problem));
   }
   Status Inconsistent(std::string_view what, const std::string& problem) const {
-    return StoreError(sqlite::OneLine(path() + ": " + std::string(what) +
-                                      ": store is inconsistent: " + problem));
+    return StoreError(
+        sqlite::OneLine(path() + ": " + std::string(what) + ": store is inconsistent: " + problem));
   }
   Status NoSuch(std::string_view what, std::string_view noun, int64_t id) const {
     return NotFound(path() + ": " + std::string(what) + ": no " + std::string(noun) + " with id " +
                     std::to_string(id));
   }
   Status CheckWritable(std::string_view what) const {
-    if (read_only) return StoreError(path() + ": " + std::string(what) + ": store is open read-only");
+    if (read_only)
+      return StoreError(path() + ": " + std::string(what) + ": store is open read-only");
     return Status::Ok();
   }
   // NotFound unless `sql` (a SELECT by ?1 = id) finds a row; `noun` names the row's kind.

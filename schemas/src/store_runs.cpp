@@ -92,8 +92,7 @@ Expected<int64_t> Store::InsertRunTimeline(int64_t run_id, const Timeline& timel
 }
 
 Expected<int64_t> Store::RecordMeasuredRun(int64_t job_id, int64_t schedule_id,
-                                           const std::string& command,
-                                           std::optional<int> exit_code,
+                                           const std::string& command, std::optional<int> exit_code,
                                            const Timeline& timeline) {
   if (!impl_) return StoreClosed();
   Impl& impl = *impl_;
@@ -124,10 +123,9 @@ Expected<std::vector<TimelineInfo>> Store::ListMeasuredTimelines(int64_t schedul
   Impl& impl = *impl_;
   const char* what = "list measured timelines";
   ZB_ASSIGN_OR_RETURN(sqlite::Transaction transaction, impl.BeginRead(what));
-  ZB_RETURN_IF_ERROR(impl.CheckExists("SELECT 1 FROM schedules WHERE id = ?1", schedule_id, what,
-                                      "schedule"));
-  return impl.ReadTimelineInfos(" WHERE schedule_id = ?1 AND kind = 'measured'", schedule_id,
-                                what);
+  ZB_RETURN_IF_ERROR(
+      impl.CheckExists("SELECT 1 FROM schedules WHERE id = ?1", schedule_id, what, "schedule"));
+  return impl.ReadTimelineInfos(" WHERE schedule_id = ?1 AND kind = 'measured'", schedule_id, what);
 }
 
 }  // namespace zb

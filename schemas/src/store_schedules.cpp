@@ -147,8 +147,8 @@ Status WriteScheduleRanks(Store::Impl& impl, int64_t schedule_id, const Schedule
     row.Reset();
     row.BindInt(2, static_cast<int64_t>(rank));
     row.BindText(3, StagesToText(schedule.programs[rank].stages));
-    row.BindOptional(4, has_peaks ? std::optional<double>(schedule.predicted->peak_memory[rank])
-                                  : std::nullopt);
+    row.BindOptional(
+        4, has_peaks ? std::optional<double>(schedule.predicted->peak_memory[rank]) : std::nullopt);
     ZB_RETURN_IF_ERROR(row.Run(std::string(what) + ": rank " + std::to_string(rank)));
   }
   return Status::Ok();
@@ -260,8 +260,8 @@ Status ReadScheduleRanks(const Store::Impl& impl, int64_t id, Schedule& schedule
             return RankRow{std::move(*stages), row.OptionalDouble(2)};
           }));
   if (static_cast<int>(ranks.size()) != schedule.ranks) {
-    return impl.Inconsistent(what, "expected " + std::to_string(schedule.ranks) +
-                                       " ranks, found " + std::to_string(ranks.size()));
+    return impl.Inconsistent(what, "expected " + std::to_string(schedule.ranks) + " ranks, found " +
+                                       std::to_string(ranks.size()));
   }
   std::vector<double> peaks;
   size_t num_null_peaks = 0;

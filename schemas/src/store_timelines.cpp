@@ -52,8 +52,8 @@ Status WriteMemorySamples(const Store::Impl& impl, int64_t timeline_id, const Ti
   ZB_ASSIGN_OR_RETURN(
       sqlite::BatchInserter samples,
       sqlite::BatchInserter::Prepare(
-          impl.conn, "INSERT INTO memory_samples (timeline_id, seq, rank, t_ns, memory) VALUES ",
-          1, 4, what));
+          impl.conn, "INSERT INTO memory_samples (timeline_id, seq, rank, t_ns, memory) VALUES ", 1,
+          4, what));
   samples.BindShared(1, timeline_id);
   return samples.Insert(
       timeline.memory.size(),
@@ -110,14 +110,14 @@ Expected<std::vector<TimelineInfo>> Store::Impl::ReadTimelineInfos(std::string_v
                                                                    std::optional<int64_t> id,
                                                                    std::string_view what) const {
   return sqlite::Query<TimelineInfo>(
-          conn,
-          std::string("SELECT id, schedule_id, kind, num_ops, created_at, run_id FROM timelines") +
-              std::string(where) + " ORDER BY id",
-          what,
-          [&](Statement& stmt) {
-            if (id) stmt.BindInt(1, *id);
-          },
-          [&](const Statement& row) { return TimelineInfoOf(row, *this, what); });
+      conn,
+      std::string("SELECT id, schedule_id, kind, num_ops, created_at, run_id FROM timelines") +
+          std::string(where) + " ORDER BY id",
+      what,
+      [&](Statement& stmt) {
+        if (id) stmt.BindInt(1, *id);
+      },
+      [&](const Statement& row) { return TimelineInfoOf(row, *this, what); });
 }
 
 Expected<int64_t> Store::InsertTimeline(std::optional<int64_t> schedule_id,
@@ -128,8 +128,8 @@ Expected<int64_t> Store::InsertTimeline(std::optional<int64_t> schedule_id,
   ZB_RETURN_IF_ERROR(impl.CheckWritable(what));
   ZB_ASSIGN_OR_RETURN(sqlite::Transaction transaction, impl.BeginWrite(what));
   if (schedule_id) {
-    ZB_RETURN_IF_ERROR(impl.CheckExists("SELECT 1 FROM schedules WHERE id = ?1", *schedule_id,
-                                        what, "schedule"));
+    ZB_RETURN_IF_ERROR(
+        impl.CheckExists("SELECT 1 FROM schedules WHERE id = ?1", *schedule_id, what, "schedule"));
   }
   ZB_ASSIGN_OR_RETURN(int64_t id, impl.WriteTimeline(schedule_id, timeline));
   ZB_RETURN_IF_ERROR(transaction.Commit(what));
@@ -144,19 +144,18 @@ Expected<Timeline> Store::LoadTimeline(int64_t id) const {
   auto bind_id = [id](Statement& stmt) { stmt.BindInt(1, id); };
 
   Timeline timeline;
-  ZB_ASSIGN_OR_RETURN(
-      std::optional<int64_t> num_ops,
-      sqlite::QueryFirst<int64_t>(
-          impl.conn, "SELECT kind, num_ops FROM timelines WHERE id = ?1", what, bind_id,
-          [&](const Statement& row) -> Expected<int64_t> {
-            const auto kind = ParseTimelineKind(row.Text(0));
-            if (!kind) {
-              return impl.Inconsistent(what,
-                                       "unknown timeline kind '" + std::string(row.Text(0)) + "'");
-            }
-            timeline.kind = *kind;
-            return row.Int(1);
-          }));
+  ZB_ASSIGN_OR_RETURN(std::optional<int64_t> num_ops,
+                      sqlite::QueryFirst<int64_t>(
+                          impl.conn, "SELECT kind, num_ops FROM timelines WHERE id = ?1", what,
+                          bind_id, [&](const Statement& row) -> Expected<int64_t> {
+                            const auto kind = ParseTimelineKind(row.Text(0));
+                            if (!kind) {
+                              return impl.Inconsistent(
+                                  what, "unknown timeline kind '" + std::string(row.Text(0)) + "'");
+                            }
+                            timeline.kind = *kind;
+                            return row.Int(1);
+                          }));
   if (!num_ops) return impl.NoSuch("load timeline", "timeline", id);
 
   // One ordered range scan of the primary key; the stored count sizes the vector up front.
@@ -171,7 +170,8 @@ Expected<Timeline> Store::LoadTimeline(int64_t id) const {
         if (!kind) {
           return impl.Inconsistent(what, "unknown op kind '" + std::string(row.Text(2)) + "'");
         }
-        return TimelineOp{static_cast<int32_t>(row.Int(0)), static_cast<int32_t>(row.Int(1)),
+        return TimelineOp{static_cast<int32_t>(row.Int(0)),
+                          static_cast<int32_t>(row.Int(1)),
                           *kind,
                           static_cast<int32_t>(row.Int(3)),
                           row.Int(4),

@@ -26,9 +26,9 @@ namespace fs = std::filesystem;
   auto tmp = (expr);                                 \
   ASSERT_TRUE(tmp.ok()) << tmp.status().message();   \
   lhs = std::move(tmp).value()
-#define ZB_ASSERT_OK(expr)                        \
-  do {                                            \
-    const ::zb::Status zb_status_ = (expr);       \
+#define ZB_ASSERT_OK(expr)                                \
+  do {                                                    \
+    const ::zb::Status zb_status_ = (expr);               \
     ASSERT_TRUE(zb_status_.ok()) << zb_status_.message(); \
   } while (0)
 
@@ -42,12 +42,13 @@ class SqliteTest : public ::testing::Test {
     ZB_ASSERT_OK_AND_ASSIGN(conn_, Connection::Open(path_, OpenMode::kReadWriteCreate, "open"));
     ZB_ASSERT_OK(conn_.UseWal("wal"));
     ZB_ASSERT_OK(conn_.EnableForeignKeys("fk"));
-    ZB_ASSERT_OK(conn_.Exec("CREATE TABLE parent (id INTEGER PRIMARY KEY);"
-                            "CREATE TABLE item (parent INTEGER NOT NULL REFERENCES parent (id),"
-                            " seq INTEGER NOT NULL, value INTEGER NOT NULL CHECK (value >= 0),"
-                            " label TEXT, weight REAL, PRIMARY KEY (parent, seq));"
-                            "INSERT INTO parent VALUES (1), (2);",
-                            "schema"));
+    ZB_ASSERT_OK(
+        conn_.Exec("CREATE TABLE parent (id INTEGER PRIMARY KEY);"
+                   "CREATE TABLE item (parent INTEGER NOT NULL REFERENCES parent (id),"
+                   " seq INTEGER NOT NULL, value INTEGER NOT NULL CHECK (value >= 0),"
+                   " label TEXT, weight REAL, PRIMARY KEY (parent, seq));"
+                   "INSERT INTO parent VALUES (1), (2);",
+                   "schema"));
   }
   void TearDown() override {
     conn_ = Connection();
@@ -65,10 +66,10 @@ class SqliteTest : public ::testing::Test {
   Status InsertItems(size_t num_rows, std::optional<size_t> bad_row = std::nullopt) {
     ZB_ASSIGN_OR_RETURN(Transaction transaction,
                         Transaction::Begin(conn_, Transaction::Kind::kWrite, "insert items"));
-    ZB_ASSIGN_OR_RETURN(BatchInserter items,
-                        BatchInserter::Prepare(
-                            conn_, "INSERT INTO item (parent, seq, value, label) VALUES ", 1, 3,
-                            "insert items"));
+    ZB_ASSIGN_OR_RETURN(
+        BatchInserter items,
+        BatchInserter::Prepare(conn_, "INSERT INTO item (parent, seq, value, label) VALUES ", 1, 3,
+                               "insert items"));
     items.BindShared(1, 1);
     ZB_RETURN_IF_ERROR(items.Insert(
         num_rows,
@@ -129,13 +130,13 @@ TEST_F(SqliteTest, BindsAndReadsEveryValueType) {
 TEST_F(SqliteTest, QueryFirstAndMapperErrors) {
   auto by_id = [](int64_t id) { return [id](Statement& stmt) { stmt.BindInt(1, id); }; };
   auto id_of = [](const Statement& row) { return row.Int(0); };
-  ZB_ASSERT_OK_AND_ASSIGN(auto found,
-                          QueryFirst<int64_t>(conn_, "SELECT id FROM parent WHERE id = ?1", "find",
-                                              by_id(2), id_of));
+  ZB_ASSERT_OK_AND_ASSIGN(
+      auto found,
+      QueryFirst<int64_t>(conn_, "SELECT id FROM parent WHERE id = ?1", "find", by_id(2), id_of));
   EXPECT_EQ(found, std::optional<int64_t>(2));
-  ZB_ASSERT_OK_AND_ASSIGN(auto missing,
-                          QueryFirst<int64_t>(conn_, "SELECT id FROM parent WHERE id = ?1", "find",
-                                              by_id(7), id_of));
+  ZB_ASSERT_OK_AND_ASSIGN(
+      auto missing,
+      QueryFirst<int64_t>(conn_, "SELECT id FROM parent WHERE id = ?1", "find", by_id(7), id_of));
   EXPECT_EQ(missing, std::nullopt);
 
   // A mapper's error ends the query with that error.
@@ -226,10 +227,10 @@ TEST_F(SqliteTest, BatchInserterNamesTheRowAtFaultAndLeavesNothing) {
     const Status status = InsertItems(3 * BatchInserter::kRowsPerBatch + 5, bad);
     ASSERT_FALSE(status.ok());
     EXPECT_EQ(status.code(), ErrorCode::kStore);
-    EXPECT_EQ(status.message().rfind(path_ + ": insert items: item " + std::to_string(bad) +
-                                         ": CHECK constraint failed",
-                                     0),
-              0u)
+    EXPECT_EQ(
+        status.message().rfind(
+            path_ + ": insert items: item " + std::to_string(bad) + ": CHECK constraint failed", 0),
+        0u)
         << status.message();
     EXPECT_EQ(Count("SELECT count(*) FROM item"), 0);
   }

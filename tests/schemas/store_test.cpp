@@ -1199,11 +1199,12 @@ TEST_F(StoreTest, VersionThreeStoreMigratesToVersionFourWithIterationZero) {
   EXPECT_EQ(raw.Int("SELECT count(*) FROM timeline_ops WHERE iteration = 0"), 3);
   // The new column keeps the table's rule that nothing is negative.
   char* error = nullptr;
-  EXPECT_NE(sqlite3_exec(raw.get(),
-                         "INSERT INTO timeline_ops (timeline_id, seq, rank, stage, kind, microbatch,"
-                         " start_ns, end_ns, iteration) VALUES (7, 9, 0, 0, 'F', 0, 1, 2, -1)",
-                         nullptr, nullptr, &error),
-            SQLITE_OK);
+  EXPECT_NE(
+      sqlite3_exec(raw.get(),
+                   "INSERT INTO timeline_ops (timeline_id, seq, rank, stage, kind, microbatch,"
+                   " start_ns, end_ns, iteration) VALUES (7, 9, 0, 0, 'F', 0, 1, 2, -1)",
+                   nullptr, nullptr, &error),
+      SQLITE_OK);
   sqlite3_free(error);
 }
 
@@ -1392,9 +1393,10 @@ TEST_F(StoreTest, UnknownStoredRunKindIsReportedAsInconsistent) {
   {
     RawDb raw(path);
     // Sidestep the CHECK the way an older or foreign writer could: a rebuilt table without it.
-    raw.Exec("PRAGMA ignore_check_constraints = ON;"
-             "INSERT INTO runs (job_id, kind, schema_version) VALUES (" +
-             std::to_string(job) + ", 'benchmark', 4)");
+    raw.Exec(
+        "PRAGMA ignore_check_constraints = ON;"
+        "INSERT INTO runs (job_id, kind, schema_version) VALUES (" +
+        std::to_string(job) + ", 'benchmark', 4)");
   }
   ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
   auto runs = store.ListRuns();

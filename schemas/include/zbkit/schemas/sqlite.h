@@ -210,16 +210,14 @@ class BatchInserter {
   // constraint error its rows are replayed one at a time, so that the error names the row at
   // fault ("<what>: <noun> 17: CHECK constraint failed: ..."), not just its batch.
   template <typename BindRow>
-  Status Insert(size_t num_rows, const BindRow& bind, std::string_view what,
-                std::string_view noun);
+  Status Insert(size_t num_rows, const BindRow& bind, std::string_view what, std::string_view noun);
 
  private:
   template <typename BindRow>
   Status ReplaySingly(size_t first, size_t count, const BindRow& bind, std::string_view what,
                       std::string_view noun, Status batch_error);
   Status RowError(std::string_view what, std::string_view noun, size_t row) const;
-  Status BatchError(std::string_view what, std::string_view noun, size_t first,
-                    size_t count) const;
+  Status BatchError(std::string_view what, std::string_view noun, size_t first, size_t count) const;
   bool CanReplay() const;
 
   const Connection* conn_ = nullptr;
