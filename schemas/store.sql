@@ -4,10 +4,10 @@
 -- How this file is used:
 --  - It is embedded into zbkit::schemas at build time (kZbkitStoreSql) and is the migration step
 --    "0 -> 1" of Store::Open (schemas/src/store.cpp, kMigrations). Later versions add steps
---    (target version, SQL) rather than editing this file, so every existing store can be brought
---    forward; Open applies all pending steps, in order, inside ONE transaction. A new store runs
---    them all too, so this file alone is version 1, not the current schema: see kMigrations
---    (version 2 lets timeline_ops.kind be 'COMM') and schemas/README.md.
+--    (schemas/migrations/NNN_*.sql) rather than editing this file, so every existing store can be
+--    brought forward; Open applies all pending steps, in order, inside ONE transaction. A new
+--    store runs them all too, so this file alone is version 1, not the current schema: see
+--    schemas/migrations/ and schemas/README.md.
 --  - The migration runner, not this file, writes the file header: after each step it sets
 --    `PRAGMA user_version = <target>` and `PRAGMA application_id = 0x7A626B74` ('zbkt') in the same
 --    transaction, so a step's version number lives in exactly one place. For the same reason the

@@ -37,9 +37,9 @@ Expected<AnalysisSettings> ReadAnalysisSettings(const po::variables_map& values)
 
 struct AnalysisInput {
   std::vector<profiler::RawTrace> traces;
-  std::string source;    // shown in the report: the file, or the shard directory
-  std::string run_kind;  // "profile" or "import" (the store's runs.kind)
-  std::string command;   // the profiled command line or the imported file
+  std::string source;                    // shown in the report: the file, or the shard directory
+  RunKind run_kind = RunKind::kProfile;  // kProfile or kImport
+  std::string command;                   // the profiled command line or the imported file
   std::optional<int> exit_code;
   std::string default_name;  // job / profile name when --name is not given
 };

@@ -108,8 +108,9 @@ int RunCostsList(const Args& args, std::ostream& out, std::ostream& err) {
            {"name", info.name},
            {"stages", info.num_stages},
            {"run", info.run_id ? nlohmann::json(*info.run_id) : nullptr},
-           {"memory_source", info.memory_source.empty() ? nlohmann::json(nullptr)
-                                                        : nlohmann::json(info.memory_source)},
+           {"memory_source", info.memory_source
+                                 ? nlohmann::json(MemorySourceName(*info.memory_source))
+                                 : nlohmann::json(nullptr)},
            {"created_at", info.created_at}});
     }
     out << list.dump(2) << "\n";
@@ -119,7 +120,8 @@ int RunCostsList(const Args& args, std::ostream& out, std::ostream& err) {
   for (const CostProfileInfo& info : *infos) {
     table.AddRow({std::to_string(info.id), info.cluster + "/" + info.job, info.name,
                   std::to_string(info.num_stages), info.run_id ? std::to_string(*info.run_id) : "-",
-                  info.memory_source.empty() ? "-" : info.memory_source, info.created_at});
+                  info.memory_source ? MemorySourceName(*info.memory_source) : "-",
+                  info.created_at});
   }
   table.Render(out);
   return 0;

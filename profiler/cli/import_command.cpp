@@ -36,7 +36,7 @@ int RunImportCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const bool is_dir = ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
   AnalysisInput input;
   input.source = path;
-  input.run_kind = "import";
+  input.run_kind = RunKind::kImport;
   input.command = path;
   input.default_name = DefaultNameFor(path);
   if (format_name == "shards" || (format_name == "auto" && is_dir)) {

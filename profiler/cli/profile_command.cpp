@@ -273,7 +273,7 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
   }
   AnalysisInput input;
   input.source = temporary ? JoinCommand(command) : shard_dir;
-  input.run_kind = "profile";
+  input.run_kind = RunKind::kProfile;
   input.command = JoinCommand(command);
   input.exit_code = child_code;
   input.default_name = NameFromCommand(command);

@@ -45,18 +45,6 @@ Spread SpreadOf(std::vector<TimeNs> values) {
   return spread;
 }
 
-const char* MemorySourceName(MemorySource source) {
-  switch (source) {
-    case MemorySource::kMeasured:
-      return "measured";
-    case MemorySource::kEstimated:
-      return "estimated";
-    case MemorySource::kNone:
-      return "none";
-  }
-  return "none";
-}
-
 Expected<CostReport> BuildCostReport(const Attribution& attribution, const CostOptions& options) {
   if (options.skip_iters < 0) return UsageError("--skip-iters must be >= 0");
   if (attribution.ops.empty()) return InvalidInput("no pipeline ops recognized");
@@ -268,7 +256,7 @@ CostProfile CostReport::ToCostProfile() const {
 
 CostProfileDetails CostReport::ToDetails() const {
   CostProfileDetails details;
-  details.memory_source = MemorySourceName(memory);
+  details.memory_source = memory;
   for (const StageStats& stats : per_rank) {
     for (OpKind kind : kComputeKinds) {
       const Spread& spread = kind == OpKind::kF   ? stats.f
@@ -276,14 +264,10 @@ CostProfileDetails CostReport::ToDetails() const {
                              : kind == OpKind::kW ? stats.w
                                                   : stats.bw;
       if (spread.samples == 0) continue;
-      details.spread.push_back(
-          {stats.stage, kind, spread.median, spread.p10, spread.p90, spread.samples});
+      details.spread.push_back({stats.stage, kind, spread});
     }
   }
-  for (const HopStats& hop : hops) {
-    details.hops.push_back({hop.from_stage, hop.to_stage, hop.time.median, hop.time.p10,
-                            hop.time.p90, hop.time.samples});
-  }
+  details.hops = hops;
   return details;
 }
 

@@ -1,16 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// Per-process shards (shard.h) on the sqlite3 C API.
+// Per-process shards (shard.h) on zbkit's SQLite layer (zbkit/schemas/sqlite.h).
 //
 // Hot path: Add() interns the record's strings and appends a fixed-size struct to an in-memory
 // batch under a short lock. Flush() swaps the batch out under that lock and writes it, outside
-// the lock, in one transaction with multi-row prepared INSERTs (kRowsPerInsert rows bound per
-// statement: per-statement overhead dominates one-row inserts). WAL + synchronous=NORMAL makes a
+// the lock, in one transaction with multi-row prepared INSERTs (sqlite::BatchInserter: per-
+// statement overhead dominates one-row inserts). WAL + synchronous=NORMAL makes a
 // committed batch survive the process being killed (not a power cut, which profiling does not
 // need) without an fsync per Flush.
 #include "zbkit/profiler/shard.h"
 
 #include <dirent.h>
-#include <sqlite3.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,7 +27,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "sqlite_util.h"
+#include "zbkit/schemas/sqlite.h"
 
 // Generated at build time from profiler/shard.sql (cmake/EmbedText.cmake).
 extern const char* const kZbkitShardSql;
@@ -36,15 +35,13 @@ extern const char* const kZbkitShardSql;
 namespace zb::profiler {
 namespace {
 
-using internal::DbHandle;
-using internal::Exec;
-using internal::Prepare;
-using internal::SqliteError;
-using internal::Stmt;
+using sqlite::BatchInserter;
+using sqlite::Connection;
+using sqlite::Statement;
+using sqlite::Transaction;
 
 // 'zbsh' in the SQLite header: a shard is never mistaken for a store or another database.
 constexpr int32_t kShardApplicationId = 0x7A627368;
-constexpr int kRowsPerInsert = 64;
 
 struct RangeRow {
   int64_t name_id;
@@ -84,59 +81,6 @@ struct StringHash {
   size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
 };
 
-// "INSERT INTO t (cols) VALUES (?,?,..),(...)" with `rows` groups of `columns` parameters.
-std::string InsertSql(const char* head, int columns, int rows) {
-  std::string sql = head;
-  sql += " VALUES ";
-  for (int row = 0; row < rows; ++row) {
-    if (row > 0) sql += ',';
-    sql += '(';
-    for (int column = 0; column < columns; ++column) {
-      if (column > 0) sql += ',';
-      sql += '?';
-    }
-    sql += ')';
-  }
-  return sql;
-}
-
-// A table's two insert statements: kRowsPerInsert rows at once, and one row for the tail.
-struct Inserter {
-  Stmt bulk;
-  Stmt single;
-  int columns = 0;
-
-  // bind(stmt, first_param, row) binds one row at first_param..first_param+columns-1.
-  template <typename Row, typename Bind>
-  int Insert(const std::vector<Row>& rows, const Bind& bind) {
-    size_t index = 0;
-    while (rows.size() - index >= static_cast<size_t>(kRowsPerInsert)) {
-      for (int row = 0; row < kRowsPerInsert; ++row)
-        bind(bulk, 1 + row * columns, rows[index++]);
-      const int rc = bulk.Step();
-      bulk.Reset();
-      if (rc != SQLITE_DONE) return rc;
-    }
-    while (index < rows.size()) {
-      bind(single, 1, rows[index++]);
-      const int rc = single.Step();
-      single.Reset();
-      if (rc != SQLITE_DONE) return rc;
-    }
-    return SQLITE_DONE;
-  }
-};
-
-Expected<Inserter> MakeInserter(sqlite3* db, const std::string& path, const char* head,
-                                int columns) {
-  Inserter inserter;
-  inserter.columns = columns;
-  ZB_ASSIGN_OR_RETURN(inserter.bulk,
-                      Prepare(db, path, InsertSql(head, columns, kRowsPerInsert), "prepare"));
-  ZB_ASSIGN_OR_RETURN(inserter.single, Prepare(db, path, InsertSql(head, columns, 1), "prepare"));
-  return inserter;
-}
-
 int64_t RealtimeNs() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -153,8 +97,7 @@ void RemoveShardFiles(const std::string& path) {
 }  // namespace
 
 struct ShardWriter::Impl {
-  std::string path;
-  DbHandle db;
+  Connection conn;
   pid_t owner_pid = 0;
 
   // Guarded by batch_mutex: the batch being filled and the string table.
@@ -165,12 +108,12 @@ struct ShardWriter::Impl {
 
   // Held for a whole Flush so that batches reach the file in the order they were cut.
   std::mutex write_mutex;
-  Inserter strings;
-  Inserter ranges;
-  Inserter activities;
-  Inserter launches;
-  Inserter memory;
-  Stmt add_dropped;
+  BatchInserter strings;
+  BatchInserter ranges;
+  BatchInserter activities;
+  BatchInserter launches;
+  BatchInserter memory;
+  Statement add_dropped;
 
   std::atomic<int64_t> added{0};
   std::atomic<int64_t> written{0};
@@ -201,94 +144,93 @@ struct ShardWriter::Impl {
 };
 
 Status ShardWriter::Impl::Write(const Batch& out) {
-  sqlite3* handle = db.get();
-  ZB_RETURN_IF_ERROR(Exec(handle, path, "BEGIN IMMEDIATE", "flush: begin"));
-  auto fail = [&](const char* what, int rc) {
-    Status status = SqliteError(handle, path, what, rc);
-    if (!sqlite3_get_autocommit(handle)) {
-      sqlite3_exec(handle, "ROLLBACK", nullptr, nullptr, nullptr);
-    }
-    return status;
-  };
-  int rc = strings.Insert(out.strings, [](Stmt& stmt, int param, const auto& row) {
-    stmt.BindInt(param, row.first);
-    // Static: the batch outlives the statement step, so SQLite need not copy.
-    sqlite3_bind_text(stmt.get(), param + 1, row.second.data(), static_cast<int>(row.second.size()),
-                      SQLITE_STATIC);
-  });
-  if (rc != SQLITE_DONE) return fail("flush: strings", rc);
-  rc = ranges.Insert(out.ranges, [](Stmt& stmt, int param, const RangeRow& row) {
-    stmt.BindInt(param, row.name_id);
-    stmt.BindInt(param + 1, row.domain_id);
-    stmt.BindInt(param + 2, row.thread);
-    stmt.BindInt(param + 3, row.start);
-    stmt.BindInt(param + 4, row.end);
-    stmt.BindInt(param + 5, row.depth);
-  });
-  if (rc != SQLITE_DONE) return fail("flush: ranges", rc);
-  rc = activities.Insert(out.activities, [](Stmt& stmt, int param, const ActivityRow& row) {
-    stmt.BindInt(param, row.kind);
-    stmt.BindInt(param + 1, row.name_id);
-    stmt.BindInt(param + 2, row.device);
-    stmt.BindInt(param + 3, row.stream);
-    stmt.BindInt(param + 4, row.start);
-    stmt.BindInt(param + 5, row.end);
-    stmt.BindInt(param + 6, row.correlation);
-    stmt.BindInt(param + 7, row.bytes);
-  });
-  if (rc != SQLITE_DONE) return fail("flush: activities", rc);
-  rc = launches.Insert(out.launches, [](Stmt& stmt, int param, const Launch& row) {
-    stmt.BindInt(param, row.correlation);
-    stmt.BindInt(param + 1, row.thread);
-    stmt.BindInt(param + 2, row.time);
-  });
-  if (rc != SQLITE_DONE) return fail("flush: launches", rc);
-  rc = memory.Insert(out.memory, [](Stmt& stmt, int param, const MemoryEvent& row) {
-    stmt.BindInt(param, row.time);
-    stmt.BindInt(param + 1, row.bytes);
-    stmt.BindInt(param + 2, row.device);
-  });
-  if (rc != SQLITE_DONE) return fail("flush: memory", rc);
+  ZB_ASSIGN_OR_RETURN(Transaction transaction,
+                      Transaction::Begin(conn, Transaction::Kind::kWrite, "flush"));
+  ZB_RETURN_IF_ERROR(strings.Insert(
+      out.strings.size(),
+      [&](Statement& stmt, int param, size_t i) {
+        stmt.BindInt(param, out.strings[i].first);
+        // Static: the batch outlives the statement step, so SQLite need not copy.
+        stmt.BindStaticText(param + 1, out.strings[i].second);
+      },
+      "flush", "string"));
+  ZB_RETURN_IF_ERROR(ranges.Insert(
+      out.ranges.size(),
+      [&](Statement& stmt, int param, size_t i) {
+        const RangeRow& row = out.ranges[i];
+        stmt.BindInt(param, row.name_id);
+        stmt.BindInt(param + 1, row.domain_id);
+        stmt.BindInt(param + 2, row.thread);
+        stmt.BindInt(param + 3, row.start);
+        stmt.BindInt(param + 4, row.end);
+        stmt.BindInt(param + 5, row.depth);
+      },
+      "flush", "range"));
+  ZB_RETURN_IF_ERROR(activities.Insert(
+      out.activities.size(),
+      [&](Statement& stmt, int param, size_t i) {
+        const ActivityRow& row = out.activities[i];
+        stmt.BindInt(param, row.kind);
+        stmt.BindInt(param + 1, row.name_id);
+        stmt.BindInt(param + 2, row.device);
+        stmt.BindInt(param + 3, row.stream);
+        stmt.BindInt(param + 4, row.start);
+        stmt.BindInt(param + 5, row.end);
+        stmt.BindInt(param + 6, row.correlation);
+        stmt.BindInt(param + 7, row.bytes);
+      },
+      "flush", "activity"));
+  ZB_RETURN_IF_ERROR(launches.Insert(
+      out.launches.size(),
+      [&](Statement& stmt, int param, size_t i) {
+        const Launch& row = out.launches[i];
+        stmt.BindInt(param, row.correlation);
+        stmt.BindInt(param + 1, row.thread);
+        stmt.BindInt(param + 2, row.time);
+      },
+      "flush", "launch"));
+  ZB_RETURN_IF_ERROR(memory.Insert(
+      out.memory.size(),
+      [&](Statement& stmt, int param, size_t i) {
+        const MemoryEvent& row = out.memory[i];
+        stmt.BindInt(param, row.time);
+        stmt.BindInt(param + 1, row.bytes);
+        stmt.BindInt(param + 2, row.device);
+      },
+      "flush", "memory event"));
   if (out.dropped != 0) {
-    add_dropped.BindInt(1, out.dropped);
-    rc = add_dropped.Step();
     add_dropped.Reset();
-    if (rc != SQLITE_DONE) return fail("flush: dropped records", rc);
+    add_dropped.BindInt(1, out.dropped);
+    ZB_RETURN_IF_ERROR(add_dropped.Run("flush: dropped records"));
   }
-  rc = sqlite3_exec(handle, "COMMIT", nullptr, nullptr, nullptr);
-  if (rc != SQLITE_OK) return fail("flush: commit", rc);
-  return Status::Ok();
+  return transaction.Commit("flush");
 }
 
 Expected<ShardWriter> ShardWriter::Create(const std::string& path, const TraceProcess& process,
                                           const std::string& source) {
   try {
     auto impl = std::make_unique<Impl>();
-    impl->path = path;
     impl->owner_pid = getpid();
     RemoveShardFiles(path);
-    sqlite3* raw = nullptr;
-    const int rc = sqlite3_open_v2(path.c_str(), &raw,
-                                   SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                       SQLITE_OPEN_NOMUTEX,  // write_mutex serializes use
-                                   nullptr);
-    impl->db.reset(raw);
-    if (rc != SQLITE_OK) return SqliteError(raw, path, "create shard", rc);
-    sqlite3* db = raw;
-    sqlite3_busy_timeout(db, 5000);
-    ZB_RETURN_IF_ERROR(Exec(db, path, "PRAGMA journal_mode = WAL", "create shard: WAL"));
-    ZB_RETURN_IF_ERROR(Exec(db, path, "PRAGMA synchronous = NORMAL", "create shard"));
-    ZB_RETURN_IF_ERROR(Exec(db, path, "BEGIN IMMEDIATE", "create shard: begin"));
-    ZB_RETURN_IF_ERROR(Exec(db, path, kZbkitShardSql, "create shard: schema"));
-    const std::string header = "PRAGMA user_version = " + std::to_string(kShardFormatVersion) +
-                               "; PRAGMA application_id = " + std::to_string(kShardApplicationId);
-    ZB_RETURN_IF_ERROR(Exec(db, path, header.c_str(), "create shard: header"));
+    // No SQLite mutex: write_mutex serializes every use of the connection.
+    ZB_ASSIGN_OR_RETURN(impl->conn, Connection::Open(path, sqlite::OpenMode::kReadWriteCreate,
+                                                     "create shard", /*no_mutex=*/true));
+    Connection& conn = impl->conn;
+    // A file system without WAL keeps its journal: slower flushes, still correct.
+    ZB_RETURN_IF_ERROR(conn.UseWal("create shard: WAL", /*required=*/false));
     {
-      ZB_ASSIGN_OR_RETURN(Stmt row, Prepare(db, path,
-                                            "INSERT INTO process (rank, local_rank, world_size,"
-                                            " pid, host, command, source, created_ns)"
-                                            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                                            "create shard: process"));
+      ZB_ASSIGN_OR_RETURN(Transaction transaction,
+                          Transaction::Begin(conn, Transaction::Kind::kWrite, "create shard"));
+      ZB_RETURN_IF_ERROR(conn.Exec(kZbkitShardSql, "create shard: schema"));
+      // Constant text built from two integers of this file (a PRAGMA takes no bound parameter).
+      const std::string header = "PRAGMA user_version = " + std::to_string(kShardFormatVersion) +
+                                 "; PRAGMA application_id = " + std::to_string(kShardApplicationId);
+      ZB_RETURN_IF_ERROR(conn.Exec(header.c_str(), "create shard: header"));
+      ZB_ASSIGN_OR_RETURN(Statement row, conn.Prepare("INSERT INTO process (rank, local_rank,"
+                                                      " world_size, pid, host, command, source,"
+                                                      " created_ns)"
+                                                      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                                                      "create shard: process"));
       row.BindInt(1, process.rank);
       row.BindInt(2, process.local_rank);
       row.BindInt(3, process.world_size);
@@ -297,30 +239,35 @@ Expected<ShardWriter> ShardWriter::Create(const std::string& path, const TracePr
       row.BindText(6, process.command);
       row.BindText(7, source);
       row.BindInt(8, RealtimeNs());
-      const int step = row.Step();
-      if (step != SQLITE_DONE) return SqliteError(db, path, "create shard: process", step);
+      ZB_RETURN_IF_ERROR(row.Run("create shard: process"));
+      ZB_RETURN_IF_ERROR(transaction.Commit("create shard"));
     }
-    ZB_RETURN_IF_ERROR(Exec(db, path, "COMMIT", "create shard: commit"));
 
-    ZB_ASSIGN_OR_RETURN(impl->strings, MakeInserter(db, path, "INSERT INTO strings (id, text)", 2));
+    const char* what = "create shard: prepare";
     ZB_ASSIGN_OR_RETURN(
-        impl->ranges,
-        MakeInserter(db, path,
-                     "INSERT INTO ranges (name_id, domain_id, thread, start_ns, end_ns, depth)",
-                     6));
+        impl->strings,
+        BatchInserter::Prepare(conn, "INSERT INTO strings (id, text) VALUES ", 0, 2, what));
+    ZB_ASSIGN_OR_RETURN(impl->ranges,
+                        BatchInserter::Prepare(conn,
+                                               "INSERT INTO ranges (name_id, domain_id, thread,"
+                                               " start_ns, end_ns, depth) VALUES ",
+                                               0, 6, what));
     ZB_ASSIGN_OR_RETURN(impl->activities,
-                        MakeInserter(db, path,
-                                     "INSERT INTO activities (kind, name_id, device, stream,"
-                                     " start_ns, end_ns, correlation, bytes)",
-                                     8));
+                        BatchInserter::Prepare(conn,
+                                               "INSERT INTO activities (kind, name_id, device,"
+                                               " stream, start_ns, end_ns, correlation, bytes)"
+                                               " VALUES ",
+                                               0, 8, what));
     ZB_ASSIGN_OR_RETURN(
         impl->launches,
-        MakeInserter(db, path, "INSERT INTO launches (correlation, thread, time_ns)", 3));
-    ZB_ASSIGN_OR_RETURN(impl->memory,
-                        MakeInserter(db, path, "INSERT INTO memory (time_ns, bytes, device)", 3));
+        BatchInserter::Prepare(conn, "INSERT INTO launches (correlation, thread, time_ns) VALUES ",
+                               0, 3, what));
+    ZB_ASSIGN_OR_RETURN(
+        impl->memory, BatchInserter::Prepare(
+                          conn, "INSERT INTO memory (time_ns, bytes, device) VALUES ", 0, 3, what));
     ZB_ASSIGN_OR_RETURN(
         impl->add_dropped,
-        Prepare(db, path, "UPDATE process SET dropped_records = dropped_records + ?", "prepare"));
+        conn.Prepare("UPDATE process SET dropped_records = dropped_records + ?1", what));
     // Most ranges are in the default domain: give "" the first id up front.
     impl->Intern("");
     return ShardWriter(std::move(impl));
@@ -338,7 +285,7 @@ ShardWriter::~ShardWriter() {
   if (getpid() != impl_->owner_pid) {
     // A forked child: the connection belongs to the parent. Closing it here could checkpoint
     // or delete the parent's WAL, so it is deliberately leaked.
-    (void)impl_->db.release();
+    impl_->conn.Abandon();
     return;
   }
   (void)Flush();
@@ -394,7 +341,7 @@ Status ShardWriter::Flush() {
   if (!impl_) return InternalError("shard writer used after move");
   Impl& impl = *impl_;
   if (getpid() != impl.owner_pid) {
-    return InternalError(impl.path + ": flush: the shard belongs to process " +
+    return InternalError(impl.conn.path() + ": flush: the shard belongs to process " +
                          std::to_string(impl.owner_pid) + ", not this forked child");
   }
   std::lock_guard write_lock(impl.write_mutex);
@@ -428,10 +375,61 @@ int64_t ShardWriter::records_written() const {
 }
 const std::string& ShardWriter::path() const {
   static const std::string kEmpty;
-  return impl_ ? impl_->path : kEmpty;
+  return impl_ ? impl_->conn.path() : kEmpty;
 }
 
 // ---- Reading ---------------------------------------------------------------------------------
+
+namespace {
+
+Status ReadShardProcess(const Connection& conn, RawTrace& trace) {
+  const char* what = "read shard process";
+  ZB_ASSIGN_OR_RETURN(Statement row, conn.Prepare("SELECT rank, local_rank, world_size, pid, host,"
+                                                  " command, source, dropped_records FROM process",
+                                                  what));
+  ZB_ASSIGN_OR_RETURN(bool found, row.Step(what));
+  if (!found) return InvalidInput(conn.path() + ": shard has no process row");
+  trace.process.rank = static_cast<int32_t>(row.Int(0));
+  trace.process.local_rank = static_cast<int32_t>(row.Int(1));
+  trace.process.world_size = static_cast<int32_t>(row.Int(2));
+  trace.process.pid = row.Int(3);
+  trace.process.host = row.Text(4);
+  trace.process.command = row.Text(5);
+  trace.source = row.Text(6);
+  trace.dropped_records = row.Int(7);
+  return Status::Ok();
+}
+
+// The string table, indexed by id.
+Expected<std::vector<std::string>> ReadShardStrings(const Connection& conn) {
+  const char* what = "read shard strings";
+  ZB_ASSIGN_OR_RETURN(Statement rows, conn.Prepare("SELECT id, text FROM strings", what));
+  std::vector<std::string> strings;
+  while (true) {
+    ZB_ASSIGN_OR_RETURN(bool row, rows.Step(what));
+    if (!row) return strings;
+    const int64_t id = rows.Int(0);
+    if (id < 0 || id > (int64_t{1} << 31)) {
+      return InvalidInput(conn.path() + ": string id " + std::to_string(id) + " out of range");
+    }
+    if (static_cast<size_t>(id) >= strings.size()) strings.resize(id + 1);
+    strings[id] = rows.Text(1);
+  }
+}
+
+ActivityKind ActivityKindOf(int64_t kind) {
+  return kind == 1   ? ActivityKind::kMemcpy
+         : kind == 2 ? ActivityKind::kMemset
+                     : ActivityKind::kKernel;
+}
+
+// A count to reserve for; 0 when it cannot be read (the read that follows reports the error).
+size_t CountOf(const Connection& conn, const char* sql) {
+  auto n = conn.QueryInt(sql, "read shard");
+  return n.ok() && *n > 0 ? static_cast<size_t>(*n) : 0;
+}
+
+}  // namespace
 
 Expected<RawTrace> ReadShard(const std::string& path) {
   try {
@@ -441,131 +439,75 @@ Expected<RawTrace> ReadShard(const std::string& path) {
     }
     // Read-write first: a shard left by a killed process has a WAL that the first reader must
     // recover (needs the -shm file). Read-only when the directory is not writable.
-    sqlite3* raw = nullptr;
-    int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr);
-    DbHandle db(raw);
-    if (rc != SQLITE_OK) {
-      db.reset();
-      raw = nullptr;
-      rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
-      db.reset(raw);
-      if (rc != SQLITE_OK) return SqliteError(raw, path, "open shard", rc);
-    }
-    sqlite3_busy_timeout(raw, 5000);
-    auto pragma = [&](const char* sql) -> Expected<int64_t> {
-      ZB_ASSIGN_OR_RETURN(Stmt stmt, Prepare(raw, path, sql, "read shard header"));
-      const int step = stmt.Step();
-      if (step != SQLITE_ROW) return SqliteError(raw, path, "read shard header", step);
-      return stmt.Int(0);
-    };
-    auto app_id = pragma("PRAGMA application_id");
+    auto opened = Connection::Open(path, sqlite::OpenMode::kReadWrite, "open shard");
+    if (!opened.ok()) opened = Connection::Open(path, sqlite::OpenMode::kReadOnly, "open shard");
+    if (!opened.ok()) return opened.status();
+    Connection& conn = *opened;
+    auto app_id = conn.QueryInt("PRAGMA application_id", "read shard header");
     if (!app_id.ok()) {
       return InvalidInput(path + ": not a zbkit shard (" + app_id.status().message() + ")");
     }
     if (*app_id != kShardApplicationId) return InvalidInput(path + ": not a zbkit shard");
-    ZB_ASSIGN_OR_RETURN(int64_t version, pragma("PRAGMA user_version"));
+    ZB_ASSIGN_OR_RETURN(int64_t version, conn.QueryInt("PRAGMA user_version", "read shard header"));
     if (version > kShardFormatVersion) {
       return InvalidInput(path + ": shard format " + std::to_string(version) +
                           " is newer than this zbkit reads (" +
                           std::to_string(kShardFormatVersion) + ")");
     }
-    ZB_RETURN_IF_ERROR(Exec(raw, path, "BEGIN", "read shard"));
+    ZB_ASSIGN_OR_RETURN(Transaction snapshot,
+                        Transaction::Begin(conn, Transaction::Kind::kRead, "read shard"));
 
     RawTrace trace;
-    {
-      ZB_ASSIGN_OR_RETURN(Stmt row, Prepare(raw, path,
-                                            "SELECT rank, local_rank, world_size, pid, host,"
-                                            " command, source, dropped_records FROM process",
-                                            "read shard process"));
-      if (row.Step() != SQLITE_ROW) return InvalidInput(path + ": shard has no process row");
-      trace.process.rank = static_cast<int32_t>(row.Int(0));
-      trace.process.local_rank = static_cast<int32_t>(row.Int(1));
-      trace.process.world_size = static_cast<int32_t>(row.Int(2));
-      trace.process.pid = row.Int(3);
-      trace.process.host = row.Text(4);
-      trace.process.command = row.Text(5);
-      trace.source = row.Text(6);
-      trace.dropped_records = row.Int(7);
-    }
-    std::vector<std::string> strings;
-    {
-      ZB_ASSIGN_OR_RETURN(Stmt rows,
-                          Prepare(raw, path, "SELECT id, text FROM strings", "read shard strings"));
-      while ((rc = rows.Step()) == SQLITE_ROW) {
-        const int64_t id = rows.Int(0);
-        if (id < 0 || id > (int64_t{1} << 31)) {
-          return InvalidInput(path + ": string id " + std::to_string(id) + " out of range");
-        }
-        if (static_cast<size_t>(id) >= strings.size()) strings.resize(id + 1);
-        strings[id] = rows.Text(1);
-      }
-      if (rc != SQLITE_DONE) return SqliteError(raw, path, "read shard strings", rc);
-    }
+    ZB_RETURN_IF_ERROR(ReadShardProcess(conn, trace));
+    ZB_ASSIGN_OR_RETURN(const std::vector<std::string> strings, ReadShardStrings(conn));
     auto text = [&](int64_t id) -> const std::string& {
       static const std::string kEmpty;
       return id >= 0 && static_cast<size_t>(id) < strings.size() ? strings[id] : kEmpty;
     };
-    auto count = [&](const char* sql) -> int64_t {
-      auto n = pragma(sql);
-      return n.ok() ? *n : 0;
-    };
-    {
-      trace.ranges.reserve(count("SELECT count(*) FROM ranges"));
-      ZB_ASSIGN_OR_RETURN(Stmt rows, Prepare(raw, path,
-                                             "SELECT name_id, domain_id, thread, start_ns,"
-                                             " end_ns, depth FROM ranges ORDER BY rowid",
-                                             "read shard ranges"));
-      while ((rc = rows.Step()) == SQLITE_ROW) {
-        trace.ranges.push_back({text(rows.Int(0)), text(rows.Int(1)), rows.Int(2), rows.Int(3),
-                                rows.Int(4), static_cast<int32_t>(rows.Int(5))});
-      }
-      if (rc != SQLITE_DONE) return SqliteError(raw, path, "read shard ranges", rc);
-    }
-    {
-      trace.activities.reserve(count("SELECT count(*) FROM activities"));
-      ZB_ASSIGN_OR_RETURN(Stmt rows, Prepare(raw, path,
-                                             "SELECT kind, name_id, device, stream, start_ns,"
-                                             " end_ns, correlation, bytes FROM activities"
-                                             " ORDER BY rowid",
-                                             "read shard activities"));
-      while ((rc = rows.Step()) == SQLITE_ROW) {
-        DeviceActivity activity;
-        const int64_t kind = rows.Int(0);
-        activity.kind = kind == 1   ? ActivityKind::kMemcpy
-                        : kind == 2 ? ActivityKind::kMemset
-                                    : ActivityKind::kKernel;
-        activity.name = text(rows.Int(1));
-        activity.device = static_cast<int32_t>(rows.Int(2));
-        activity.stream = rows.Int(3);
-        activity.start = rows.Int(4);
-        activity.end = rows.Int(5);
-        activity.correlation = rows.Int(6);
-        activity.bytes = rows.Int(7);
-        trace.activities.push_back(std::move(activity));
-      }
-      if (rc != SQLITE_DONE) return SqliteError(raw, path, "read shard activities", rc);
-    }
-    {
-      trace.launches.reserve(count("SELECT count(*) FROM launches"));
-      ZB_ASSIGN_OR_RETURN(
-          Stmt rows,
-          Prepare(raw, path, "SELECT correlation, thread, time_ns FROM launches ORDER BY rowid",
-                  "read shard launches"));
-      while ((rc = rows.Step()) == SQLITE_ROW) {
-        trace.launches.push_back({rows.Int(0), rows.Int(1), rows.Int(2)});
-      }
-      if (rc != SQLITE_DONE) return SqliteError(raw, path, "read shard launches", rc);
-    }
-    {
-      ZB_ASSIGN_OR_RETURN(
-          Stmt rows, Prepare(raw, path, "SELECT time_ns, bytes, device FROM memory ORDER BY rowid",
-                             "read shard memory"));
-      while ((rc = rows.Step()) == SQLITE_ROW) {
-        trace.memory.push_back({rows.Int(0), rows.Int(1), static_cast<int32_t>(rows.Int(2))});
-      }
-      if (rc != SQLITE_DONE) return SqliteError(raw, path, "read shard memory", rc);
-    }
-    sqlite3_exec(raw, "COMMIT", nullptr, nullptr, nullptr);
+    trace.ranges.reserve(CountOf(conn, "SELECT count(*) FROM ranges"));
+    ZB_RETURN_IF_ERROR(sqlite::QueryInto(
+        conn,
+        "SELECT name_id, domain_id, thread, start_ns, end_ns, depth FROM ranges ORDER BY rowid",
+        "read shard ranges", sqlite::kNoParams,
+        [&](const Statement& row) {
+          return TraceRange{text(row.Int(0)), text(row.Int(1)), row.Int(2),
+                            row.Int(3),       row.Int(4),       static_cast<int32_t>(row.Int(5))};
+        },
+        trace.ranges));
+    trace.activities.reserve(CountOf(conn, "SELECT count(*) FROM activities"));
+    ZB_RETURN_IF_ERROR(sqlite::QueryInto(
+        conn,
+        "SELECT kind, name_id, device, stream, start_ns, end_ns, correlation, bytes"
+        " FROM activities ORDER BY rowid",
+        "read shard activities", sqlite::kNoParams,
+        [&](const Statement& row) {
+          DeviceActivity activity;
+          activity.kind = ActivityKindOf(row.Int(0));
+          activity.name = text(row.Int(1));
+          activity.device = static_cast<int32_t>(row.Int(2));
+          activity.stream = row.Int(3);
+          activity.start = row.Int(4);
+          activity.end = row.Int(5);
+          activity.correlation = row.Int(6);
+          activity.bytes = row.Int(7);
+          return activity;
+        },
+        trace.activities));
+    trace.launches.reserve(CountOf(conn, "SELECT count(*) FROM launches"));
+    ZB_RETURN_IF_ERROR(sqlite::QueryInto(
+        conn, "SELECT correlation, thread, time_ns FROM launches ORDER BY rowid",
+        "read shard launches", sqlite::kNoParams,
+        [](const Statement& row) {
+          return Launch{row.Int(0), row.Int(1), row.Int(2)};
+        },
+        trace.launches));
+    ZB_RETURN_IF_ERROR(sqlite::QueryInto(
+        conn, "SELECT time_ns, bytes, device FROM memory ORDER BY rowid", "read shard memory",
+        sqlite::kNoParams,
+        [](const Statement& row) {
+          return MemoryEvent{row.Int(0), row.Int(1), static_cast<int32_t>(row.Int(2))};
+        },
+        trace.memory));
     return trace;
   } catch (const std::bad_alloc&) {
     return InternalError(path + ": read shard: out of memory");

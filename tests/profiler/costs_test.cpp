@@ -115,10 +115,10 @@ TEST(CostReport, MediansSpreadAndSkipIters) {
   EXPECT_EQ(costs.comm, 9);
   EXPECT_TRUE(ValidateCostProfile(costs).ok());
   const CostProfileDetails details = steady->ToDetails();
-  EXPECT_EQ(details.memory_source, "none");
+  EXPECT_EQ(details.memory_source, MemorySource::kNone);
   EXPECT_EQ(details.spread.size(), 6u);  // F, B, W for two stages
   ASSERT_EQ(details.hops.size(), 1u);
-  EXPECT_EQ(details.hops[0].median, 9);
+  EXPECT_EQ(details.hops[0].time.median, 9);
 
   CostOptions too_many;
   too_many.skip_iters = 4;
@@ -204,7 +204,7 @@ TEST(CostReport, MemoryMeasuredOrEstimated) {
   const double sbh = 512.0 * 1 * 1024;
   EXPECT_DOUBLE_EQ(e->stages[1].m_b, 4 * (34 * sbh + 5.0 * 16 * 512 * 512));
   EXPECT_DOUBLE_EQ(e->stages[1].m_w, 4 * 32 * sbh);
-  EXPECT_EQ(e->ToDetails().memory_source, "estimated");
+  EXPECT_EQ(e->ToDetails().memory_source, MemorySource::kEstimated);
 
   auto none = BuildCostReport(a, {});
   ASSERT_TRUE(none.ok());

@@ -865,12 +865,13 @@ TEST_F(StoreTest, VersionTwoStoreMigratesToVersionThreeKeepingItsRows) {
   {
     auto read_only = Store::Open(path, Store::Mode::kReadOnly);
     ASSERT_FALSE(read_only.ok());
-    EXPECT_NE(read_only.status().message().find("store schema version 2 is older than 3"),
+    EXPECT_NE(read_only.status().message().find("store schema version 2 is older than " +
+                                                std::to_string(Store::kSchemaVersion)),
               std::string::npos)
         << read_only.status().message();
   }
   ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
-  EXPECT_EQ(store.schema_version(), 3);
+  EXPECT_EQ(store.schema_version(), Store::kSchemaVersion);
   ZB_ASSERT_OK_AND_ASSIGN(CostProfile old, store.LoadCostProfile(4));
   EXPECT_EQ(old.comm, 5);
   EXPECT_EQ(old.stages[0].b, 20);
@@ -888,9 +889,9 @@ TEST_F(StoreTest, VersionTwoStoreMigratesToVersionThreeKeepingItsRows) {
   ZB_ASSERT_OK_AND_ASSIGN(auto profiles, store.ListCostProfiles());
   ASSERT_EQ(profiles.size(), 1u);
   EXPECT_FALSE(profiles[0].run_id);
-  EXPECT_EQ(profiles[0].memory_source, "");
+  EXPECT_EQ(profiles[0].memory_source, std::nullopt);
   RawDb raw(path);
-  EXPECT_EQ(raw.Int("PRAGMA user_version"), 3);
+  EXPECT_EQ(raw.Int("PRAGMA user_version"), Store::kSchemaVersion);
   EXPECT_EQ(raw.Text("PRAGMA integrity_check"), "ok");
   EXPECT_EQ(raw.Int("SELECT count(*) FROM pragma_foreign_key_check"), 0);
   EXPECT_EQ(raw.Int("SELECT count(*) FROM timeline_ops"), 3);
@@ -920,14 +921,14 @@ TEST_F(StoreTest, MeasuredProfileRunAndTimelineRoundTrip) {
   MakeStoreWithJob(path, &job);
   ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
   ZB_ASSERT_OK_AND_ASSIGN(int64_t run,
-                          store.InsertRun(job, "profile", "torchrun train.py --pp 2", 0));
+                          store.InsertRun(job, RunKind::kProfile, "torchrun train.py --pp 2", 0));
   CostProfile costs;
   costs.comm = 612'000;
   costs.stages = {{18'500'000, 18'100'000, 9'300'000, 201216, 73728},
                   {18'600'000, 18'000'000, 9'400'000, 201216.5, 73728}};
   CostProfileDetails details;
   details.run_id = run;
-  details.memory_source = "measured";
+  details.memory_source = MemorySource::kMeasured;
   details.spread = {{0, OpKind::kF, 18'500'000, 18'000'000, 19'000'000, 24},
                     {0, OpKind::kB, 18'100'000, 18'000'000, 18'300'000, 24},
                     {1, OpKind::kW, 9'400'000, 9'000'000, 9'900'000, 23}};
@@ -947,13 +948,13 @@ TEST_F(StoreTest, MeasuredProfileRunAndTimelineRoundTrip) {
   ZB_ASSERT_OK_AND_ASSIGN(auto runs, store.ListRuns());
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].job_id, job);
-  EXPECT_EQ(runs[0].kind, "profile");
+  EXPECT_EQ(runs[0].kind, RunKind::kProfile);
   EXPECT_EQ(runs[0].command, "torchrun train.py --pp 2");
   EXPECT_EQ(runs[0].exit_code, std::optional<int>(0));
   ZB_ASSERT_OK_AND_ASSIGN(auto profiles, store.ListCostProfiles());
   ASSERT_EQ(profiles.size(), 1u);
   EXPECT_EQ(profiles[0].run_id, std::optional<int64_t>(run));
-  EXPECT_EQ(profiles[0].memory_source, "measured");
+  EXPECT_EQ(profiles[0].memory_source, MemorySource::kMeasured);
   ZB_ASSERT_OK_AND_ASSIGN(auto timelines, store.ListTimelines());
   ASSERT_EQ(timelines.size(), 1u);
   EXPECT_EQ(timelines[0].run_id, std::optional<int64_t>(run));
@@ -976,9 +977,10 @@ TEST_F(StoreTest, RunAndMeasuredProfileErrors) {
   int64_t job = 0;
   MakeStoreWithJob(path, &job);
   ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
-  EXPECT_EQ(store.InsertRun(job, "benchmark").status().code(), ErrorCode::kInvalidInput);
-  EXPECT_EQ(store.InsertRun(job + 99, "profile").status().code(), ErrorCode::kNotFound);
-  EXPECT_EQ(store.InsertRun(job, "replay", "", std::nullopt, 12345).status().code(),
+  EXPECT_EQ(store.InsertRun(job, static_cast<RunKind>(7)).status().code(),
+            ErrorCode::kInvalidInput);
+  EXPECT_EQ(store.InsertRun(job + 99, RunKind::kProfile).status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(store.InsertRun(job, RunKind::kReplay, "", std::nullopt, 12345).status().code(),
             ErrorCode::kNotFound);
   EXPECT_EQ(store.InsertRunTimeline(77, MakeMeasuredTimeline()).status().code(),
             ErrorCode::kNotFound);
@@ -1155,6 +1157,252 @@ TEST_F(StoreTest, MovedFromStoreReportsAnError) {
   ASSERT_FALSE(list.ok());
   EXPECT_EQ(list.status().code(), ErrorCode::kStore);
   EXPECT_TRUE(moved.ListSchedules().ok());
+}
+
+// ---- Version 4 and what the runtime records --------------------------------------------------
+
+// A version-3 store as zbkit 0.3 left it: the version-2 store above plus the released 2 -> 3
+// step, read from schemas/migrations/ (released steps never change).
+void MakeVersionThreeStore(const std::string& path) {
+  MakeVersionTwoStore(path);
+  const std::string step = ReadBytes(std::string(ZBKIT_TEST_DATA_DIR) +
+                                     "/../../schemas/migrations/003_runs_and_measured_costs.sql");
+  ASSERT_NE(step.find("ALTER TABLE runs ADD COLUMN command"), std::string::npos);
+  RawDb raw(path);
+  raw.Exec(step);
+  raw.Exec("PRAGMA user_version = 3");
+}
+
+TEST_F(StoreTest, VersionThreeStoreMigratesToVersionFourWithIterationZero) {
+  const std::string path = PathOf("v3.db");
+  MakeVersionThreeStore(path);
+  {
+    RawDb raw(path);
+    ASSERT_EQ(raw.Int("PRAGMA user_version"), 3);
+    EXPECT_EQ(raw.Int("SELECT count(*) FROM pragma_table_info('timeline_ops')"
+                      " WHERE name = 'iteration'"),
+              0);
+  }
+  ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
+  EXPECT_EQ(store.schema_version(), 4);
+  ZB_ASSERT_OK_AND_ASSIGN(Timeline loaded, store.LoadTimeline(7));
+  ASSERT_EQ(loaded.ops.size(), 3u);
+  for (const TimelineOp& op : loaded.ops)
+    EXPECT_EQ(op.iteration, 0);
+  EXPECT_EQ(loaded.ops[1].kind, OpKind::kBW);
+  ZB_ASSERT_OK_AND_ASSIGN(auto runs, store.ListRuns());
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].kind, RunKind::kProfile);
+  RawDb raw(path);
+  EXPECT_EQ(raw.Int("PRAGMA user_version"), 4);
+  EXPECT_EQ(raw.Text("PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(raw.Int("SELECT count(*) FROM timeline_ops WHERE iteration = 0"), 3);
+  // The new column keeps the table's rule that nothing is negative.
+  char* error = nullptr;
+  EXPECT_NE(
+      sqlite3_exec(raw.get(),
+                   "INSERT INTO timeline_ops (timeline_id, seq, rank, stage, kind, microbatch,"
+                   " start_ns, end_ns, iteration) VALUES (7, 9, 0, 0, 'F', 0, 1, 2, -1)",
+                   nullptr, nullptr, &error),
+      SQLITE_OK);
+  sqlite3_free(error);
+}
+
+TEST_F(StoreTest, FailedVersionFourMigrationLeavesVersionThree) {
+  const std::string path = PathOf("v3.db");
+  MakeVersionThreeStore(path);
+  {
+    // Step 4 cannot add a column that is already there.
+    RawDb raw(path);
+    raw.Exec("ALTER TABLE timeline_ops ADD COLUMN iteration TEXT");
+  }
+  auto store = Store::Open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), ErrorCode::kStore);
+  EXPECT_TRUE(IsOneLine(store.status().message()));
+  EXPECT_NE(store.status().message().find(path + ": open store: migrate schema version 3 -> 4: "),
+            std::string::npos)
+      << store.status().message();
+  RawDb raw(path);
+  EXPECT_EQ(raw.Int("PRAGMA user_version"), 3);
+  EXPECT_EQ(raw.Int("SELECT count(*) FROM timeline_ops"), 3);
+}
+
+// A measured timeline of two iterations on two ranks.
+Timeline MakeTwoIterationTimeline() {
+  Timeline timeline;
+  timeline.kind = TimelineKind::kMeasured;
+  for (int32_t iteration = 0; iteration < 2; ++iteration) {
+    const TimeNs base = 1000 * iteration;
+    timeline.ops.push_back({0, 0, OpKind::kF, 0, base + 10, base + 20, iteration});
+    timeline.ops.push_back({1, 1, OpKind::kF, 0, base + 25, base + 40, iteration});
+    timeline.ops.push_back({1, 1, OpKind::kBW, 0, base + 41, base + 90, iteration});
+    timeline.ops.push_back({0, 0, OpKind::kComm, 0, base + 20, base + 25, iteration});
+    timeline.ops.push_back({0, 0, OpKind::kBW, 0, base + 95, base + 150, iteration});
+  }
+  timeline.memory = {{0, 20, 1.5}, {0, 150, 0}, {0, 1020, 1.5}, {0, 1150, 0}};
+  return timeline;
+}
+
+TEST_F(StoreTest, TimelineIterationsRoundTrip) {
+  const std::string path = PathOf("store.db");
+  ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
+  const Timeline timeline = MakeTwoIterationTimeline();
+  ZB_ASSERT_OK_AND_ASSIGN(int64_t id, store.InsertTimeline(std::nullopt, timeline));
+  ZB_ASSERT_OK_AND_ASSIGN(Timeline loaded, store.LoadTimeline(id));
+  EXPECT_TRUE(loaded == timeline);
+  EXPECT_EQ(loaded.ops.back().iteration, 1);
+  {
+    RawDb raw(path);
+    EXPECT_EQ(raw.Int("SELECT count(*) FROM timeline_ops WHERE iteration = 1"), 5);
+  }
+  // Equality sees the iteration, so a lost one would fail the round trip above.
+  Timeline other = timeline;
+  other.ops[0].iteration = 3;
+  EXPECT_FALSE(other == timeline);
+  // A negative iteration is a bug the schema rejects, naming the op; nothing is left.
+  Timeline bad = timeline;
+  bad.ops[7].iteration = -1;
+  auto result = store.InsertTimeline(std::nullopt, bad);
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("insert timeline: op 7: CHECK constraint failed"),
+            std::string::npos)
+      << result.status().message();
+  ZB_ASSERT_OK_AND_ASSIGN(auto infos, store.ListTimelines());
+  EXPECT_EQ(infos.size(), 1u);
+}
+
+TEST_F(StoreTest, RecordMeasuredRunLinksTheRunTheTimelineAndTheSchedule) {
+  const std::string path = PathOf("store.db");
+  int64_t job = 0;
+  MakeStoreWithJob(path, &job);
+  ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
+  ZB_ASSERT_OK_AND_ASSIGN(int64_t schedule, store.InsertSchedule(job, MakeVSchedule()));
+  const Timeline measured = MakeTwoIterationTimeline();
+  ZB_ASSERT_OK_AND_ASSIGN(
+      int64_t run, store.RecordMeasuredRun(job, schedule, "torchrun replay.py", 0, measured));
+
+  ZB_ASSERT_OK_AND_ASSIGN(auto runs, store.ListRuns());
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].id, run);
+  EXPECT_EQ(runs[0].job_id, job);
+  EXPECT_EQ(runs[0].kind, RunKind::kReplay);
+  EXPECT_EQ(runs[0].schedule_id, std::optional<int64_t>(schedule));
+  EXPECT_EQ(runs[0].command, "torchrun replay.py");
+  EXPECT_EQ(runs[0].exit_code, std::optional<int>(0));
+
+  ZB_ASSERT_OK_AND_ASSIGN(auto of_run, store.ListRunTimelines(run));
+  ASSERT_EQ(of_run.size(), 1u);
+  EXPECT_EQ(of_run[0].kind, TimelineKind::kMeasured);
+  EXPECT_EQ(of_run[0].run_id, std::optional<int64_t>(run));
+  EXPECT_EQ(of_run[0].schedule_id, std::optional<int64_t>(schedule));
+  EXPECT_EQ(of_run[0].num_ops, static_cast<int64_t>(measured.ops.size()));
+  ZB_ASSERT_OK_AND_ASSIGN(Timeline loaded, store.LoadTimeline(of_run[0].id));
+  EXPECT_TRUE(loaded == measured);
+
+  // The schedule's measured timelines are its replays, not its own prediction.
+  ZB_ASSERT_OK_AND_ASSIGN(auto all, store.ListTimelines());
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].kind, TimelineKind::kPredicted);
+  ZB_ASSERT_OK_AND_ASSIGN(auto of_schedule, store.ListMeasuredTimelines(schedule));
+  ASSERT_EQ(of_schedule.size(), 1u);
+  EXPECT_EQ(of_schedule[0].id, of_run[0].id);
+
+  // A second replay adds a second run and timeline.
+  ZB_ASSERT_OK_AND_ASSIGN(int64_t second,
+                          store.RecordMeasuredRun(job, schedule, "again", 1, measured));
+  EXPECT_NE(second, run);
+  ZB_ASSERT_OK_AND_ASSIGN(auto both, store.ListMeasuredTimelines(schedule));
+  EXPECT_EQ(both.size(), 2u);
+  ZB_ASSERT_OK_AND_ASSIGN(auto first_only, store.ListRunTimelines(run));
+  EXPECT_EQ(first_only.size(), 1u);
+}
+
+TEST_F(StoreTest, RecordMeasuredRunIsOneTransaction) {
+  const std::string path = PathOf("store.db");
+  int64_t job = 0;
+  MakeStoreWithJob(path, &job);
+  ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
+  ZB_ASSERT_OK_AND_ASSIGN(int64_t schedule, store.InsertSchedule(job, MakeVSchedule()));
+  std::map<std::string, int64_t> before;
+  {
+    RawDb raw(path);
+    before = raw.RowCounts();
+  }
+  const Timeline measured = MakeTwoIterationTimeline();
+
+  EXPECT_EQ(store.RecordMeasuredRun(job, schedule + 99, "", 0, measured).status().code(),
+            ErrorCode::kNotFound);
+  EXPECT_EQ(store.RecordMeasuredRun(job + 99, schedule, "", 0, measured).status().code(),
+            ErrorCode::kNotFound);
+  Timeline predicted = measured;
+  predicted.kind = TimelineKind::kPredicted;
+  EXPECT_EQ(store.RecordMeasuredRun(job, schedule, "", 0, predicted).status().code(),
+            ErrorCode::kInvalidInput);
+  // The run row is written before the timeline fails on its last op: both go.
+  Timeline bad = measured;
+  bad.ops.back().end = bad.ops.back().start - 1;
+  auto failed = store.RecordMeasuredRun(job, schedule, "", 0, bad);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), ErrorCode::kStore);
+  EXPECT_TRUE(IsOneLine(failed.status().message()));
+  EXPECT_NE(failed.status().message().find("op 9: CHECK constraint failed"), std::string::npos)
+      << failed.status().message();
+  {
+    RawDb raw(path);
+    EXPECT_EQ(raw.RowCounts(), before);
+  }
+
+  EXPECT_EQ(store.ListRunTimelines(12345).status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(store.ListMeasuredTimelines(12345).status().code(), ErrorCode::kNotFound);
+  ZB_ASSERT_OK_AND_ASSIGN(auto none, store.ListMeasuredTimelines(schedule));
+  EXPECT_TRUE(none.empty());
+
+  ZB_ASSERT_OK_AND_ASSIGN(Store reader, Store::Open(path, Store::Mode::kReadOnly));
+  auto refused = reader.RecordMeasuredRun(job, schedule, "", 0, measured);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("read-only"), std::string::npos);
+}
+
+TEST(StoreNamesTest, RunKindsAndMemorySourcesKeepTheirStoredNames) {
+  EXPECT_STREQ(RunKindName(RunKind::kProfile), "profile");
+  EXPECT_STREQ(RunKindName(RunKind::kImport), "import");
+  EXPECT_STREQ(RunKindName(RunKind::kReplay), "replay");
+  EXPECT_EQ(RunKindName(static_cast<RunKind>(9)), nullptr);
+  for (RunKind kind : {RunKind::kProfile, RunKind::kImport, RunKind::kReplay}) {
+    EXPECT_EQ(ParseRunKind(RunKindName(kind)), kind);
+  }
+  EXPECT_EQ(ParseRunKind("benchmark"), std::nullopt);
+  EXPECT_EQ(ParseRunKind(""), std::nullopt);
+
+  EXPECT_STREQ(MemorySourceName(MemorySource::kNone), "none");
+  EXPECT_STREQ(MemorySourceName(MemorySource::kEstimated), "estimated");
+  EXPECT_STREQ(MemorySourceName(MemorySource::kMeasured), "measured");
+  for (MemorySource source :
+       {MemorySource::kNone, MemorySource::kEstimated, MemorySource::kMeasured}) {
+    EXPECT_EQ(ParseMemorySource(MemorySourceName(source)), source);
+  }
+  EXPECT_EQ(ParseMemorySource("Measured"), std::nullopt);
+}
+
+// A value written by hand that no enum names is reported, not guessed.
+TEST_F(StoreTest, UnknownStoredRunKindIsReportedAsInconsistent) {
+  const std::string path = PathOf("store.db");
+  int64_t job = 0;
+  MakeStoreWithJob(path, &job);
+  {
+    RawDb raw(path);
+    // Sidestep the CHECK the way an older or foreign writer could: a rebuilt table without it.
+    raw.Exec(
+        "PRAGMA ignore_check_constraints = ON;"
+        "INSERT INTO runs (job_id, kind, schema_version) VALUES (" +
+        std::to_string(job) + ", 'benchmark', 4)");
+  }
+  ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
+  auto runs = store.ListRuns();
+  ASSERT_FALSE(runs.ok());
+  EXPECT_NE(runs.status().message().find("unknown kind 'benchmark'"), std::string::npos)
+      << runs.status().message();
 }
 
 // ---- Public JSON Schemas -------------------------------------------------------------------

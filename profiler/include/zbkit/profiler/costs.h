@@ -17,18 +17,16 @@
 
 namespace zb::profiler {
 
+// The store's types (zbkit/schemas/store.h) are the profiler's: a cost report's spreads, hops and
+// memory source go into the store as they are.
+using zb::MemorySource;
+using zb::MemorySourceName;
+using zb::Spread;
+using HopStats = zb::HopCost;
+
 // Median and the 10th/90th percentiles, linearly interpolated between the sorted samples (as
 // numpy's default), rounded to the nearest nanosecond.
-struct Spread {
-  TimeNs median = 0;
-  TimeNs p10 = 0;
-  TimeNs p90 = 0;
-  int64_t samples = 0;
-};
 Spread SpreadOf(std::vector<TimeNs> values);
-
-enum class MemorySource { kNone, kMeasured, kEstimated };
-const char* MemorySourceName(MemorySource source);  // "none", "measured", "estimated"
 
 // Model dimensions for the analytic activation memory of the paper (per transformer layer and
 // microbatch, in bytes with 16-bit activations): M_B = s*b*(34h + 5*a*s), M_W = 32*s*b*h.
@@ -64,12 +62,6 @@ struct StageStats {
     }
   }
   const Spread& Of(OpKind kind) const { return const_cast<StageStats*>(this)->Of(kind); }
-};
-
-struct HopStats {
-  int32_t from_stage = 0;
-  int32_t to_stage = 0;
-  Spread time;
 };
 
 struct CostReport {

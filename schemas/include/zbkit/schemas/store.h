@@ -3,14 +3,16 @@
 // ops, and timelines (predicted and measured) with memory samples.
 //
 // Contract:
-//  - The schema is schemas/store.sql (version 1, embedded at build time) followed by the later
-//    migration steps in store.cpp; `PRAGMA user_version` holds the schema version and Open()
-//    applies forward migrations inside one transaction. A store written by a newer zbkit is
-//    refused, not modified.
+//  - The schema is schemas/store.sql (version 1) followed by the migration steps
+//    schemas/migrations/NNN_*.sql, all embedded at build time; `PRAGMA user_version` holds the
+//    schema version and Open() applies the pending steps in order inside one transaction. A store
+//    written by a newer zbkit is refused, not modified.
 //  - WAL journal, foreign keys on, a busy timeout, prepared statements.
 //  - Every logical write (one schedule with all its ops, one timeline with all its samples) is one
 //    transaction: on any error nothing of it is left behind.
 //  - No method throws; errors are one line naming the store file and what failed.
+//  - The SQL goes through zbkit/schemas/sqlite.h; the implementation is split by table group
+//    (src/store.cpp, store_costs.cpp, store_schedules.cpp, store_timelines.cpp, store_runs.cpp).
 #ifndef ZBKIT_MODEL_STORE_H_
 #define ZBKIT_MODEL_STORE_H_
 
@@ -18,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "zbkit/schemas/status.h"
@@ -58,6 +61,24 @@ struct TimelineInfo {
   std::string created_at;
 };
 
+// What a run was (runs.kind keeps the names).
+enum class RunKind {
+  kProfile,  // "profile": `zb profile` ran the job under the injection library
+  kImport,   // "import": a trace recorded elsewhere (nsys, Chrome/Kineto, shards)
+  kReplay,   // "replay": the runtime ran a stored schedule
+};
+const char* RunKindName(RunKind kind);  // nullptr for a value outside the enum
+std::optional<RunKind> ParseRunKind(std::string_view name);
+
+// Where a cost profile's M_B/M_W come from (cost_profiles.memory_source keeps the names).
+enum class MemorySource {
+  kNone,       // "none": no memory figures (zeros)
+  kEstimated,  // "estimated": the paper's analytic model from the model dimensions
+  kMeasured,   // "measured": allocation records of the profiled run
+};
+const char* MemorySourceName(MemorySource source);  // nullptr for a value outside the enum
+std::optional<MemorySource> ParseMemorySource(std::string_view name);
+
 struct CostProfileInfo {
   int64_t id = 0;
   std::string cluster;
@@ -66,28 +87,35 @@ struct CostProfileInfo {
   int num_stages = 0;
   std::string created_at;
   std::optional<int64_t> run_id;  // the run that measured it (profiles from the profiler)
-  std::string memory_source;      // "measured", "estimated", "none"; "" when not recorded
+  std::optional<MemorySource> memory_source;  // nullopt when not recorded
 };
 
 // One execution of a job (the `runs` table): a profiling run, an imported trace, a replay.
 struct RunInfo {
   int64_t id = 0;
   int64_t job_id = 0;
-  std::string kind;  // "profile", "import", "replay"
+  RunKind kind = RunKind::kProfile;
   std::optional<int64_t> schedule_id;
   std::string command;           // the profiled command line or the imported file
   std::optional<int> exit_code;  // of the profiled command
   std::string started_at;
 };
 
-// The spread of one per-stage cost over the samples it was aggregated from.
-struct CostSpread {
-  int32_t stage = 0;
-  OpKind kind = OpKind::kF;  // F, B, W or BW
+// A measured time over the samples it was aggregated from: the median and the 10th/90th
+// percentiles. The profiler computes it (zbkit/profiler/costs.h), the store keeps it.
+struct Spread {
   TimeNs median = 0;
   TimeNs p10 = 0;
   TimeNs p90 = 0;
   int64_t samples = 0;
+  bool operator==(const Spread&) const = default;
+};
+
+// The spread of one per-stage cost.
+struct CostSpread {
+  int32_t stage = 0;
+  OpKind kind = OpKind::kF;  // F, B, W or BW
+  Spread time;
   bool operator==(const CostSpread&) const = default;
 };
 
@@ -95,17 +123,14 @@ struct CostSpread {
 struct HopCost {
   int32_t from_stage = 0;
   int32_t to_stage = 0;
-  TimeNs median = 0;
-  TimeNs p10 = 0;
-  TimeNs p90 = 0;
-  int64_t samples = 0;
+  Spread time;
   bool operator==(const HopCost&) const = default;
 };
 
 // What a measured cost profile carries beyond zb-costs/1 (version 3).
 struct CostProfileDetails {
   std::optional<int64_t> run_id;
-  std::string memory_source;  // "measured", "estimated", "none"
+  std::optional<MemorySource> memory_source;  // nullopt when not recorded
   std::vector<CostSpread> spread;
   std::vector<HopCost> hops;
   bool operator==(const CostProfileDetails&) const = default;
@@ -116,7 +141,8 @@ class Store {
   // 1: store.sql. 2: timeline_ops.kind accepts 'COMM' (measured communication ops).
   // 3: runs carry command and exit code; cost profiles link to their run, say where their
   //    memory figures come from and keep per-stage spread and per-hop comm (side tables).
-  static constexpr int kSchemaVersion = 3;
+  // 4: timeline_ops.iteration (TimelineOp::iteration; 0 for ops stored before).
+  static constexpr int kSchemaVersion = 4;
 
   enum class Mode {
     kReadWrite,  // create the file if missing, migrate it to kSchemaVersion
@@ -152,13 +178,22 @@ class Store {
   Expected<std::vector<CostProfileInfo>> ListCostProfiles() const;
 
   // Records a run of a job; `schedule_id` is what a replay ran.
-  Expected<int64_t> InsertRun(int64_t job_id, const std::string& kind,
-                              const std::string& command = "",
+  Expected<int64_t> InsertRun(int64_t job_id, RunKind kind, const std::string& command = "",
                               std::optional<int> exit_code = std::nullopt,
                               std::optional<int64_t> schedule_id = std::nullopt);
   Expected<std::vector<RunInfo>> ListRuns() const;
   // Stores a (measured) timeline linked to a run.
   Expected<int64_t> InsertRunTimeline(int64_t run_id, const Timeline& timeline);
+  // What the runtime records after replaying a stored schedule, in one transaction: a run of
+  // kind replay that ran `schedule_id`, and its measured timeline linked to both the run and the
+  // schedule. The timeline must be measured (kInvalidInput otherwise). Returns the run id.
+  Expected<int64_t> RecordMeasuredRun(int64_t job_id, int64_t schedule_id,
+                                      const std::string& command, std::optional<int> exit_code,
+                                      const Timeline& timeline);
+  // The timelines of one run, by id (empty for a run without any; NotFound for no such run).
+  Expected<std::vector<TimelineInfo>> ListRunTimelines(int64_t run_id) const;
+  // The measured timelines of one schedule (its replays), by id; NotFound for no such schedule.
+  Expected<std::vector<TimelineInfo>> ListMeasuredTimelines(int64_t schedule_id) const;
 
   // Stores the schedule, its per-stage costs, every op and, when the schedule has a prediction,
   // its predicted timeline, in one transaction. Returns the schedule id.
@@ -172,8 +207,10 @@ class Store {
   Expected<Timeline> LoadTimeline(int64_t id) const;
   Expected<std::vector<TimelineInfo>> ListTimelines() const;
 
- private:
+  // The implementation (schemas/src/store_impl.h); opaque outside the library.
   struct Impl;
+
+ private:
   explicit Store(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -164,9 +164,12 @@ struct TimelineOp {
   int32_t microbatch = 0;
   TimeNs start = 0;
   TimeNs end = 0;
+  // The iteration (training step) of a measured op, from 0; 0 in a predicted timeline.
+  int32_t iteration = 0;
   bool operator==(const TimelineOp& other) const {
     return rank == other.rank && stage == other.stage && kind == other.kind &&
-           microbatch == other.microbatch && start == other.start && end == other.end;
+           microbatch == other.microbatch && start == other.start && end == other.end &&
+           iteration == other.iteration;
   }
 };
 
