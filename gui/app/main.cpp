@@ -17,6 +17,7 @@
 #include "export.h"
 #include "loader.h"
 #include "main_window.h"
+#include "report_view.h"
 
 #ifndef ZBKIT_VERSION
 #define ZBKIT_VERSION "unknown"

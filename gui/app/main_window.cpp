@@ -22,10 +22,13 @@
 #include <algorithm>
 
 #include "export.h"
+#include "item_views.h"
 #include "store_browser.h"
 #include "summary_panel.h"
 #include "zbkit/gui/compare_view.h"
+#include "zbkit/gui/legend.h"
 #include "zbkit/gui/memory_track.h"
+#include "zbkit/gui/palette.h"
 #include "zbkit/gui/timeline_view.h"
 #include "zbkit/gui/view_state.h"
 
@@ -59,8 +62,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   banner_ = new QFrame(central);
   banner_->setObjectName(QStringLiteral("banner"));
   banner_->setStyleSheet(
-      QStringLiteral("#banner { background: #fdecea; border-bottom: 1px solid #e0a8a3; } "
-                     "#banner QLabel { color: #611a15; }"));
+      QStringLiteral("#banner { background: %1; border-bottom: 1px solid %2; } "
+                     "#banner QLabel { color: %3; }")
+          .arg(BannerColor().name(), BannerBorderColor().name(), BannerTextColor().name()));
   auto* banner_layout = new QHBoxLayout(banner_);
   banner_layout->setContentsMargins(10, 6, 6, 6);
   banner_label_ = new QLabel(banner_);

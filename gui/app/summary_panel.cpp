@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "zbkit/gui/palette.h"
+
 namespace zb::gui {
 namespace {
 
@@ -95,7 +97,11 @@ QString BubbleRatesExplanation() {
 QString LowerBoundExplanation() {
   return QStringLiteral(
       "T/LB: the makespan over a lower bound on the makespan of any schedule of the same costs, "
-      "microbatches and placement under the same per-rank memory cap (schedules.md section 8). "
+      "microbatches and placement under the same per-rank memory cap. The bound is the largest "
+      "of three: the critical path (a stage's forwards, the round trip to the last stage and the "
+      "backwards back to the first), each rank's work plus the idle before its first backward "
+      "that no forward can fill, and the time the cap forces when it limits how many "
+      "microbatches a rank can hold at once. "
       "1.000 means no schedule can be faster.");
 }
 
@@ -373,8 +379,8 @@ void SummaryPanel::showMemory(const LoadedItem* a, const LoadedItem* b) {
                                        ? QString::number(*shown_peak / cap * 100.0, 'f', 0) + u'%'
                                        : QString());
     if (has_cap && shown_peak && *shown_peak > cap) {
-      share->setForeground(QColor(0xc6, 0x28, 0x28));
-      memory_table_->item(r, 2)->setForeground(QColor(0xc6, 0x28, 0x28));
+      share->setForeground(OverCapTextColor());
+      memory_table_->item(r, 2)->setForeground(OverCapTextColor());
     }
     memory_table_->setItem(r, 4, share);
   }

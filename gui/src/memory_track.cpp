@@ -142,11 +142,11 @@ QString MemoryTrack::tooltipText(QPoint pos) const {
 void MemoryTrack::paintEvent(QPaintEvent* /*event*/) {
   QPainter painter(this);
   painter.fillRect(rect(), BackgroundColor());
-  painter.fillRect(QRect(0, 0, label_width_, height()), QColor(0xF7, 0xF7, 0xF8));
+  painter.fillRect(QRect(0, 0, label_width_, height()), LabelColumnColor());
   QFont small_font = font();
   small_font.setPointSizeF(std::max(6.0, font().pointSizeF() * 0.85));
   if (!index_ || !index_->has_memory()) {
-    painter.setPen(QColor(0x70, 0x70, 0x70));
+    painter.setPen(PlaceholderColor());
     painter.drawText(rect().adjusted(label_width_, 0, 0, 0), Qt::AlignCenter,
                      tr("No memory samples"));
     return;
@@ -156,9 +156,9 @@ void MemoryTrack::paintEvent(QPaintEvent* /*event*/) {
   if (plot_width <= 0 || height() <= 0) return;
   const int columns = plot_width;
 
-  const QRgb fill_rgb = QColor(0xEC, 0xE5, 0xF6).rgb();      // under the curve
-  const QRgb envelope_rgb = QColor(0xB7, 0xA2, 0xDC).rgb();  // min..max inside a column
-  const QRgb line_rgb = MemoryColor().rgb();                 // the last value
+  const QRgb fill_rgb = MemoryFillColor().rgb();          // under the curve
+  const QRgb envelope_rgb = MemoryEnvelopeColor().rgb();  // min..max inside a column
+  const QRgb line_rgb = MemoryColor().rgb();              // the last value
   QImage image(columns, height(), QImage::Format_RGB32);
   image.fill(BackgroundColor());
   const auto put = [&](int x, int y, QRgb rgb) {
@@ -228,7 +228,7 @@ void MemoryTrack::paintEvent(QPaintEvent* /*event*/) {
   painter.setRenderHint(QPainter::Antialiasing, false);
   const auto hover = state_->hoverTime();
   if (hover && *hover >= range.t0 && *hover < range.t1) {
-    painter.setPen(QPen(QColor(0, 0, 0, 110), 1));
+    painter.setPen(QPen(HoverLineColor(), 1));
     const double x = xForTime(*hover);
     painter.drawLine(QPointF(x, 0), QPointF(x, height()));
   }
@@ -236,7 +236,7 @@ void MemoryTrack::paintEvent(QPaintEvent* /*event*/) {
   if (selection && selection->span() > 0) {
     const double x0 = xForTime(selection->t0);
     const double x1 = xForTime(selection->t1);
-    painter.fillRect(QRectF(x0, 0, x1 - x0, height()), QColor(40, 90, 200, 30));
+    painter.fillRect(QRectF(x0, 0, x1 - x0, height()), SelectionColor(30));
   }
   painter.setClipping(false);
 
@@ -245,7 +245,7 @@ void MemoryTrack::paintEvent(QPaintEvent* /*event*/) {
   for (int rank = 0; rank < index_->num_ranks(); ++rank) {
     const QRect row = rowRect(rank);
     if (row.isEmpty() || row.top() >= height()) break;
-    painter.setPen(QColor(0xE2, 0xE2, 0xE6));
+    painter.setPen(MemoryRowRuleColor());
     painter.drawLine(label_width_, row.bottom() + 1, width(), row.bottom() + 1);
     QString text = QStringLiteral("rank %1").arg(rank);
     if (row.height() >= 2 * QFontMetrics(small_font).height()) {
@@ -253,11 +253,11 @@ void MemoryTrack::paintEvent(QPaintEvent* /*event*/) {
     } else {
       text += QStringLiteral("  %1").arg(FormatMemory(index_->PeakMemory(rank)));
     }
-    painter.setPen(QColor(0x40, 0x40, 0x46));
+    painter.setPen(MemoryLabelColor());
     painter.drawText(row.adjusted(6, 0, -(row.width() - label_width_) - 4, 0),
                      Qt::AlignVCenter | Qt::AlignLeft, text);
   }
-  painter.setPen(QColor(0xC8, 0xC8, 0xCC));
+  painter.setPen(FrameColor());
   painter.drawLine(label_width_ - 1, 0, label_width_ - 1, height());
 }
 

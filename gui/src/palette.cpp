@@ -3,9 +3,9 @@
 
 namespace zb::gui {
 
-// Every colour differs from the others in at least one channel by a wide margin, so a pixel test
-// can tell them apart exactly and a person can tell them apart at a glance; F/B/W also differ in
-// lightness (dark blue, mid teal, light green) for the common colour-vision deficiencies.
+// Every data colour differs from the others in at least one channel by a wide margin, so a pixel
+// test can tell them apart exactly and a person can tell them apart at a glance; F/B/W also differ
+// in lightness (dark blue, mid teal, light green) for the common colour-vision deficiencies.
 QColor ColorOf(OpKind kind) {
   switch (kind) {
     case OpKind::kF:
@@ -22,20 +22,91 @@ QColor ColorOf(OpKind kind) {
   return QColor(0x40, 0x40, 0x40);
 }
 
+QColor SeparatorColor(OpKind kind) {
+  return ColorOf(kind).darker(160);
+}
+
+QColor BlockLabelColor(OpKind kind) {
+  const QColor block = ColorOf(kind);
+  const bool dark = 0.299 * block.red() + 0.587 * block.green() + 0.114 * block.blue() < 150;
+  return dark ? QColor(0xFF, 0xFF, 0xFF) : QColor(0x20, 0x20, 0x20);
+}
+
 QColor BackgroundColor() {
   return QColor(0xFF, 0xFF, 0xFF);
 }
 QColor BubbleColor() {
-  return QColor(0xFB, 0xE3, 0xC8);
-}  // light warm tint
+  return QColor(0xFB, 0xE3, 0xC8);  // light warm tint
+}
 QColor CapColor() {
-  return QColor(0xD6, 0x27, 0x28);
-}  // red
+  return QColor(0xD6, 0x27, 0x28);  // red
+}
 QColor HighlightColor() {
-  return QColor(0xE0, 0x16, 0xB0);
-}  // magenta
+  return QColor(0xE0, 0x16, 0xB0);  // magenta
+}
 QColor MemoryColor() {
-  return QColor(0x55, 0x35, 0x9A);
-}  // dark purple
+  return QColor(0x55, 0x35, 0x9A);  // dark purple
+}
+QColor MemoryEnvelopeColor() {
+  return QColor(0xB7, 0xA2, 0xDC);
+}
+QColor MemoryFillColor() {
+  return QColor(0xEC, 0xE5, 0xF6);
+}
+QColor WaitLinkColor() {
+  return QColor(0x30, 0x30, 0x30, 190);
+}
+QColor OverCapTextColor() {
+  return QColor(0xC6, 0x28, 0x28);
+}
+
+QColor TextColor() {
+  return QColor(0x20, 0x20, 0x20);
+}
+QColor SecondaryTextColor() {
+  return QColor(0x60, 0x60, 0x66);
+}
+QColor MemoryLabelColor() {
+  return QColor(0x40, 0x40, 0x46);
+}
+QColor PlaceholderColor() {
+  return QColor(0x70, 0x70, 0x70);
+}
+QColor RulerColor() {
+  return QColor(0xF3, 0xF4, 0xF6);
+}
+QColor LabelColumnColor() {
+  return QColor(0xF7, 0xF7, 0xF8);
+}
+QColor FrameColor() {
+  return QColor(0xC8, 0xC8, 0xCC);
+}
+QColor RankRuleColor() {
+  return QColor(0xDD, 0xDD, 0xE0);
+}
+QColor MemoryRowRuleColor() {
+  return QColor(0xE2, 0xE2, 0xE6);
+}
+QColor HoverLineColor() {
+  return QColor(0, 0, 0, 110);
+}
+QColor SelectionColor(int alpha) {
+  return QColor(40, 90, 200, alpha);
+}
+QColor SelectionTextColor() {
+  return QColor(0xFF, 0xFF, 0xFF);
+}
+QColor PageColor() {
+  return QColor(0xFF, 0xFF, 0xFF);
+}
+QColor BannerColor() {
+  return QColor(0xFD, 0xEC, 0xEA);
+}
+QColor BannerBorderColor() {
+  return QColor(0xE0, 0xA8, 0xA3);
+}
+QColor BannerTextColor() {
+  return QColor(0x61, 0x1A, 0x15);
+}
 
 }  // namespace zb::gui

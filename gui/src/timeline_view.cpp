@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// Painting: the lanes area is one QImage whose pixels are written directly from the per-column
-// coverage of each lane (TimelineIndex::BinCoverage) and blitted with one drawImage; QPainter then
-// adds what is sparse by construction (separators, labels and outlines of blocks several pixels
-// wide, wait links, selection, ruler, legend). The cost is O(ops in view) inside BinCoverage plus
-// O(pixels), whatever the zoom, which is what keeps 1M ops within a frame (gui-and-style.md §3).
+// Painting: the lanes area is one QImage whose pixels LaneRasterizer writes from the per-column
+// coverage of each lane (lane_rasterizer.h), blitted with one drawImage; the overlay painters
+// (timeline_overlays.h) then add what is sparse by construction: labels and outlines of blocks
+// several pixels wide, wait links, selection, hover line, lane labels, ruler and title. The cost
+// is O(ops in view) inside BinCoverage plus O(pixels), whatever the zoom, which is what keeps 1M
+// ops within a frame (gui-and-style.md §3). The image is kept while only hover or selection
+// change.
 #include "zbkit/gui/timeline_view.h"
 
 #include <QApplication>
@@ -12,38 +14,27 @@
 #include <QKeyEvent>
 #include <QMouseEvent>
 #include <QPainter>
-#include <QPainterPath>
-#include <QStaticText>
 #include <QToolTip>
 #include <QWheelEvent>
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
-#include <unordered_map>
 
+#include "timeline_overlays.h"
 #include "tooltip.h"
+#include "zbkit/gui/lane_rasterizer.h"
 #include "zbkit/gui/palette.h"
 
 namespace zb::gui {
 namespace {
 
-constexpr int kRulerHeight = 40;
-constexpr int kLegendRowHeight = 17;  // the ruler's top row: title, legend, selection summary
 constexpr int kDefaultLabelWidth = 90;
-constexpr int kLaneGap = 2;       // background between lanes, so that lanes never touch
-constexpr int kRankGroupGap = 4;  // extra gap before each rank's first lane
 constexpr int kMaxLaneHeight = 40;
-constexpr double kExactMinPx = 3;   // blocks at least this wide are drawn as blocks
 constexpr double kHoverNearPx = 2;  // hovering this close to a sub-pixel op still finds it
 // Wait links are drawn when this few ops are in view; more would be a hairball, and WaitedFor is
 // asked once per op preceded by idle.
 constexpr int64_t kMaxWaitLinkOps = 2000;
 constexpr int kNumKinds = Coverage::kKinds;
-// Top to bottom inside a column: idle first, then the kinds so that F sits at the bottom; zoomed
-// out, a lane reads as a stacked utilisation chart.
-constexpr std::array<int, kNumKinds> kTopDownKinds = {4, 3, 2, 1, 0};
-constexpr int kMaxSegments = kNumKinds + 1;
 
 double LaneWeight(LaneKind kind) {
   switch (kind) {
@@ -55,34 +46,6 @@ double LaneWeight(LaneKind kind) {
       return 0.5;
   }
   return 1.0;
-}
-
-QString LaneText(const TimelineLane& lane) {
-  switch (lane.kind) {
-    case LaneKind::kRank:
-      return QStringLiteral("rank %1").arg(lane.rank);
-    case LaneKind::kStage:
-      return QStringLiteral("rank %1 s%2").arg(lane.rank).arg(lane.stage);
-    case LaneKind::kComm:
-      return QStringLiteral("rank %1 comm").arg(lane.rank);
-  }
-  return {};
-}
-
-bool IsDark(const QColor& color) {
-  return 0.299 * color.red() + 0.587 * color.green() + 0.114 * color.blue() < 150;
-}
-
-// Tick step of 1, 2 or 5 times a power of ten giving about `target` ticks over `span`.
-TimeNs NiceStep(double span, double target) {
-  const double raw = std::max(span / std::max(target, 1.0), 1.0);
-  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-  double step = magnitude;
-  for (double m : {1.0, 2.0, 5.0, 10.0}) {
-    step = m * magnitude;
-    if (step >= raw) break;
-  }
-  return std::max<TimeNs>(1, static_cast<TimeNs>(std::llround(step)));
 }
 
 QString OpText(const TimelineLane& lane, size_t i) {
@@ -123,22 +86,12 @@ QString FormatRangeSummary(const RangeSummary& summary, int ranks) {
 }
 
 struct TimelineView::Impl {
-  struct Row {
-    int lane = 0;
-    int y = 0;  // widget coordinates
-    int height = 0;
-  };
-  struct Label {
-    QRectF rect;
-    int32_t microbatch = 0;
-    OpKind kind = OpKind::kF;
-  };
   enum class Drag { kNone, kPan, kSelect };
 
   // Layout, recomputed lazily when the size, font, timeline or lane filter change.
   bool layout_dirty = true;
   QSize layout_size;
-  std::vector<Row> rows;
+  std::vector<LaneRow> rows;
   std::vector<int> row_of_lane;  // lane -> index into rows, -1 when hidden
   int label_width = kDefaultLabelWidth;
   int min_label_width = kDefaultLabelWidth;
@@ -147,7 +100,6 @@ struct TimelineView::Impl {
   bool show_wait_links = true;
   bool show_labels = true;
   QString title;
-  std::array<bool, kNumKinds> kinds_present{};
   // Time zero of the ruler and tooltips: 0 for predictions, the first op of a measured timeline
   // (whose clock may be an epoch).
   TimeNs origin = 0;
@@ -164,18 +116,6 @@ struct TimelineView::Impl {
   int hover_lane = -1;
   qint64 hover_index = -1;
 
-  // Reused between paints so that a repaint does not allocate.
-  QImage image;
-  Coverage coverage;
-  std::vector<uint16_t> seg_end;                  // per column, kMaxSegments cumulative row ends
-  std::vector<QRgb> seg_color;                    // per column, kMaxSegments colours
-  std::vector<uint8_t> seg_count;                 // segments per column
-  std::vector<uint8_t> seg_pos;                   // row sweep cursor per column
-  std::vector<uint8_t> boundary;                  // rows where some column changes colour
-  std::vector<uint8_t> marked;                    // columns holding a sub-pixel highlighted op
-  std::vector<TimeNs> edges;                      // column boundaries of the last paint
-  std::vector<std::pair<QRectF, bool>> outlines;  // highlighted: (rect, exact block)
-
   // What the cached lanes image shows; any change redraws it.
   struct ImageKey {
     TimeRange range;
@@ -190,10 +130,59 @@ struct TimelineView::Impl {
   };
   ImageKey image_key;
   uint64_t content_version = 0;  // bumped by every setter that changes the lanes image
-  RenderStats image_stats;       // the image part of the stats, for paints that reuse it
-  std::vector<Label> labels;
-  std::unordered_map<int32_t, QStaticText> label_text;
+  // The lanes image and what the overlays draw over it, kept between paints that reuse it.
+  QImage image;
+  RenderStats image_stats;  // the image part of the stats
+  std::vector<BlockLabel> labels;
+  std::vector<QRectF> outlines;  // highlighted wide blocks
+  LaneRasterizer rasterizer;
+  LaneRasterizer::LaneResult lane_result;  // reused between lanes
+  BlockLabelPainter label_painter;
+
+  // Draws every shown lane into `image` at `dpr` and collects labels and outlines.
+  void RasterizeLanes(const TimelineIndex& index, const PaintFrame& frame, qreal dpr,
+                      int label_min_height, RenderStats* stats);
 };
+
+void TimelineView::Impl::RasterizeLanes(const TimelineIndex& index, const PaintFrame& frame,
+                                        qreal dpr, int label_min_height, RenderStats* stats) {
+  const int columns = std::max(1, static_cast<int>(std::lround(frame.lanes_width() * dpr)));
+  const int image_height = std::max(1, static_cast<int>(std::lround(frame.lanes_height() * dpr)));
+  if (image.width() != columns || image.height() != image_height) {
+    image = QImage(columns, image_height, QImage::Format_RGB32);
+  }
+  image.setDevicePixelRatio(dpr);
+  image.fill(BackgroundColor());
+  labels.clear();
+  outlines.clear();
+  rasterizer.SetFrame(frame.range.t0, frame.range.t1, columns);
+  for (const LaneRow& row : rows) {
+    const TimelineLane& lane = index.lane(row.lane);
+    LaneRasterizer::Lane options;
+    options.lane = row.lane;
+    std::tie(options.active0, options.active1) = active[row.lane];
+    options.tint_bubbles = lane.kind == LaneKind::kRank;
+    if (static_cast<size_t>(row.lane) < highlighted.size()) {
+      options.highlighted = &highlighted[row.lane];
+    }
+    const int y0 = static_cast<int>(std::lround((row.y - kRulerHeight) * dpr));
+    const int h = static_cast<int>(std::lround(row.height * dpr));
+    rasterizer.Rasterize(index, options, &image, y0, h, &lane_result, stats);
+    if (show_labels && row.height >= label_min_height) {
+      for (size_t i : lane_result.exact) {
+        const double x0 = std::max<double>(frame.label_width, frame.X(lane.start[i]));
+        const double x1 = std::min<double>(frame.width, frame.X(lane.end[i]));
+        labels.push_back(
+            {QRectF(x0, row.y, x1 - x0, row.height), lane.microbatch[i], lane.kind_of[i]});
+      }
+    }
+    for (size_t i : lane_result.outlined) {
+      const double x0 = frame.X(lane.start[i]);
+      const double x1 = frame.X(lane.end[i]);
+      outlines.emplace_back(x0, row.y, x1 - x0, row.height);
+    }
+  }
+}
 
 TimelineView::TimelineView(QWidget* parent) : QWidget(parent), impl_(std::make_shared<Impl>()) {
   setMouseTracking(true);
@@ -216,7 +205,6 @@ void TimelineView::setViewState(ViewState* state) {
 void TimelineView::setTimeline(std::shared_ptr<const TimelineIndex> index) {
   ++impl_->content_version;
   index_ = std::move(index);
-  impl_->kinds_present.fill(false);
   impl_->active.clear();
   impl_->highlighted.clear();
   impl_->hover_lane = -1;
@@ -224,10 +212,8 @@ void TimelineView::setTimeline(std::shared_ptr<const TimelineIndex> index) {
   if (index_) {
     for (const TimelineLane& lane : index_->lanes()) {
       TimeNs end = 0;
-      for (size_t i = 0; i < lane.size(); ++i) {
-        impl_->kinds_present[static_cast<int>(lane.kind_of[i])] = true;
+      for (size_t i = 0; i < lane.size(); ++i)
         end = std::max(end, lane.end[i]);
-      }
       impl_->active.emplace_back(lane.size() ? lane.start.front() : 0, end);
     }
     impl_->highlighted.resize(index_->lanes().size());
@@ -339,7 +325,7 @@ int TimelineView::rulerHeight() const {
 
 int TimelineView::laneAt(int y) const {
   laneLabelWidth();  // refreshes the layout
-  for (const Impl::Row& row : impl_->rows) {
+  for (const LaneRow& row : impl_->rows) {
     if (y >= row.y && y < row.y + row.height) return row.lane;
   }
   return -1;
@@ -491,506 +477,57 @@ void TimelineView::paintEvent(QPaintEvent* /*event*/) {
   const int label_width = laneLabelWidth();
   QPainter painter(this);
   painter.fillRect(rect(), BackgroundColor());
-  const QColor ruler_background(0xF3, 0xF4, 0xF6);
-  painter.fillRect(QRect(0, 0, width(), kRulerHeight), ruler_background);
+  painter.fillRect(QRect(0, 0, width(), kRulerHeight), RulerColor());
   painter.fillRect(QRect(0, kRulerHeight, label_width, height() - kRulerHeight),
-                   QColor(0xF7, 0xF7, 0xF8));
+                   LabelColumnColor());
   const QFont base_font = font();
   QFont small_font = base_font;
   small_font.setPointSizeF(std::max(6.0, base_font.pointSizeF() * 0.85));
 
   if (!index_ || index_->num_ops() == 0) {
-    painter.setPen(QColor(0x70, 0x70, 0x70));
+    painter.setPen(PlaceholderColor());
     painter.drawText(rect(), Qt::AlignCenter,
                      index_ ? tr("The timeline has no ops") : tr("No timeline loaded"));
     return;
   }
 
-  const TimeRange range = state_->visibleRange();
-  const int lanes_width = width() - label_width;
-  const int lanes_height = height() - kRulerHeight;
-  if (lanes_width <= 0 || lanes_height <= 0) return;
-  const qreal dpr = devicePixelRatioF();
-  const int columns = std::max(1, static_cast<int>(std::lround(lanes_width * dpr)));
-  const int image_height = std::max(1, static_cast<int>(std::lround(lanes_height * dpr)));
-  const double ns_per_col = static_cast<double>(range.span()) / columns;
-  // The index's column edges, so that what is tinted, separated and outlined lines up with
-  // what BinCoverage counted.
-  d.edges.resize(static_cast<size_t>(columns) + 1);
-  for (int c = 0; c <= columns; ++c)
-    d.edges[c] = ColumnEdge(range.t0, range.t1, columns, c);
-  const auto col_time = [&](int c) { return d.edges[c]; };
-  // The column holding t: -1 before the range, `columns` after it.
-  const auto col_of = [&](TimeNs t) {
-    return static_cast<int>(std::upper_bound(d.edges.begin(), d.edges.end(), t) - d.edges.begin()) -
-           1;
-  };
-  const double x_per_ns = static_cast<double>(lanes_width) / static_cast<double>(range.span());
-  const auto x_of = [&](TimeNs t) {
-    return label_width + static_cast<double>(t - range.t0) * x_per_ns;
-  };
+  PaintFrame frame;
+  frame.range = state_->visibleRange();
+  frame.width = width();
+  frame.height = height();
+  frame.label_width = label_width;
+  if (frame.lanes_width() <= 0 || frame.lanes_height() <= 0) return;
+  frame.x_per_ns =
+      static_cast<double>(frame.lanes_width()) / static_cast<double>(frame.range.span());
 
-  const QFontMetrics small_metrics(small_font);
   // The lanes image depends only on what is shown where: hover and selection changes (every
   // mouse move) reuse it and redraw the overlays only.
-  const Impl::ImageKey key{range, size(), dpr, index_.get(), d.content_version};
+  const qreal dpr = devicePixelRatioF();
+  const Impl::ImageKey key{frame.range, size(), dpr, index_.get(), d.content_version};
   if (key == d.image_key && !d.image.isNull()) {
     stats_ = d.image_stats;
   } else {
     d.image_key = key;
-    if (d.image.width() != columns || d.image.height() != image_height) {
-      d.image = QImage(columns, image_height, QImage::Format_RGB32);
-    }
-    d.image.setDevicePixelRatio(dpr);
-    d.image.fill(BackgroundColor());
-    d.seg_end.resize(static_cast<size_t>(columns) * kMaxSegments);
-    d.seg_color.resize(static_cast<size_t>(columns) * kMaxSegments);
-    d.seg_count.resize(columns);
-    d.seg_pos.resize(columns);
-    d.labels.clear();
-
-    std::array<QRgb, kNumKinds> kind_rgb{};
-    std::array<QRgb, kNumKinds> separator_rgb{};
-    for (int k = 0; k < kNumKinds; ++k) {
-      kind_rgb[k] = ColorOf(static_cast<OpKind>(k)).rgb();
-      separator_rgb[k] = ColorOf(static_cast<OpKind>(k)).darker(160).rgb();
-    }
-    const QRgb background_rgb = BackgroundColor().rgb();
-    const QRgb bubble_rgb = BubbleColor().rgb();
-    const auto exact_min_ns = static_cast<TimeNs>(std::ceil(kExactMinPx * ns_per_col));
-    const int label_min_height = small_metrics.height();
-    d.outlines.clear();
-
-    for (const Impl::Row& row : d.rows) {
-      const TimelineLane& lane = index_->lane(row.lane);
-      const int y0 = static_cast<int>(std::lround((row.y - kRulerHeight) * dpr));
-      const int h = std::min(static_cast<int>(std::lround(row.height * dpr)), image_height - y0);
-      if (h <= 0) continue;
-      const auto [first, last] = index_->Visible(row.lane, range.t0, range.t1);
-      stats_.ops_in_view += static_cast<int64_t>(last - first);
-      if (first == last) {
-        // Nothing in view; the lane is still idle, so a bubble if inside the rank's activity.
-        const auto [a0, a1] = d.active[row.lane];
-        if (lane.kind == LaneKind::kRank && a0 < range.t1 && a1 > range.t0) {
-          const int c0 = std::clamp(col_of(a0), 0, columns);
-          const int c1 = std::clamp(col_of(a1 - 1) + 1, c0, columns);
-          for (int r = 0; r < h; ++r) {
-            auto* line = reinterpret_cast<QRgb*>(d.image.scanLine(y0 + r));
-            std::fill(line + c0, line + c1, bubble_rgb);
-          }
-        }
-        continue;
-      }
-      index_->BinCoverage(row.lane, range.t0, range.t1, columns, &d.coverage);
-      const auto [active0, active1] = d.active[row.lane];
-      const bool tint = lane.kind == LaneKind::kRank;
-
-      // 1. Per column, the stacked segments: idle on top, then each kind present in proportion to
-      //    its busy time, at least one pixel each, so no op vanishes and idle stays visible.
-      d.boundary.assign(h + 1, 0);
-      int previous_count = -1;
-      bool any_empty = false;
-      for (int c = 0; c < columns; ++c) {
-        if (col_time(c + 1) == col_time(c)) {
-          // Fewer nanoseconds than columns (deepest zoom): an empty column shows the instant it
-          // stands for, i.e. the same as the next column, filled in below.
-          d.seg_count[c] = 0;
-          any_empty = true;
-          previous_count = -1;
-          continue;
-        }
-        const TimeNs* busy = &d.coverage.busy[static_cast<size_t>(c) * kNumKinds];
-        const double span = static_cast<double>(col_time(c + 1) - col_time(c));
-        std::array<int, kNumKinds> px{};
-        double total = 0;
-        int present = 0;
-        for (int k = 0; k < kNumKinds; ++k) {
-          total += static_cast<double>(busy[k]);
-          present += busy[k] > 0 ? 1 : 0;
-        }
-        // Overlapping comm ops can be busier than the column; scale so that the stack fits.
-        const double scale = h / std::max(span, total);
-        // The busy pixels are the busy time rounded once, so the idle share of the column is
-        // right to half a pixel; they are shared by largest remainder, at least one per kind.
-        const int busy_px =
-            std::min(h, std::max(present, static_cast<int>(std::lround(total * scale))));
-        int sum = 0;
-        std::array<double, kNumKinds> remainder{};
-        for (int k = 0; k < kNumKinds; ++k) {
-          if (busy[k] <= 0) continue;
-          const double exact = static_cast<double>(busy[k]) * scale;
-          px[k] = std::max(1, static_cast<int>(exact));
-          remainder[k] = exact - px[k];
-          sum += px[k];
-        }
-        while (sum < busy_px) {
-          int best = -1;
-          for (int k = 0; k < kNumKinds; ++k) {
-            if (busy[k] > 0 && (best < 0 || remainder[k] > remainder[best])) best = k;
-          }
-          ++px[best];
-          remainder[best] -= 1;
-          ++sum;
-        }
-        while (sum > busy_px) {  // the one-pixel minimum overflowed: take it from the largest
-          int largest = 0;
-          for (int k = 1; k < kNumKinds; ++k) {
-            if (px[k] > px[largest]) largest = k;
-          }
-          if (px[largest] <= 1) break;
-          --px[largest];
-          --sum;
-        }
-        if (present > 0 && (d.coverage.count[c] > 1 || total < span)) ++stats_.binned_columns;
-        uint16_t* ends = &d.seg_end[static_cast<size_t>(c) * kMaxSegments];
-        QRgb* colors = &d.seg_color[static_cast<size_t>(c) * kMaxSegments];
-        int n = 0;
-        int row_end = 0;
-        if (sum < h) {
-          const bool bubble = tint && col_time(c + 1) > active0 && col_time(c) < active1;
-          row_end = h - sum;
-          ends[n] = static_cast<uint16_t>(row_end);
-          colors[n++] = bubble ? bubble_rgb : background_rgb;
-        }
-        for (int k : kTopDownKinds) {
-          if (px[k] == 0) continue;
-          row_end = std::min(h, row_end + px[k]);
-          ends[n] = static_cast<uint16_t>(row_end);
-          colors[n++] = kind_rgb[k];
-        }
-        ends[n - 1] = static_cast<uint16_t>(h);  // the last segment always reaches the bottom
-        d.seg_count[c] = static_cast<uint8_t>(n);
-        d.seg_pos[c] = 0;
-        for (int s = 0; s < n; ++s)
-          d.boundary[ends[s]] = 1;
-        // A primitive is a rectangle: columns repeating the previous column's stack extend it.
-        const bool same = c > 0 && n == previous_count &&
-                          std::equal(ends, ends + n, ends - kMaxSegments) &&
-                          std::equal(colors, colors + n, colors - kMaxSegments);
-        if (!same) stats_.primitives += present;
-        previous_count = n;
-      }
-
-      if (any_empty) {
-        for (int c = columns - 2; c >= 0; --c) {
-          if (d.seg_count[c] != 0) continue;
-          const size_t from = static_cast<size_t>(c + 1) * kMaxSegments;
-          const size_t to = static_cast<size_t>(c) * kMaxSegments;
-          std::copy_n(&d.seg_end[from], kMaxSegments, &d.seg_end[to]);
-          std::copy_n(&d.seg_color[from], kMaxSegments, &d.seg_color[to]);
-          d.seg_count[c] = d.seg_count[c + 1];
-        }
-      }
-
-      // 2. Rows, top to bottom; a row whose colours equal the previous one is a memcpy.
-      for (int r = 0; r < h; ++r) {
-        auto* line = reinterpret_cast<QRgb*>(d.image.scanLine(y0 + r));
-        if (r > 0 && !d.boundary[r]) {
-          std::memcpy(line, d.image.scanLine(y0 + r - 1), sizeof(QRgb) * columns);
-          continue;
-        }
-        for (int c = 0; c < columns; ++c) {
-          const size_t base = static_cast<size_t>(c) * kMaxSegments;
-          uint8_t& pos = d.seg_pos[c];
-          while (d.seg_end[base + pos] <= r)
-            ++pos;
-          line[c] = d.seg_color[base + pos];
-        }
-      }
-
-      // 3. Blocks several pixels wide: a darker first column where one abuts another wide block
-      //    (so that neighbours never fuse), and labels. Only columns holding nothing but the two
-      //    blocks get a separator, so no sub-pixel op is painted over.
-      for (size_t i = first; i < last; ++i) {
-        if (lane.end[i] - lane.start[i] < exact_min_ns) continue;
-        ++stats_.exact_blocks;
-        const int kind = static_cast<int>(lane.kind_of[i]);
-        if (i > 0 && lane.end[i - 1] - lane.start[i - 1] >= exact_min_ns &&
-            static_cast<double>(lane.start[i] - lane.end[i - 1]) < ns_per_col) {
-          const int s = col_of(lane.start[i]);
-          const int previous_first = col_of(std::max(lane.start[i - 1], range.t0));
-          const int own_last = col_of(std::min(lane.end[i], range.t1) - 1);
-          if (s >= 0 && s < columns && previous_first < s && own_last > s &&
-              d.coverage.count[s] <= 2) {
-            for (int r = 0; r < h; ++r) {
-              reinterpret_cast<QRgb*>(d.image.scanLine(y0 + r))[s] = separator_rgb[kind];
-            }
-            ++stats_.primitives;
-          }
-        }
-        if (d.show_labels && row.height >= label_min_height) {
-          const double x0 = std::max<double>(label_width, x_of(lane.start[i]));
-          const double x1 = std::min<double>(width(), x_of(lane.end[i]));
-          d.labels.push_back(
-              {QRectF(x0, row.y, x1 - x0, row.height), lane.microbatch[i], lane.kind_of[i]});
-        }
-      }
-
-      // 4. Ops differing from a compared timeline: wide ones outlined, sub-pixel ones marked by a
-      //    strip along the lane's top, merged per column so the count stays bounded.
-      if (static_cast<size_t>(row.lane) < d.highlighted.size() &&
-          !d.highlighted[row.lane].empty()) {
-        const std::vector<size_t>& list = d.highlighted[row.lane];
-        d.marked.assign(columns, 0);
-        bool any_marked = false;
-        for (auto it = std::lower_bound(list.begin(), list.end(), first);
-             it != list.end() && *it < last; ++it) {
-          const size_t i = *it;
-          ++stats_.highlighted;
-          if (lane.end[i] - lane.start[i] >= exact_min_ns) {
-            const double x0 = x_of(lane.start[i]);
-            const double x1 = x_of(lane.end[i]);
-            d.outlines.emplace_back(QRectF(x0, row.y, x1 - x0, row.height), true);
-          } else {
-            const int c0 = std::clamp(col_of(lane.start[i]), 0, columns - 1);
-            const int c1 = std::clamp(col_of(lane.end[i] - 1), c0, columns - 1);
-            std::fill(d.marked.begin() + c0, d.marked.begin() + c1 + 1, 1);
-            any_marked = true;
-          }
-        }
-        if (any_marked) {
-          const QRgb highlight_rgb = HighlightColor().rgb();
-          const int strip = std::max(2, h / 6);
-          for (int c = 0; c < columns; ++c) {
-            if (!d.marked[c]) continue;
-            if (c == 0 || !d.marked[c - 1]) ++stats_.primitives;
-            for (int r = 0; r < strip; ++r) {
-              reinterpret_cast<QRgb*>(d.image.scanLine(y0 + r))[c] = highlight_rgb;
-            }
-          }
-        }
-      }
-    }
+    d.RasterizeLanes(*index_, frame, dpr, QFontMetrics(small_font).height(), &stats_);
     d.image_stats = stats_;
   }
 
   painter.drawImage(QPointF(label_width, kRulerHeight), d.image);
-  painter.setClipRect(QRect(label_width, kRulerHeight, lanes_width, lanes_height));
-
-  // Labels: microbatch numbers, centred where the visible part of the block has room.
-  if (!d.labels.empty()) {
-    painter.setFont(small_font);
-    for (const Impl::Label& label : d.labels) {
-      auto it = d.label_text.find(label.microbatch);
-      if (it == d.label_text.end()) {
-        QStaticText text(QString::number(label.microbatch));
-        text.setTextFormat(Qt::PlainText);
-        text.prepare(QTransform(), small_font);
-        it = d.label_text.emplace(label.microbatch, text).first;
-      }
-      const QSizeF size = it->second.size();
-      if (size.width() + 4 > label.rect.width()) continue;
-      painter.setPen(IsDark(ColorOf(label.kind)) ? Qt::white : QColor(0x20, 0x20, 0x20));
-      painter.drawStaticText(QPointF(label.rect.center().x() - size.width() / 2,
-                                     label.rect.center().y() - size.height() / 2),
-                             it->second);
-      ++stats_.labels;
-      ++stats_.primitives;
-    }
-  }
-
-  if (!d.outlines.empty()) {
-    painter.setPen(QPen(HighlightColor(), 2));
-    painter.setBrush(Qt::NoBrush);
-    for (const auto& [r, exact] : d.outlines) {
-      painter.drawRect(r.adjusted(1, 1, -1, -1));
-      ++stats_.primitives;
-    }
-  }
-
-  // Why the bubbles are there: a line from the end of the op each op waited for to its start.
+  painter.setClipRect(QRect(label_width, kRulerHeight, frame.lanes_width(), frame.lanes_height()));
+  d.label_painter.Paint(painter, d.labels, small_font, &stats_);
+  PaintOutlines(painter, d.outlines, &stats_);
   if (d.show_wait_links && stats_.ops_in_view <= kMaxWaitLinkOps) {
-    painter.setRenderHint(QPainter::Antialiasing, true);
-    const QColor link_color(0x30, 0x30, 0x30, 190);
-    painter.setPen(QPen(link_color, 1.2));
-    for (const Impl::Row& row : d.rows) {
-      const TimelineLane& lane = index_->lane(row.lane);
-      if (lane.kind != LaneKind::kRank) continue;
-      const auto [first, last] = index_->Visible(row.lane, range.t0, range.t1);
-      for (size_t i = first; i < last; ++i) {
-        if (i > 0 && lane.start[i] <= lane.end[i - 1]) continue;  // no idle before it
-        const auto cause = index_->WaitedFor(row.lane, i);
-        if (!cause || static_cast<size_t>(cause->lane) >= d.row_of_lane.size()) continue;
-        const int cause_row = d.row_of_lane[cause->lane];
-        if (cause_row < 0) continue;
-        const Impl::Row& from_row = d.rows[cause_row];
-        const QPointF from(x_of(index_->lane(cause->lane).end[cause->index]),
-                           from_row.y + from_row.height / 2.0);
-        const QPointF to(x_of(lane.start[i]), row.y + row.height / 2.0);
-        painter.drawLine(from, to);
-        // Arrow head at the waiting op.
-        const QPointF dir = to - from;
-        const double len = std::hypot(dir.x(), dir.y());
-        if (len > 6) {
-          const QPointF u = dir / len;
-          const QPointF n(-u.y(), u.x());
-          QPainterPath head;
-          head.moveTo(to);
-          head.lineTo(to - u * 6 + n * 3);
-          head.lineTo(to - u * 6 - n * 3);
-          head.closeSubpath();
-          painter.fillPath(head, link_color);
-        }
-        ++stats_.wait_links;
-        stats_.primitives += 2;
-      }
-    }
-    painter.setRenderHint(QPainter::Antialiasing, false);
+    PaintWaitLinks(painter, *index_, d.rows, d.row_of_lane, frame, &stats_);
   }
-
-  // Selection: a translucent band over the lanes.
   const auto selection = state_->selection();
-  if (selection && selection->span() > 0) {
-    const double x0 = x_of(selection->t0);
-    const double x1 = x_of(selection->t1);
-    painter.fillRect(QRectF(x0, kRulerHeight, x1 - x0, lanes_height), QColor(40, 90, 200, 40));
-    painter.setPen(QPen(QColor(40, 90, 200, 200), 1));
-    painter.drawLine(QPointF(x0, kRulerHeight), QPointF(x0, height()));
-    painter.drawLine(QPointF(x1, kRulerHeight), QPointF(x1, height()));
-  }
-  const auto hover = state_->hoverTime();
-  if (hover && *hover >= range.t0 && *hover < range.t1) {
-    painter.setPen(QPen(QColor(0, 0, 0, 110), 1));
-    painter.drawLine(QPointF(x_of(*hover), kRulerHeight), QPointF(x_of(*hover), height()));
-  }
+  PaintSelectionBand(painter, selection, frame);
+  PaintHoverLine(painter, state_->hoverTime(), frame);
   painter.setClipping(false);
 
-  // Lane labels, with a faint rule between ranks.
-  painter.setFont(base_font);
-  for (const Impl::Row& row : d.rows) {
-    const TimelineLane& lane = index_->lane(row.lane);
-    if (lane.kind == LaneKind::kRank && row.y - kRankGroupGap > kRulerHeight) {
-      painter.setPen(QColor(0xDD, 0xDD, 0xE0));
-      const int y = row.y - kLaneGap - kRankGroupGap / 2;
-      painter.drawLine(0, y, label_width - 1, y);
-    }
-    painter.setPen(lane.kind == LaneKind::kRank ? QColor(0x20, 0x20, 0x20)
-                                                : QColor(0x60, 0x60, 0x66));
-    painter.setFont(lane.kind == LaneKind::kRank ? base_font : small_font);
-    painter.drawText(QRect(6, row.y, label_width - 10, row.height),
-                     Qt::AlignVCenter | Qt::AlignLeft, LaneText(lane));
-  }
-  painter.setPen(QColor(0xC8, 0xC8, 0xCC));
-  painter.drawLine(label_width - 1, kRulerHeight, label_width - 1, height());
-
-  // Ruler: ticks at a 1-2-5 step, in the unit of the times shown (so a deep zoom into a long
-  // trace reads "196.6295 ms", not "196629500 ns"), from the view's time origin.
-  painter.setFont(small_font);
-  const TimeNs origin = d.origin;
-  const TimeNs magnitude = std::max(std::abs(range.t0 - origin), std::abs(range.t1 - origin));
-  double unit = 1;
-  QString unit_name = QStringLiteral("ns");
-  if (magnitude >= 1'000'000'000) {
-    unit = 1e9;
-    unit_name = QStringLiteral("s");
-  } else if (magnitude >= kNsPerMs) {
-    unit = 1e6;
-    unit_name = QStringLiteral("ms");
-  } else if (magnitude >= 1000) {
-    unit = 1e3;
-    unit_name = QStringLiteral("us");
-  }
-  const auto tick_label = [&](TimeNs t, int decimals) {
-    return QStringLiteral("%1 %2")
-        .arg(static_cast<double>(t - origin) / unit, 0, 'f', decimals)
-        .arg(unit_name);
-  };
-  const auto decimals_for = [&](TimeNs tick_step) {
-    return std::clamp(
-        static_cast<int>(std::ceil(-std::log10(static_cast<double>(tick_step) / unit) - 1e-9)), 0,
-        9);
-  };
-  // The step depends on how wide labels are, and their width on the step's decimals.
-  TimeNs step = NiceStep(static_cast<double>(range.span()), lanes_width / 110.0);
-  for (int pass = 0; pass < 2; ++pass) {
-    const int label_px =
-        small_metrics.horizontalAdvance(tick_label(
-            std::abs(range.t0 - origin) > std::abs(range.t1 - origin) ? range.t0 : range.t1,
-            decimals_for(step))) +
-        16;
-    step =
-        NiceStep(static_cast<double>(range.span()), lanes_width / std::max(60.0, 1.0 * label_px));
-  }
-  const int decimals = decimals_for(step);
-  const int tick_top = kLegendRowHeight;
-  painter.setClipRect(QRect(label_width, 0, lanes_width, kRulerHeight));
-  const TimeNs relative = range.t0 - origin;
-  TimeNs tick = origin + (relative >= 0 ? (relative + step - 1) / step : relative / step) * step;
-  for (; tick <= range.t1; tick += step) {
-    const double x = std::floor(x_of(tick)) + 0.5;
-    painter.setPen(QColor(0x60, 0x60, 0x66));
-    painter.drawLine(QPointF(x, kRulerHeight - 8), QPointF(x, kRulerHeight - 1));
-    painter.drawText(QRectF(x + 3, tick_top, 400, kRulerHeight - tick_top - 6),
-                     Qt::AlignLeft | Qt::AlignVCenter, tick_label(tick, decimals));
-    // Half steps as short minor ticks.
-    const double xm = std::floor(x_of(tick + step / 2)) + 0.5;
-    painter.drawLine(QPointF(xm, kRulerHeight - 4), QPointF(xm, kRulerHeight - 1));
-  }
-  painter.setClipping(false);
-  painter.setPen(QColor(0xC8, 0xC8, 0xCC));
-  painter.drawLine(0, kRulerHeight - 1, width(), kRulerHeight - 1);
-
-  // Title in the corner.
-  if (!d.title.isEmpty()) {
-    QFont bold = base_font;
-    bold.setBold(true);
-    painter.setFont(bold);
-    painter.setPen(QColor(0x20, 0x20, 0x20));
-    painter.drawText(QRect(6, 0, label_width - 8, kRulerHeight), Qt::AlignVCenter | Qt::AlignLeft,
-                     QFontMetrics(bold).elidedText(d.title, Qt::ElideRight, label_width - 8));
-  }
-
-  // Legend, right-aligned in the ruler's top row: the kinds present, bubble, wait link.
-  painter.setFont(small_font);
-  struct Entry {
-    QString name;
-    QColor color;
-    bool line = false;
-  };
-  std::vector<Entry> legend;
-  for (int k = 0; k < kNumKinds; ++k) {
-    if (d.kinds_present[k]) {
-      legend.push_back({QString::fromLatin1(OpKindName(static_cast<OpKind>(k))),
-                        ColorOf(static_cast<OpKind>(k))});
-    }
-  }
-  legend.push_back({tr("bubble"), BubbleColor()});
-  if (d.show_wait_links) legend.push_back({tr("waited for"), QColor(0x30, 0x30, 0x30), true});
-  int x = width() - 6;
-  for (auto it = legend.rbegin(); it != legend.rend(); ++it) {
-    const int text_width = small_metrics.horizontalAdvance(it->name);
-    x -= text_width;
-    painter.setPen(QColor(0x30, 0x30, 0x30));
-    painter.drawText(QRect(x, 2, text_width + 2, kLegendRowHeight - 2), Qt::AlignVCenter, it->name);
-    x -= 14;
-    const QRect swatch(x, 5, 11, 10);
-    if (it->line) {
-      painter.drawLine(swatch.left(), swatch.center().y(), swatch.right(), swatch.center().y());
-    } else {
-      painter.fillRect(swatch, it->color);
-      painter.setPen(it->color.darker(140));
-      painter.drawRect(swatch.adjusted(0, 0, -1, -1));
-    }
-    x -= 10;
-  }
-  const int legend_left = x;
-
-  // The selection's summary, in the ruler's top row above the selection.
-  if (selection && selection->span() > 0) {
-    const double x0 = std::max<double>(label_width, x_of(selection->t0));
-    const double x1 = std::min<double>(width(), x_of(selection->t1));
-    painter.fillRect(QRectF(x0, 0, std::max(1.0, x1 - x0), kRulerHeight), QColor(40, 90, 200, 40));
-    const RangeSummary summary = index_->Summarize(selection->t0, selection->t1);
-    const QString text = QStringLiteral("%1  busy %2%")
-                             .arg(FormatTime(selection->span()))
-                             .arg(summary.busy_fraction * 100.0, 0, 'f', 1);
-    const int text_width = small_metrics.horizontalAdvance(text) + 8;
-    const double tx = std::clamp(x0, double(label_width),
-                                 std::max<double>(label_width, legend_left - text_width));
-    painter.fillRect(QRectF(tx, 1, text_width, kLegendRowHeight - 1), QColor(40, 90, 200, 220));
-    painter.setPen(Qt::white);
-    painter.drawText(QRectF(tx + 4, 1, text_width, kLegendRowHeight - 1), Qt::AlignVCenter, text);
-  }
+  PaintLaneLabels(painter, *index_, d.rows, base_font, small_font, frame);
+  PaintRuler(painter, d.origin, small_font, frame);
+  PaintTitle(painter, d.title, base_font, frame);
+  if (selection) PaintSelectionTag(painter, *index_, *selection, small_font, frame);
 }
 
 // ---- Input ----------------------------------------------------------------------------------

@@ -17,6 +17,8 @@
 #include <numeric>
 #include <utility>
 
+#include "zbkit/schemas/dependencies.h"
+
 namespace zb {
 namespace {
 
@@ -768,26 +770,15 @@ std::optional<WaitCause> TimelineIndex::WaitedFor(int lane_index, size_t index) 
   const OpKind kind = lane->kind_of[index];
   const int32_t stage = lane->stage_of[index];
   const int32_t microbatch = lane->microbatch[index];
+  // The rule the simulator times ops with (dependencies.h); a fused BW of the next stage delivers
+  // a B's gradient as well as a B does, so both are candidates.
+  const std::optional<Dependency> dependency =
+      WaitsFor(kind, stage, microbatch, DependencyRule{num_stages_, 0});
+  if (!dependency) return std::nullopt;
   std::pair<const OpRef*, const OpRef*> candidates[2] = {};
-  switch (kind) {
-    case OpKind::kF:
-      if (stage == 0) return std::nullopt;
-      candidates[0] = Find(OpKind::kF, stage - 1, microbatch);
-      break;
-    case OpKind::kB:
-    case OpKind::kBW:
-      if (stage == num_stages_ - 1) {
-        candidates[0] = Find(OpKind::kF, stage, microbatch);
-      } else {
-        candidates[0] = Find(OpKind::kB, stage + 1, microbatch);
-        candidates[1] = Find(OpKind::kBW, stage + 1, microbatch);
-      }
-      break;
-    case OpKind::kW:
-      candidates[0] = Find(OpKind::kB, stage, microbatch);
-      break;
-    case OpKind::kComm:
-      return std::nullopt;
+  candidates[0] = Find(dependency->kind, dependency->stage, dependency->microbatch);
+  if (dependency->or_fused_backward) {
+    candidates[1] = Find(OpKind::kBW, dependency->stage, dependency->microbatch);
   }
 
   const bool measured = kind_ == TimelineKind::kMeasured;

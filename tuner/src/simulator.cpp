@@ -2,7 +2,10 @@
 #include "zbkit/tuner/simulator.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
+
+#include "zbkit/schemas/dependencies.h"
 
 namespace zb::tuner {
 namespace {
@@ -55,28 +58,19 @@ Status Simulator::Run(Schedule& schedule, const SimulationOptions& options) {
   for (int r = p - 1; r >= 0; --r)
     ready_.push_back(r);
 
-  // The op each op waits for: -1 when it has none. `missing` is set when the dependency should
-  // exist but is not in the schedule (only possible for schedules that skipped validation).
+  // The slot of the op each op waits for (zbkit/schemas/dependencies.h), -1 when it has none.
+  // The rule names B(s+1, j) where a fused BW also delivers; its slot holds either.
+  DependencyRule rule;
+  rule.num_stages = num_stages;
+  if (options.paper_interleaved_quirk && schedule.chunks > 1 &&
+      schedule.placement == Placement::kLoop) {
+    rule.wrap_period = p;
+  }
   auto dependency_slot = [&](const Op& op, int stage) -> int64_t {
-    const int j = op.microbatch;
-    const bool quirk = options.paper_interleaved_quirk && schedule.chunks > 1 &&
-                       schedule.placement == Placement::kLoop && j % p != 0;
-    switch (op.kind) {
-      case OpKind::kF:
-        if (stage == 0) return -1;
-        if (quirk && stage % p == 0) return -1;
-        return static_cast<int64_t>(Slot(0, stage - 1, j, num_stages, m));
-      case OpKind::kB:
-      case OpKind::kBW:
-        if (stage == num_stages - 1) return static_cast<int64_t>(Slot(0, stage, j, num_stages, m));
-        if (quirk && (stage + 1) % p == 0) return -1;
-        return static_cast<int64_t>(Slot(1, stage + 1, j, num_stages, m));
-      case OpKind::kW:
-        return static_cast<int64_t>(Slot(1, stage, j, num_stages, m));
-      case OpKind::kComm:  // rejected by ValidateSchedule
-        return -1;
-    }
-    return -1;
+    const std::optional<Dependency> dep = WaitsFor(op.kind, stage, op.microbatch, rule);
+    if (!dep) return -1;  // also COMM, which ValidateSchedule rejects
+    return static_cast<int64_t>(
+        Slot(static_cast<int>(dep->kind), dep->stage, dep->microbatch, num_stages, m));
   };
 
   while (!ready_.empty()) {

@@ -3,10 +3,11 @@
 // ruler on top, lane labels on the left, one row per lane with F/B/W/BW/comm blocks, idle time
 // as background (tinted between a rank's first and last op), microbatch labels where they fit.
 //
-// Level of detail: each pixel column of a lane stacks the busy time of each op kind in proportion
-// (TimelineIndex::BinCoverage); a kind present in a column gets at least one pixel, so no op ever
-// vanishes, and the rest of the column stays background, so idle time is visible at every zoom.
-// Blocks wider than a few pixels are drawn exactly, outlined so neighbours never fuse.
+// Level of detail (LaneRasterizer, lane_rasterizer.h): each pixel column of a lane stacks the busy
+// time of each op kind in proportion (TimelineIndex::BinCoverage); a kind present in a column gets
+// at least one pixel, so no op ever vanishes, and the rest of the column stays background, so idle
+// time is visible at every zoom. Blocks wider than a few pixels are drawn exactly, separated so
+// neighbours never fuse. The key to the colours is LegendWidget (legend.h), beside the view.
 //
 // Interaction: wheel zooms at the cursor; left drag pans; shift+drag (or right drag) selects a
 // range and reports its summary; W/S zoom, A/D and arrows pan, Home or F fits all, Backspace
@@ -20,21 +21,11 @@
 #include <set>
 #include <utility>
 
+#include "zbkit/gui/lane_rasterizer.h"  // RenderStats
 #include "zbkit/gui/view_state.h"
 #include "zbkit/schemas/timeline_index.h"
 
 namespace zb::gui {
-
-// What the last paint drew, for level-of-detail tests (count primitives, not time).
-struct RenderStats {
-  int64_t ops_in_view = 0;     // ops intersecting the visible range, all lanes
-  int64_t exact_blocks = 0;    // ops drawn as individual rectangles
-  int64_t binned_columns = 0;  // lane columns drawn from binned busy fractions
-  int64_t primitives = 0;      // rectangles/lines issued to the painter (or pixels spans)
-  int64_t labels = 0;
-  int64_t wait_links = 0;   // "waited for" lines drawn
-  int64_t highlighted = 0;  // differing ops outlined or marked
-};
 
 // "12.345 ms", "3.250 us", "850 ns": the unit follows the magnitude.
 QString FormatTime(TimeNs t);

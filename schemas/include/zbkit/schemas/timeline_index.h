@@ -164,10 +164,11 @@ class TimelineIndex {
 
   // Why op `index` of rank lane `lane` started when it did, if it waited (see WaitCause). Only for
   // an op preceded by idle time on its rank (it starts after the previous op's end, or a first op
-  // starting after 0). Its dependency follows the simulator's rules: F(s,j) <- F(s-1,j);
-  // B/BW(s,j) <- B or BW(s+1,j), on the last stage <- F(s,j); W(s,j) <- B(s,j). Predicted
-  // timelines: the dependency must end exactly at op.start minus the hop latency (0 on the same
-  // rank). Measured timelines, whose clocks and latencies jitter: op.start must lie within
+  // starting after 0). Its dependency is the one the simulator times it by: WaitsFor in
+  // zbkit/schemas/dependencies.h (F(s,j) <- F(s-1,j); B/BW(s,j) <- B or BW(s+1,j), on the last
+  // stage <- F(s,j); W(s,j) <- B(s,j)). Predicted timelines: the dependency must end exactly at
+  // op.start minus the hop latency (0 on the same rank). Measured timelines, whose clocks and
+  // latencies jitter: op.start must lie within
   // [dep.end - tol, dep.end + hop + tol], tol = max(1 us, 1% of the op's duration); of several
   // candidates the closest wins. A kStage lane is accepted too (its op is looked up on the rank
   // lane); the cause is always on a rank lane. nullopt for comm lanes and ops that did not wait.
