@@ -95,7 +95,7 @@ QString BubbleRatesExplanation() {
 QString LowerBoundExplanation() {
   return QStringLiteral(
       "T/LB: the makespan over a lower bound on the makespan of any schedule of the same costs, "
-      "microbatches and placement under the same per-rank memory cap (schedules.md section 8). "
+      "microbatches and placement under the same per-rank memory cap (docs/bubbles.md section 4). "
       "1.000 means no schedule can be faster.");
 }
 

@@ -3,7 +3,7 @@
 // coverage of each lane (TimelineIndex::BinCoverage) and blitted with one drawImage; QPainter then
 // adds what is sparse by construction (separators, labels and outlines of blocks several pixels
 // wide, wait links, selection, ruler, legend). The cost is O(ops in view) inside BinCoverage plus
-// O(pixels), whatever the zoom, which is what keeps 1M ops within a frame (gui-and-style.md §3).
+// O(pixels), whatever the zoom, which is what keeps 1M ops within a frame (docs/zbview.md §1).
 #include "zbkit/gui/timeline_view.h"
 
 #include <QApplication>
