@@ -4,7 +4,7 @@
 // (timeline_overlays.h) then add what is sparse by construction: labels and outlines of blocks
 // several pixels wide, wait links, selection, hover line, lane labels, ruler and title. The cost
 // is O(ops in view) inside BinCoverage plus O(pixels), whatever the zoom, which is what keeps 1M
-// ops within a frame (gui-and-style.md §3). The image is kept while only hover or selection
+// ops within a frame (docs/zbview.md §1). The image is kept while only hover or selection
 // change.
 #include "zbkit/gui/timeline_view.h"
 

@@ -125,7 +125,7 @@ Expected<AnalysisSettings> ReadAnalysisSettings(const po::variables_map& values)
   const std::string layout = values["layout"].as<std::string>();
   auto placement = ParsePlacement(layout);
   if (!placement) return UsageError("--layout must be loop or v, got \"" + layout + "\"");
-  settings.attribution.layout = *placement;
+  settings.attribution.placement = *placement;
   settings.attribution.cross_thread = values.count("same-thread") == 0;
   settings.costs.skip_iters = values["skip-iters"].as<int>();
   if (settings.costs.skip_iters < 0) {
@@ -198,7 +198,7 @@ Status AnalyzeAndReport(const AnalysisInput& input, const AnalysisSettings& sett
                 {"ranks", report.ranks},
                 {"chunks", report.chunks},
                 {"num_stages", report.num_stages},
-                {"layout", PlacementName(report.layout)},
+                {"layout", PlacementName(report.placement)},
                 {"split", report.split},
                 {"iterations",
                  {{"seen", report.iterations_seen},

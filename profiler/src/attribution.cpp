@@ -193,8 +193,8 @@ bool IsNcclKernel(std::string_view name) {
   return false;
 }
 
-int StageOf(Placement layout, int ranks, int rank, int chunk) {
-  if (layout == Placement::kV) return chunk == 0 ? rank : 2 * ranks - 1 - rank;
+int StageOf(Placement placement, int ranks, int rank, int chunk) {
+  if (placement == Placement::kV) return chunk == 0 ? rank : 2 * ranks - 1 - rank;
   return chunk * ranks + rank;
 }
 
@@ -229,7 +229,7 @@ Expected<Attribution> Attribute(const std::vector<RawTrace>& traces, const RuleS
                                 const AttributionOptions& options) {
   if (options.pp < 0) return UsageError("--pp must be >= 1");
   Attribution result;
-  result.layout = options.layout;
+  result.placement = options.placement;
   std::vector<ProcessOps> processes;
   int64_t invalid_kernels = 0;
   int64_t unknown_pp_names = 0;
@@ -456,15 +456,15 @@ Expected<Attribution> Attribute(const std::vector<RawTrace>& traces, const RuleS
       if (match.stage >= 0) {
         op.stage = match.stage;
       } else if (match.chunk >= 0) {
-        if (options.layout == Placement::kV && match.chunk > 1) {
+        if (options.placement == Placement::kV && match.chunk > 1) {
           result.notes.push_back("chunk " + std::to_string(match.chunk) + " of '" + op.name +
-                                 "' does not exist in the V layout (2 chunks); skipped");
+                                 "' does not exist in the V placement (2 chunks); skipped");
           continue;
         }
-        op.stage = StageOf(options.layout, result.ranks, proc->rank, match.chunk);
+        op.stage = StageOf(options.placement, result.ranks, proc->rank, match.chunk);
         max_chunk = std::max(max_chunk, match.chunk);
       } else {
-        op.stage = StageOf(options.layout, result.ranks, proc->rank, 0);
+        op.stage = StageOf(options.placement, result.ranks, proc->rank, 0);
       }
       op.peer_stage = PeerStage(op.stage, op.direction);
       max_stage = std::max(max_stage, op.stage);
@@ -584,7 +584,7 @@ Expected<Attribution> Attribute(const std::vector<RawTrace>& traces, const RuleS
                            " backward ops had no matching forward; microbatch set to 0");
   }
 
-  result.chunks = options.layout == Placement::kV ? 2 : max_chunk + 1;
+  result.chunks = options.placement == Placement::kV ? 2 : max_chunk + 1;
   result.chunks = std::max(result.chunks, (max_stage + result.ranks) / result.ranks);
   result.num_stages = std::max(max_stage + 1, result.ranks * result.chunks);
 

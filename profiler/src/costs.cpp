@@ -52,7 +52,7 @@ Expected<CostReport> BuildCostReport(const Attribution& attribution, const CostO
   report.ranks = attribution.ranks;
   report.chunks = attribution.chunks;
   report.num_stages = attribution.num_stages;
-  report.layout = attribution.layout;
+  report.placement = attribution.placement;
   report.split = attribution.split;
   report.notes = attribution.notes;
 
@@ -146,7 +146,7 @@ Expected<CostReport> BuildCostReport(const Attribution& attribution, const CostO
     StageStats stats;
     stats.stage = s;
     stats.rank = s < report.ranks * report.chunks
-                     ? RankOfStage(report.layout, std::max(report.ranks, 1), s)
+                     ? RankOfStage(report.placement, std::max(report.ranks, 1), s)
                      : s % std::max(report.ranks, 1);
     for (OpKind kind : kComputeKinds)
       stats.Of(kind) = SpreadOf(samples[s][kind]);

@@ -11,6 +11,7 @@
 
 #include "zbkit/profiler/attribution.h"
 #include "zbkit/schemas/json_io.h"
+#include "zbkit/schemas/range_name.h"
 
 namespace zb::profiler {
 namespace {
@@ -57,46 +58,16 @@ RangeMatch Comm(CommDirection direction, const char* family) {
   return match;
 }
 
-// zbkit's runtime: zb:<F|B|W|BW>:s<stage>:mb<mb>, zb:<SEND_F|RECV_F|SEND_B|RECV_B>:s<stage>:mb<mb>,
-// zb:iter:<n>.
+// zbkit's runtime: the range-name contract of the model (zbkit/schemas/range_name.h,
+// docs/range-names.md), so that the names the runtime writes and the ones read here cannot drift.
 std::optional<RangeMatch> MatchZbkit(std::string_view name) {
-  size_t pos = 0;
-  if (!Consume(name, pos, "zb:")) return std::nullopt;
-  if (Consume(name, pos, "iter:")) {
-    if (!ParseDigits(name, pos) || pos != name.size()) return std::nullopt;
-    return Iteration("zbkit");
-  }
-  RangeMatch match;
-  struct Token {
-    const char* text;
-    OpKind kind;
-    CommDirection direction;
-  };
-  static constexpr Token kTokens[] = {
-      {"BW:", OpKind::kBW, CommDirection::kNone},
-      {"F:", OpKind::kF, CommDirection::kNone},
-      {"B:", OpKind::kB, CommDirection::kNone},
-      {"W:", OpKind::kW, CommDirection::kNone},
-      {"SEND_F:", OpKind::kComm, CommDirection::kSendForward},
-      {"RECV_F:", OpKind::kComm, CommDirection::kRecvForward},
-      {"SEND_B:", OpKind::kComm, CommDirection::kSendBackward},
-      {"RECV_B:", OpKind::kComm, CommDirection::kRecvBackward},
-  };
-  const Token* found = nullptr;
-  for (const Token& token : kTokens) {
-    if (Consume(name, pos, token.text)) {
-      found = &token;
-      break;
-    }
-  }
-  if (found == nullptr || !Consume(name, pos, "s")) return std::nullopt;
-  auto stage = ParseDigits(name, pos);
-  if (!stage || !Consume(name, pos, ":mb")) return std::nullopt;
-  auto mb = ParseDigits(name, pos);
-  if (!mb || pos != name.size()) return std::nullopt;
-  match = found->kind == OpKind::kComm ? Comm(found->direction, "zbkit") : Op(found->kind, "zbkit");
-  match.stage = *stage;
-  match.microbatch = *mb;
+  auto parsed = ParseRangeName(name);
+  if (!parsed) return std::nullopt;
+  if (parsed->role == RangeName::Role::kIteration) return Iteration("zbkit");
+  RangeMatch match = parsed->role == RangeName::Role::kComm ? Comm(parsed->direction, "zbkit")
+                                                            : Op(parsed->kind, "zbkit");
+  match.stage = parsed->stage;
+  match.microbatch = parsed->microbatch;
   return match;
 }
 

@@ -190,6 +190,8 @@ Expected<Schedule> ParseScheduleValue(const json& value) {
                                           "family", "costs", "ranks", "predicted"}));
   ZB_RETURN_IF_ERROR(CheckFormat(reader, kScheduleFormat));
   Schedule schedule;
+  // "stages" is the rank count p (the paper's word), not p*v model stages; version 1 keeps the
+  // name because "ranks" is the program array (docs/formats.md §2).
   ZB_ASSIGN_OR_RETURN(int64_t ranks, reader.Integer("stages", 1, kMaxCount));
   ZB_ASSIGN_OR_RETURN(int64_t microbatches, reader.Integer("microbatches", 1, kMaxCount));
   ZB_ASSIGN_OR_RETURN(int64_t chunks, reader.Integer("chunks", 1, 1024));

@@ -83,7 +83,7 @@ inline Timeline SyntheticTimeline(int ranks, int ops_per_rank, double idle_fract
   return timeline;
 }
 
-// QTest 6.4 has no wheel helper (gui-and-style.md §7).
+// QTest 6.4 has no wheel helper (docs/zbview.md §4).
 inline void SendWheel(QWidget* widget, QPoint pos, int delta_y,
                       Qt::KeyboardModifiers modifiers = Qt::NoModifier) {
   QWheelEvent event(QPointF(pos), QPointF(widget->mapToGlobal(pos)), QPoint(), QPoint(0, delta_y),
@@ -112,7 +112,7 @@ inline QString Describe(QRgb rgb) {
   return QStringLiteral("#%1").arg(rgb & 0xFFFFFF, 6, 16, QLatin1Char('0'));
 }
 
-// Pitfall 2 of gui-and-style.md §7: some offscreen builds have no fonts, and then no text.
+// Fonts (docs/zbview.md §4): some offscreen builds have no fonts, and then no text.
 inline bool FontsAvailable() {
   if (!QFontDatabase::families().isEmpty()) return true;
   std::fprintf(stderr,

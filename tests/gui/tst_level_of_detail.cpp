@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Level of detail (gui-and-style.md §4, §6): at every zoom, every op in view shows its kind's
+// Level of detail (docs/zbview.md §2): at every zoom, every op in view shows its kind's
 // colour in its own pixel columns (no block vanishes, Tracy #1253), idle time stays visible in
 // proportion when 1M ops are zoomed out, and the primitive count stays bounded. Counts pixels
 // and primitives, never time.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // TimelineView, headless: tooltips, wheel/drag/key navigation, zoom history, selection and its
 // summary, and screenshots checked for the exact kind colours at block centres and the bubble
-// tint in bubbles (gui-and-style.md §7). PNGs go to ZBKIT_TEST_OUTPUT_DIR.
+// tint in bubbles (docs/zbview.md §4). PNGs go to ZBKIT_TEST_OUTPUT_DIR.
 #include <QSignalSpy>
 #include <QtTest>
 
@@ -65,7 +65,7 @@ class TimelineViewTest : public QObject {
   Q_OBJECT
 
  private slots:
-  // Pitfall 2 (gui-and-style.md §7): without fonts the ruler, labels and legend are blank. The
+  // Fonts (docs/zbview.md §4): without fonts the ruler, labels and legend are blank. The
   // other checks sample block and bubble pixels only, so they still run.
   void fontDatabaseHasFamilies() {
     QVERIFY2(FontsAvailable(), "QFontDatabase::families() is empty: no text will render");

@@ -354,7 +354,7 @@ TEST(Attribution, ZbForkRanksChunksAndBOrBw) {
   EXPECT_EQ(FindOp(*loop, 1, OpKind::kB, 1, 1), nullptr);
 
   AttributionOptions v;
-  v.layout = Placement::kV;
+  v.placement = Placement::kV;
   auto vee = Attribute(traces, RuleSet(), v);
   ASSERT_TRUE(vee.ok());
   // V: rank 0 chunk 1 = stage 3, rank 1 chunk 1 = stage 2.

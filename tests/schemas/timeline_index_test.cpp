@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of TimelineIndex: lanes and their order, range queries and hit tests at their edges, the
 // exactness of the level-of-detail binning against a brute-force reference (including the
-// "no op vanishes at any zoom" invariant of gui-and-style.md §6), memory envelopes, range
+// "no op vanishes at any zoom" invariant of docs/zbview.md §2), memory envelopes, range
 // summaries, figures, wait causes and the compare matching.
 #include "zbkit/schemas/timeline_index.h"
 

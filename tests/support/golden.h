@@ -14,8 +14,9 @@
 
 namespace zb::testing {
 
-// tuner/data/paper_tables.json (the bundled copy of ../shared/reference/paper_tables.json),
-// parsed once; a missing or broken file fails the test that asked, not silently.
+// tuner/data/paper_tables.json (the paper's tables and the reference golden vectors,
+// docs/schedules.md §8), parsed once; a missing or broken file fails the test that asked, not
+// silently.
 inline const nlohmann::json& PaperTables() {
   static const nlohmann::json tables = [] {
     std::ifstream in(ZBKIT_PAPER_TABLES);
@@ -44,7 +45,7 @@ inline CostProfile UniformCosts(int stages, TimeNs f, TimeNs b, TimeNs w, TimeNs
   return costs;
 }
 
-// "F0 F1 B0 W0 ..." for one loop-placement rank, the notation of schedules.md §11.1.
+// "F0 F1 B0 W0 ..." for one loop-placement rank, the notation of docs/schedules.md §8.
 inline std::string LoopOrderString(const RankProgram& program) {
   std::ostringstream out;
   for (size_t i = 0; i < program.ops.size(); ++i) {

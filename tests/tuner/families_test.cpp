@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Closed-form bubbles and memory of every family on uniform costs (ZB paper Table 2,
-// schedules.md §3), and the requests each family must refuse.
+// docs/schedules.md §3), and the requests each family must refuse.
 #include "zbkit/tuner/families.h"
 
 #include <gtest/gtest.h>

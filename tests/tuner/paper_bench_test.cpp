@@ -26,8 +26,8 @@ TEST(PaperBenchTest, Table5MatchesThePublishedValuesTo4Decimals) {
 TEST(PaperBenchTest, EnforcingEveryInterleavedDependencyCostsMore) {
   auto rows = ComputePaperTable5();
   ASSERT_TRUE(rows.ok());
-  // schedules.md §3: enforcing the wrap-around edge for all microbatches gives 0.1090 instead of
-  // the published 0.1055 for 1.5B m24.
+  // docs/schedules.md §9: enforcing the wrap-around edge for all microbatches gives 0.1090 instead
+  // of the published 0.1055 for 1.5B m24.
   EXPECT_NEAR((*rows)[0].interleaved_strict, 0.1090, 5e-5);
   for (const PaperBenchRow& row : *rows)
     EXPECT_GE(row.interleaved_strict, row.computed[1]);

@@ -39,7 +39,7 @@ CostProfile RandomCosts(std::mt19937& rng, int p) {
 }
 
 // The op an op waits for and the delay of that edge, recomputed here from the definitions
-// (schedules.md §1) without the simulator's slot tables.
+// (docs/cost-model.md §3) without the simulator's slot tables.
 struct Dependency {
   int rank = -1;
   size_t index = 0;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The ZB automatic heuristic against the reference implementation's own outputs
-// (schedules.md §11.1, §11.2; paper_tables.json golden_vectors_repo_algorithms).
+// (docs/schedules.md §4, §8; paper_tables.json golden_vectors_repo_algorithms).
 #include <gtest/gtest.h>
 
 #include <cmath>

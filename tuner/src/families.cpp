@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The handcrafted families (ZB paper Table 2, schedules.md §3) and the family registry.
+// The handcrafted families (ZB paper Table 2, docs/schedules.md §3) and the family registry.
 #include "zbkit/tuner/families.h"
 
 #include <algorithm>
@@ -103,7 +103,7 @@ Expected<Schedule> ZbH1(const CostProfile& costs, int microbatches) {
 
 Expected<Schedule> ZbH2(const CostProfile& costs, int microbatches) {
   // Below 2p microbatches rank 0 cannot hold its 2p-1 forwards in flight and the schedule is
-  // not ZB-H2 any more (schedules.md §3).
+  // not ZB-H2 any more (docs/schedules.md §3).
   ZB_RETURN_IF_ERROR(CheckMicrobatches("zb-h2", microbatches, 2 * costs.num_stages()));
   return StaircaseSchedule(costs, microbatches, "zb-h2", 2, 2, /*fused=*/false);
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// V-Half and V-Min: the controllable-memory V schedules (schedules.md §6), ported from the ZB
+// V-Half and V-Min: the controllable-memory V schedules (docs/schedules.md §6), ported from the ZB
 // repo's scheduler/zbv_greedy.py and generalized to per-stage costs.
 //
 // Each rank's ops live on an integer "slot" grid. The steady state is a fixed six-slot repeating

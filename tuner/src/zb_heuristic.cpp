@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The ZB paper's automatic scheduling heuristic (ICLR 2024 §3.1; schedules.md §4), a port of the
-// reference repository's Graph.manual_order / initial_solution with per-stage costs and caps.
+// The ZB paper's automatic scheduling heuristic (ICLR 2024 §3.1; docs/schedules.md §4), a port of
+// the reference repository's Graph.manual_order / initial_solution with per-stage costs and caps.
 //
 // The heuristic builds every stage's order while timing it: ops are "put" in a round-robin over
 // stages, each as early as its stage and its cross-stage input allow. It chooses how many

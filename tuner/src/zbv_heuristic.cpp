@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// ZB-V: the zero-bubble heuristic on the V placement (schedules.md §5), ported from the ZB repo's
-// scheduler/zbv.py and generalized to per-stage costs and per-rank memory caps.
+// ZB-V: the zero-bubble heuristic on the V placement (docs/schedules.md §5), ported from the ZB
+// repo's scheduler/zbv.py and generalized to per-stage costs and per-rank memory caps.
 //
 // The heuristic sees six op streams per rank, named by the direction they travel:
 //   F0 forward of the first model half (rank 0 -> p-1)   = local chunk 0

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// TimelineView: one widget that paints every lane of a timeline (gui-and-style.md §5): a time
+// TimelineView: one widget that paints every lane of a timeline (docs/zbview.md §1): a time
 // ruler on top, lane labels on the left, one row per lane with F/B/W/BW/comm blocks, idle time
 // as background (tinted between a rank's first and last op), microbatch labels where they fit.
 //

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "zbkit/profiler/trace.h"
+#include "zbkit/schemas/range_name.h"
 #include "zbkit/schemas/status.h"
 #include "zbkit/schemas/types.h"
 
@@ -48,14 +49,9 @@ enum class RangeRole : uint8_t {
   kIgnore,     // recognized and deliberately dropped (a user rule with kind IGNORE)
 };
 
-// Direction of a communication range, as seen by the stage that runs it.
-enum class CommDirection : uint8_t {
-  kNone,
-  kSendForward,
-  kRecvForward,
-  kSendBackward,
-  kRecvBackward
-};
+// Direction of a communication range, as seen by the stage that runs it: the model's type, shared
+// with the range-name contract.
+using CommDirection = zb::CommDirection;
 
 struct RangeMatch {
   RangeRole role = RangeRole::kNone;
@@ -109,9 +105,9 @@ class RuleSet {
 RangeMatch MatchBuiltIn(std::string_view name, std::string_view domain);
 
 struct AttributionOptions {
-  int pp = 0;                           // pipeline ranks P; 0: inferred from the traces
-  Placement layout = Placement::kLoop;  // how local chunks map to stages
-  bool cross_thread = true;             // see step 3 above
+  int pp = 0;                              // pipeline ranks P; 0: inferred from the traces
+  Placement placement = Placement::kLoop;  // how local chunks map to stages
+  bool cross_thread = true;                // see step 3 above
 };
 
 // A pipeline op as measured.
@@ -144,7 +140,7 @@ struct Attribution {
   int ranks = 0;                // P
   int chunks = 1;               // stages per rank
   int num_stages = 0;
-  Placement layout = Placement::kLoop;
+  Placement placement = Placement::kLoop;
   bool split = false;       // some rank ran W ops
   bool has_memory = false;  // some process recorded allocations
   int64_t kernels_total = 0;
@@ -176,7 +172,7 @@ bool IsNcclKernel(std::string_view name);
 
 // Stage of local chunk `chunk` on pipeline rank `rank` of a P-rank job: loop c*P + r; v: r for
 // c = 0, 2P-1-r for c = 1.
-int StageOf(Placement layout, int ranks, int rank, int chunk);
+int StageOf(Placement placement, int ranks, int rank, int chunk);
 
 }  // namespace zb::profiler
 

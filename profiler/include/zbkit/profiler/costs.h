@@ -68,7 +68,7 @@ struct CostReport {
   int ranks = 0;
   int chunks = 1;
   int num_stages = 0;
-  Placement layout = Placement::kLoop;
+  Placement placement = Placement::kLoop;
   bool split = false;  // the job runs W separately from B
   // Per model stage (ranks * chunks entries).
   std::vector<StageStats> stages;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // TimelineIndex: the read-only, query-friendly form of a Timeline that viewers draw from.
 //
-// Qt-free on purpose (gui-and-style.md §5): the GUI, the CLI and tests all ask the same questions
+// Qt-free on purpose (docs/zbview.md §3): the GUI, the CLI and tests all ask the same questions
 // of the same code, so a figure on screen and a figure printed by `zb` cannot disagree.
 //
 // Lanes. One lane per rank holding every compute op of the rank (F, B, W, BW), sorted by start;
@@ -12,7 +12,7 @@
 // Level of detail. BinCoverage() reports, for each of N equal pixel columns, the exact busy time
 // of each op kind inside the column and how many ops touch it. A renderer stacks the kinds in
 // proportion to busy time and leaves the rest as background, so idle time stays visible at every
-// zoom, and an op never vanishes: every op touching a column is counted in it (gui-and-style §4).
+// zoom, and an op never vanishes: every op touching a column is counted in it (docs/zbview.md §2).
 // Cost: O(log n + ops in range + columns) per lane.
 #ifndef ZBKIT_MODEL_TIMELINE_INDEX_H_
 #define ZBKIT_MODEL_TIMELINE_INDEX_H_

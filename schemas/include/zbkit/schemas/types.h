@@ -56,7 +56,7 @@ struct StageCost {
     }
     return 0;
   }
-  // Activation memory change when an op of this kind completes (ARCHITECTURE.md: F +M_B,
+  // Activation memory change when an op of this kind completes (docs/cost-model.md §4: F +M_B,
   // B -(M_B - M_W), W -M_W, BW -M_B; the four sum to zero per microbatch).
   double MemoryDelta(OpKind kind) const {
     switch (kind) {

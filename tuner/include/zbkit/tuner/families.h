@@ -5,7 +5,7 @@
 //   1f1b-i   interleaved 1F1B with v chunks per rank (fused BW), loop placement, m % p == 0
 //   zb-h1    handcrafted zero-bubble, 1F1B's memory
 //   zb-h2    handcrafted zero-bubble, about twice 1F1B's memory, m >= 2p - 1
-//   zb-auto  the ZB paper's automatic heuristic (schedules.md §4) over its 8-setting knob grid,
+//   zb-auto  the ZB paper's automatic heuristic (docs/schedules.md §4) over its 8 knob settings,
 //            under a per-rank memory cap
 //   zb-v     the ZB-V heuristic, V placement (v_schedules.h)
 //   v-half   V-Half, half of 1F1B's activation memory, V placement
@@ -59,7 +59,7 @@ Expected<Schedule> ZbH1(const CostProfile& costs, int microbatches);
 Expected<Schedule> ZbH2(const CostProfile& costs, int microbatches);
 Expected<Schedule> Interleaved1F1B(const CostProfile& chunk_costs, int ranks, int microbatches);
 
-// The ZB automatic heuristic (schedules.md §4) on p stages with per-stage caps
+// The ZB automatic heuristic (docs/schedules.md §4) on p stages with per-stage caps
 // (`stage_caps` empty = the reference default of 3m * M_B per stage).
 struct ZbKnobs {
   bool allow_bubble_before_first_b = false;

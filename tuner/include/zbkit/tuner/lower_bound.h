@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Lower bounds on the makespan and span of any schedule of a given instance (schedules.md §8),
+// Lower bounds on the makespan and span of any schedule of a given instance (docs/bubbles.md §4),
 // used to report T/LB: how far a schedule can at most still be improved.
 //
 // With s a stage (model chunk), a_s = M_B, b_s = M_B - M_W, cap M_d per rank d, c the hop latency

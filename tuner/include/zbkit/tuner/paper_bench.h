@@ -3,7 +3,7 @@
 // ZB-2p on the twelve (model, p, m) settings) recomputed from its Table 6 profiled costs with
 // zbkit's own generators and simulator, beside the published values.
 //
-// Conventions follow the authors' script (schedules.md §2, §3, §12): costs in integer us, the
+// Conventions follow the authors' script (docs/schedules.md §9): costs in integer us, the
 // analytic memory M_B = 34h + 5as (s = 1024), M_W = 32h; ZB-1p/2p caps p*M_B and 2p*M_B; 1F1B,
 // ZB-H1 and 1F1B-I use the makespan from t = 0, ZB-H2 and ZB-1p/2p the span from each stage's
 // first F. 1F1B-I is reported twice: with the authors' wrap-around quirk (which the published

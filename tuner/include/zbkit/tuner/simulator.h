@@ -3,7 +3,7 @@
 // computes when every op starts and ends (each op as early as its rank and its dependencies
 // allow), the peak activation memory of every rank, and the summary figures.
 //
-// Dependencies (schedules.md §1):  F(s,j) <- F(s-1,j);  B(s,j) <- B(s+1,j);  B(last,j) <-
+// Dependencies (docs/cost-model.md §3):  F(s,j) <- F(s-1,j);  B(s,j) <- B(s+1,j);  B(last,j) <-
 // F(last,j); W(s,j) <- B(s,j); a BW op stands for both B and W. An edge between two ranks adds the
 // comm latency; an edge within a rank (the V turn, B after F on the last stage) does not. Ops on a
 // rank run one at a time in the given order. An order that can never finish is a deadlock, reported

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Exporters to torch.distributed.pipelining's schedule CSV (profiling-and-trainers.md §B2):
+// Exporters to torch.distributed.pipelining's schedule CSV (docs/formats.md §4):
 // no header, row i = rank i, one action per cell as <stage><TOKEN><mb> with the global stage id.
 // The meaning of "B" changed in PyTorch 2.6, so the dialect is explicit:
 //   modern (>= 2.6): F forward, I input grad, W weight grad, B full backward

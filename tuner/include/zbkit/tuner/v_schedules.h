@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Schedules on the V placement (p ranks, 2p stages; rank r holds stages r and 2p-1-r):
-//  - ZB-V: the zero-bubble V heuristic of the ZB paper, §6 (schedules.md §5), with its grid over
-//    the (fill_b, fill_f) knobs, under a per-rank activation-memory cap;
-//  - V-Half and V-Min: the controllable-memory greedy schedules (schedules.md §6).
-// Both reproduce the reference implementation's golden vectors (schedules.md §11.3, §11.4) and
+//  - ZB-V: the zero-bubble V heuristic of the ZB paper, §6 (docs/schedules.md §5), with its
+//    grid over the (fill_b, fill_f) knobs, under a per-rank activation-memory cap;
+//  - V-Half and V-Min: the controllable-memory greedy schedules (docs/schedules.md §6).
+// Both reproduce the reference implementation's golden vectors (docs/schedules.md §8) and
 // accept heterogeneous per-stage costs.
 #ifndef ZBKIT_TUNER_V_SCHEDULES_H_
 #define ZBKIT_TUNER_V_SCHEDULES_H_

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+// The range-name contract: how zbkit names the NVTX (or any profiler) ranges that mark pipeline
+// ops, so that what the runtime writes is what the profiler reads. docs/range-names.md documents
+// it together with the other conventions the profiler recognises.
+//
+//   zb:<F|B|W|BW>:s<stage>:mb<microbatch>                    a compute op, e.g. "zb:F:s3:mb7"
+//   zb:<SEND_F|RECV_F|SEND_B|RECV_B>:s<stage>:mb<microbatch>  a stage-to-stage transfer
+//   zb:iter:<n>                                               one training iteration
+//
+// <stage> is the global stage (model chunk) id, not the rank, so a name stays meaningful under
+// any placement; all numbers are decimal, at most INT32_MAX. The writer never emits leading zeros;
+// the parser accepts them (the profiler always has). Qt-, CUDA- and NVTX-free on purpose: the
+// runtime, the profiler and tests share it.
+#ifndef ZBKIT_MODEL_RANGE_NAME_H_
+#define ZBKIT_MODEL_RANGE_NAME_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "zbkit/schemas/types.h"
+
+namespace zb {
+
+// Direction of a transfer, as seen by the stage whose range it is.
+enum class CommDirection : uint8_t {
+  kNone,
+  kSendForward,   // activations to stage + 1
+  kRecvForward,   // activations from stage - 1
+  kSendBackward,  // input gradients to stage - 1
+  kRecvBackward   // input gradients from stage + 1
+};
+
+// One parsed zbkit range name.
+struct RangeName {
+  enum class Role : uint8_t { kOp, kComm, kIteration };
+  Role role = Role::kOp;
+  OpKind kind = OpKind::kF;                        // F, B, W or BW for kOp; kComm for kComm
+  CommDirection direction = CommDirection::kNone;  // kComm only
+  int32_t stage = -1;                              // kOp and kComm
+  int32_t microbatch = -1;                         // kOp and kComm
+  int32_t iteration = -1;                          // kIteration only
+
+  bool operator==(const RangeName& other) const = default;
+};
+
+// "zb:F:s3:mb7". Empty when `kind` is not F, B, W or BW or a number is negative: a range named ""
+// is never recognised, so a caller's bug shows up as a missing op, not as a wrong one.
+std::string FormatRangeName(OpKind kind, int32_t stage, int32_t microbatch);
+// "zb:SEND_F:s3:mb7". Empty for CommDirection::kNone or a negative number.
+std::string FormatCommRangeName(CommDirection direction, int32_t stage, int32_t microbatch);
+// "zb:iter:12". Empty for a negative number.
+std::string FormatIterationRangeName(int32_t iteration);
+
+// The whole name must match one of the three forms above; anything else (another convention, a
+// missing or extra field, a number over INT32_MAX) is nullopt.
+std::optional<RangeName> ParseRangeName(std::string_view name);
+
+}  // namespace zb
+
+#endif  // ZBKIT_MODEL_RANGE_NAME_H_
