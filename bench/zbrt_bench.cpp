@@ -19,7 +19,7 @@ namespace {
 std::string WriteSchedule(const std::string& dir) {
   zb::CostProfile costs;
   costs.stages.assign(8, zb::StageCost{1'000'000, 1'000'000, 1'000'000, 1, 0.5});
-  auto schedule = zb::ZbH1(costs, 64);
+  auto schedule = zb::tuner::ZbH1(costs, 64);
   if (!schedule.ok()) return "";
   const std::string path = dir + "/zb-h1.json";
   if (!zb::WriteFileAtomically(path, zb::ScheduleToJson(*schedule)).ok()) return "";
@@ -57,9 +57,9 @@ void BM_MarkPair(benchmark::State& state) {
     ok &= zbrt_iteration_end(recorder) == ZBRT_OK;
   }
   if (!ok) state.SkipWithError(zbrt_last_error());
-  state.counters["s_per_op"] = benchmark::Counter(
-      static_cast<double>(ops), benchmark::Counter::kIsIterationInvariantRate |
-                                    benchmark::Counter::kInvert);
+  state.counters["s_per_op"] =
+      benchmark::Counter(static_cast<double>(ops), benchmark::Counter::kIsIterationInvariantRate |
+                                                       benchmark::Counter::kInvert);
   state.SetItemsProcessed(state.iterations() * ops);
   zbrt_recorder_close(recorder);  // writes the shard, outside the timed loop
   zbrt_schedule_close(schedule);

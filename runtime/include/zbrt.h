@@ -54,10 +54,10 @@ typedef enum zbrt_status {
 } zbrt_status;
 
 typedef enum zbrt_op_kind {
-  ZBRT_OP_F = 0,  /* forward */
-  ZBRT_OP_B = 1,  /* gradient w.r.t. the stage input */
-  ZBRT_OP_W = 2,  /* gradient w.r.t. the weights */
-  ZBRT_OP_BW = 3  /* B and W fused */
+  ZBRT_OP_F = 0, /* forward */
+  ZBRT_OP_B = 1, /* gradient w.r.t. the stage input */
+  ZBRT_OP_W = 2, /* gradient w.r.t. the weights */
+  ZBRT_OP_BW = 3 /* B and W fused */
 } zbrt_op_kind;
 
 typedef enum zbrt_placement {
@@ -117,10 +117,9 @@ ZBRT_API zbrt_status zbrt_schedule_makespan_ns(const zbrt_schedule* schedule, in
 
 /* Global stage ids of `rank` by local chunk: writes min(capacity, chunks) of them to `stages`
  * (may be null when capacity is 0) and the rank's chunk count to *count. */
-ZBRT_API zbrt_status zbrt_rank_stages(const zbrt_schedule* schedule, int32_t rank,
-                                      int32_t* stages, int32_t capacity, int32_t* count);
-ZBRT_API zbrt_status zbrt_rank_op_count(const zbrt_schedule* schedule, int32_t rank,
-                                        int64_t* out);
+ZBRT_API zbrt_status zbrt_rank_stages(const zbrt_schedule* schedule, int32_t rank, int32_t* stages,
+                                      int32_t capacity, int32_t* count);
+ZBRT_API zbrt_status zbrt_rank_op_count(const zbrt_schedule* schedule, int32_t rank, int64_t* out);
 /* Op `index` (execution order) of `rank`. */
 ZBRT_API zbrt_status zbrt_rank_op(const zbrt_schedule* schedule, int32_t rank, int64_t index,
                                   zbrt_op* out);
@@ -152,8 +151,8 @@ ZBRT_API zbrt_status zbrt_recorder_close(zbrt_recorder* recorder);
  * job), with its measured timeline (every recorded op, t = 0 at the first op; memory samples), in
  * the store at `store_path`. `shards` is a directory (every *.zbshard in it) or shard files
  * separated by ':'. `command` is recorded with the run (may be null). */
-ZBRT_API zbrt_status zbrt_merge_run(const char* store_path, int64_t schedule_id,
-                                    const char* shards, const char* command, int64_t* run_id);
+ZBRT_API zbrt_status zbrt_merge_run(const char* store_path, int64_t schedule_id, const char* shards,
+                                    const char* command, int64_t* run_id);
 
 #ifdef __cplusplus
 }

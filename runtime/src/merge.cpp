@@ -16,7 +16,7 @@
 namespace {
 
 bool IsDirectory(const std::string& path) {
-  struct stat info{};
+  struct stat info {};
   return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
 }
 
@@ -101,7 +101,7 @@ zb::Status AddShard(const std::string& path, const zb::Schedule& schedule,
 zb::Expected<int64_t> Merge(const std::string& store_path, int64_t schedule_id,
                             const std::string& shards, const std::string& command) {
   // Open() would create a missing store; a replay merges into the store its schedule came from.
-  struct stat info{};
+  struct stat info {};
   if (stat(store_path.c_str(), &info) != 0) {
     return zb::NotFound(store_path + ": no such store");
   }
@@ -166,8 +166,7 @@ zbrt_status zbrt_merge_run(const char* store_path, int64_t schedule_id, const ch
                                {shards, "shards"},
                                {run_id, "run_id"}}) {
       if (value == nullptr) {
-        return zbrt::Fail(ZBRT_ERROR_INVALID_ARGUMENT, std::string(kFn) + ": " + name +
-                                                           " is null");
+        return zbrt::Fail(ZBRT_ERROR_INVALID_ARGUMENT, std::string(kFn) + ": " + name + " is null");
       }
     }
     zb::Expected<int64_t> merged =

@@ -106,8 +106,8 @@ zbrt_status NullRecorder(const char* function) {
 
 zbrt_status BadOp(const char* function, const zbrt_recorder& recorder, int64_t op_index) {
   return zbrt::Fail(ZBRT_ERROR_OUT_OF_RANGE,
-                    std::string(function) + ": op index " + std::to_string(op_index) +
-                        " of rank " + std::to_string(recorder.rank) + " is out of range (" +
+                    std::string(function) + ": op index " + std::to_string(op_index) + " of rank " +
+                        std::to_string(recorder.rank) + " is out of range (" +
                         std::to_string(recorder.num_ops()) + " ops)");
 }
 
@@ -121,8 +121,8 @@ zb::Status WriteShard(const zbrt_recorder& recorder) {
   char name[48];
   for (const Iteration& iteration : recorder.iterations) {
     std::snprintf(name, sizeof(name), "zb:iter:%lld", static_cast<long long>(iteration.number));
-    writer.Add(zb::profiler::TraceRange{name, "", iteration.thread, iteration.begin,
-                                        iteration.end, 0});
+    writer.Add(
+        zb::profiler::TraceRange{name, "", iteration.thread, iteration.begin, iteration.end, 0});
   }
   for (const std::vector<Mark>* part : {&recorder.spilled, &recorder.marks}) {
     for (const Mark& mark : *part) {
@@ -145,8 +145,8 @@ zb::Status WriteShard(const zbrt_recorder& recorder) {
 
 extern "C" {
 
-zbrt_status zbrt_recorder_open(const zbrt_schedule* schedule, int32_t rank,
-                               const char* shard_path, zbrt_recorder** out) {
+zbrt_status zbrt_recorder_open(const zbrt_schedule* schedule, int32_t rank, const char* shard_path,
+                               zbrt_recorder** out) {
   constexpr const char* kFn = "zbrt_recorder_open";
   return zbrt::Guard(kFn, [&]() -> zbrt_status {
     if (out == nullptr) {
@@ -217,8 +217,7 @@ zbrt_status zbrt_op_end(zbrt_recorder* recorder, int64_t op_index) {
   if (open < 0) {
     return zbrt::Fail(ZBRT_ERROR_STATE, std::string(kFn) + ": op " + std::to_string(op_index) +
                                             " (" + recorder->names[op_index] + ") of rank " +
-                                            std::to_string(recorder->rank) +
-                                            " was not begun");
+                                            std::to_string(recorder->rank) + " was not begun");
   }
 #if ZBRT_HAVE_NVTX
   nvtxRangePop();
@@ -233,21 +232,19 @@ zbrt_status zbrt_iteration_begin(zbrt_recorder* recorder, int64_t iteration) {
   constexpr const char* kFn = "zbrt_iteration_begin";
   if (recorder == nullptr) return NullRecorder(kFn);
   if (iteration < 0) {
-    return zbrt::Fail(ZBRT_ERROR_INVALID_ARGUMENT,
-                      std::string(kFn) + ": iteration must be >= 0, got " +
-                          std::to_string(iteration));
+    return zbrt::Fail(
+        ZBRT_ERROR_INVALID_ARGUMENT,
+        std::string(kFn) + ": iteration must be >= 0, got " + std::to_string(iteration));
   }
   if (recorder->in_iteration) {
     return zbrt::Fail(ZBRT_ERROR_STATE, std::string(kFn) + ": iteration " +
-                                            std::to_string(recorder->current.number) +
-                                            " of rank " + std::to_string(recorder->rank) +
-                                            " has not ended");
+                                            std::to_string(recorder->current.number) + " of rank " +
+                                            std::to_string(recorder->rank) + " has not ended");
   }
   if (recorder->open_count > 0) {
-    return zbrt::Fail(ZBRT_ERROR_STATE, std::string(kFn) + ": rank " +
-                                            std::to_string(recorder->rank) + " has " +
-                                            std::to_string(recorder->open_count) +
-                                            " ops begun and not ended");
+    return zbrt::Fail(ZBRT_ERROR_STATE,
+                      std::string(kFn) + ": rank " + std::to_string(recorder->rank) + " has " +
+                          std::to_string(recorder->open_count) + " ops begun and not ended");
   }
   // Reserve the iteration's slot now so that iteration_end cannot fail for memory.
   try {
@@ -271,15 +268,14 @@ zbrt_status zbrt_iteration_end(zbrt_recorder* recorder) {
   constexpr const char* kFn = "zbrt_iteration_end";
   if (recorder == nullptr) return NullRecorder(kFn);
   if (!recorder->in_iteration) {
-    return zbrt::Fail(ZBRT_ERROR_STATE, std::string(kFn) + ": rank " +
-                                            std::to_string(recorder->rank) +
-                                            " has no iteration begun");
+    return zbrt::Fail(
+        ZBRT_ERROR_STATE,
+        std::string(kFn) + ": rank " + std::to_string(recorder->rank) + " has no iteration begun");
   }
   if (recorder->open_count > 0) {
-    return zbrt::Fail(ZBRT_ERROR_STATE, std::string(kFn) + ": rank " +
-                                            std::to_string(recorder->rank) + " has " +
-                                            std::to_string(recorder->open_count) +
-                                            " ops begun and not ended");
+    return zbrt::Fail(ZBRT_ERROR_STATE,
+                      std::string(kFn) + ": rank " + std::to_string(recorder->rank) + " has " +
+                          std::to_string(recorder->open_count) + " ops begun and not ended");
   }
 #if ZBRT_HAVE_NVTX
   nvtxRangePop();
@@ -324,11 +320,11 @@ zbrt_status zbrt_recorder_close(zbrt_recorder* recorder) {
     const zb::Status written = WriteShard(*owned);
     if (!written.ok()) return zbrt::Fail(kFn, written);
     if (owned->open_count > 0) {
-      return zbrt::Fail(ZBRT_ERROR_STATE,
-                        std::string(kFn) + ": rank " + std::to_string(owned->rank) + ": " +
-                            std::to_string(owned->open_count) +
-                            " ops were begun and not ended; the shard " + owned->shard_path +
-                            " has the others");
+      return zbrt::Fail(ZBRT_ERROR_STATE, std::string(kFn) + ": rank " +
+                                              std::to_string(owned->rank) + ": " +
+                                              std::to_string(owned->open_count) +
+                                              " ops were begun and not ended; the shard " +
+                                              owned->shard_path + " has the others");
     }
     return ZBRT_OK;
   });

@@ -247,8 +247,7 @@ zbrt_status zbrt_rank_op_count(const zbrt_schedule* schedule, int32_t rank, int6
   return ZBRT_OK;
 }
 
-zbrt_status zbrt_rank_op(const zbrt_schedule* schedule, int32_t rank, int64_t index,
-                         zbrt_op* out) {
+zbrt_status zbrt_rank_op(const zbrt_schedule* schedule, int32_t rank, int64_t index, zbrt_op* out) {
   constexpr const char* kFn = "zbrt_rank_op";
   return Guard(kFn, [&]() -> zbrt_status {
     if (!zbrt::CheckRank(kFn, schedule, rank)) {
@@ -258,10 +257,9 @@ zbrt_status zbrt_rank_op(const zbrt_schedule* schedule, int32_t rank, int64_t in
     const zb::RankProgram& program = schedule->schedule.programs[rank];
     const int64_t n = static_cast<int64_t>(program.ops.size());
     if (index < 0 || index >= n) {
-      return Fail(ZBRT_ERROR_OUT_OF_RANGE, std::string(kFn) + ": op index " +
-                                               std::to_string(index) + " of rank " +
-                                               std::to_string(rank) + " is out of range (" +
-                                               std::to_string(n) + " ops)");
+      return Fail(ZBRT_ERROR_OUT_OF_RANGE,
+                  std::string(kFn) + ": op index " + std::to_string(index) + " of rank " +
+                      std::to_string(rank) + " is out of range (" + std::to_string(n) + " ops)");
     }
     const zb::Op& op = program.ops[index];
     out->kind = static_cast<int32_t>(op.kind);

@@ -79,9 +79,9 @@ class Zbrt : public ::testing::Test {
     const std::string costs = PaperCosts("1.5B-p8-m24.json");
     for (const char* family : {"zb-h1", "zb-v"}) {
       const std::string out = suite_dir_ + "/" + family + ".json";
-      Result tune = RunZb(suite_dir_, "tune --costs '" + costs + "' -m 24 --mem-limit 2x --family " +
-                                          family + " --store '" + store() + "' --job replay" +
-                                          " --out '" + out + "'");
+      Result tune =
+          RunZb(suite_dir_, "tune --costs '" + costs + "' -m 24 --mem-limit 2x --family " + family +
+                                " --store '" + store() + "' --job replay" + " --out '" + out + "'");
       ASSERT_EQ(tune.code, 0) << tune.err;
     }
     auto store = zb::Store::Open(Zbrt::store(), zb::Store::Mode::kReadOnly);
@@ -174,8 +174,8 @@ void ExpectMatches(const zbrt_schedule* handle, const zb::Schedule& expected) {
   EXPECT_EQ(ranks, expected.ranks);
   EXPECT_EQ(microbatches, expected.microbatches);
   EXPECT_EQ(chunks, expected.chunks);
-  EXPECT_EQ(placement, expected.placement == zb::Placement::kV ? ZBRT_PLACEMENT_V
-                                                               : ZBRT_PLACEMENT_LOOP);
+  EXPECT_EQ(placement,
+            expected.placement == zb::Placement::kV ? ZBRT_PLACEMENT_V : ZBRT_PLACEMENT_LOOP);
   const char* family = nullptr;
   ASSERT_EQ(zbrt_schedule_family(handle, &family), ZBRT_OK);
   EXPECT_EQ(std::string(family), expected.family);
@@ -282,15 +282,14 @@ TEST_F(Zbrt, BadInputsGiveCodesAndMessages) {
   EXPECT_NE(std::string(zbrt_last_error()).find("zbrt_schedule_open_file: "), std::string::npos);
 
   std::ofstream(Path("bad.json")) << R"({"format": "zb-schedule/1", "stages": "four"})";
-  ExpectError(zbrt_schedule_open_file(Path("bad.json").c_str(), &handle),
-              ZBRT_ERROR_INVALID_INPUT, "bad.json");
+  ExpectError(zbrt_schedule_open_file(Path("bad.json").c_str(), &handle), ZBRT_ERROR_INVALID_INPUT,
+              "bad.json");
   ExpectError(zbrt_schedule_open_file(nullptr, &handle), ZBRT_ERROR_INVALID_ARGUMENT,
               "path is null");
 
-  ExpectError(zbrt_schedule_open_store(store().c_str(), 999, &handle), ZBRT_ERROR_NOT_FOUND,
-              "999");
-  ExpectError(zbrt_schedule_open_store(Path("none.db").c_str(), 1, &handle),
-              ZBRT_ERROR_NOT_FOUND, "none.db");
+  ExpectError(zbrt_schedule_open_store(store().c_str(), 999, &handle), ZBRT_ERROR_NOT_FOUND, "999");
+  ExpectError(zbrt_schedule_open_store(Path("none.db").c_str(), 1, &handle), ZBRT_ERROR_NOT_FOUND,
+              "none.db");
   EXPECT_FALSE(fs::exists(Path("none.db")));  // read-only: nothing created
 
   zbrt_schedule* schedule = OpenStore(h1_id_);
@@ -301,8 +300,7 @@ TEST_F(Zbrt, BadInputsGiveCodesAndMessages) {
   ExpectError(zbrt_rank_op_count(schedule, -1, &count), ZBRT_ERROR_OUT_OF_RANGE, "rank -1");
   ExpectError(zbrt_rank_op_count(nullptr, 0, &count), ZBRT_ERROR_INVALID_ARGUMENT,
               "schedule handle is null");
-  ExpectError(zbrt_rank_op_count(schedule, 0, nullptr), ZBRT_ERROR_INVALID_ARGUMENT,
-              "out is null");
+  ExpectError(zbrt_rank_op_count(schedule, 0, nullptr), ZBRT_ERROR_INVALID_ARGUMENT, "out is null");
   zbrt_op op{};
   ASSERT_EQ(zbrt_rank_op_count(schedule, 2, &count), ZBRT_OK);
   ExpectError(zbrt_rank_op(schedule, 2, count, &op), ZBRT_ERROR_OUT_OF_RANGE,
@@ -338,9 +336,8 @@ TEST_F(Zbrt, BadInputsGiveCodesAndMessages) {
   EXPECT_EQ(zbrt_recorder_close(nullptr), ZBRT_OK);
 
   // A shard path whose directory does not exist fails at close, with the path.
-  ASSERT_EQ(
-      zbrt_recorder_open(schedule, 0, Path("no/such/dir/rank0.zbshard").c_str(), &recorder),
-      ZBRT_OK);
+  ASSERT_EQ(zbrt_recorder_open(schedule, 0, Path("no/such/dir/rank0.zbshard").c_str(), &recorder),
+            ZBRT_OK);
   const zbrt_status closed = zbrt_recorder_close(recorder);
   EXPECT_NE(closed, ZBRT_OK);
   EXPECT_NE(std::string(zbrt_last_error()).find("no/such/dir"), std::string::npos)
@@ -348,8 +345,7 @@ TEST_F(Zbrt, BadInputsGiveCodesAndMessages) {
 
   // Merge: every rank needed, a known schedule, an existing store.
   int64_t run = 0;
-  ExpectError(zbrt_merge_run(StoreCopy().c_str(), h1_id_, Path("rank1.zbshard").c_str(), "x",
-                             &run),
+  ExpectError(zbrt_merge_run(StoreCopy().c_str(), h1_id_, Path("rank1.zbshard").c_str(), "x", &run),
               ZBRT_ERROR_NOT_FOUND, "no shard for rank 0 of 8");
   ExpectError(zbrt_merge_run(Path("copy.db").c_str(), 999, dir_.c_str(), "x", &run),
               ZBRT_ERROR_NOT_FOUND, "999");
@@ -461,8 +457,8 @@ TEST_F(Zbrt, RecordedReplayMergesIntoOneRunOfTheSchedule) {
       for (const zb::Op& op : program.ops) {
         const OpKey key{rank, program.stages[op.chunk], static_cast<int32_t>(op.kind),
                         op.microbatch};
-        EXPECT_EQ(seen[key], kIterations) << "rank " << rank << " " << zb::OpKindName(op.kind)
-                                          << " mb " << op.microbatch;
+        EXPECT_EQ(seen[key], kIterations)
+            << "rank " << rank << " " << zb::OpKindName(op.kind) << " mb " << op.microbatch;
       }
     }
     // Ops by rank, then start; ranks recorded one after another never go back in time.
@@ -523,8 +519,8 @@ TEST_F(Zbrt, ZbImportDerivesCostsFromReplayShards) {
   Replay(schedule, shards, 2, spin);
   zbrt_schedule_close(schedule);
 
-  Result import = RunZb(dir_, "import '" + shards + "' --format shards --json --out '" +
-                                  Path("costs.json") + "'");
+  Result import = RunZb(
+      dir_, "import '" + shards + "' --format shards --json --out '" + Path("costs.json") + "'");
   ASSERT_EQ(import.code, 0) << import.err;
   EXPECT_EQ(nlohmann::json::parse(import.out)["iterations"]["seen"], 2);
   const nlohmann::json costs = nlohmann::json::parse(ReadFile(Path("costs.json")));
