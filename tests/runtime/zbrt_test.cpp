@@ -537,4 +537,66 @@ TEST_F(Zbrt, ZbImportDerivesCostsFromReplayShards) {
   EXPECT_EQ(stages, 8);
 }
 
+// ---- Under the profiler: libzbrt's NVTX ranges reach the injection library ------------------
+
+// The job `zb profile` runs: this binary replaying rank RANK of ZBKIT_ZBRT_JOB_SCHEDULE for two
+// iterations (disabled so ctest never lists it; the test below runs it with
+// --gtest_also_run_disabled_tests).
+TEST(ZbrtReplayJob, DISABLED_Run) {
+  const char* path = std::getenv("ZBKIT_ZBRT_JOB_SCHEDULE");
+  const char* rank_text = std::getenv("RANK");
+  if (path == nullptr || rank_text == nullptr) GTEST_SKIP() << "only as zb profile's job";
+  zbrt_schedule* schedule = nullptr;
+  ASSERT_EQ(zbrt_schedule_open_file(path, &schedule), ZBRT_OK) << zbrt_last_error();
+  const std::string shard = fs::path(path).parent_path() / "own.zbshard";
+  zbrt_recorder* recorder = nullptr;
+  const int32_t rank = std::atoi(rank_text);
+  ASSERT_EQ(zbrt_recorder_open(schedule, rank, shard.c_str(), &recorder), ZBRT_OK)
+      << zbrt_last_error();
+  int64_t count = 0;
+  ASSERT_EQ(zbrt_rank_op_count(schedule, rank, &count), ZBRT_OK);
+  for (int iteration = 0; iteration < 2; ++iteration) {
+    ASSERT_EQ(zbrt_iteration_begin(recorder, iteration), ZBRT_OK);
+    for (int64_t i = 0; i < count; ++i) {
+      ASSERT_EQ(zbrt_op_begin(recorder, i), ZBRT_OK);
+      Spin(10'000);
+      ASSERT_EQ(zbrt_op_end(recorder, i), ZBRT_OK);
+    }
+    ASSERT_EQ(zbrt_iteration_end(recorder), ZBRT_OK);
+  }
+  ASSERT_EQ(zbrt_recorder_close(recorder), ZBRT_OK) << zbrt_last_error();
+  zbrt_schedule_close(schedule);
+}
+
+TEST_F(Zbrt, NvtxRangesAreAttributedUnderZbProfile) {
+#ifndef ZBKIT_ZBRT_HAS_NVTX
+  GTEST_SKIP() << "not a CUDA build: libzbrt has no NVTX ranges";
+#else
+  const std::string self = fs::read_symlink("/proc/self/exe").string();
+  const std::string schedule = Path("zb-h1.json");
+  fs::copy_file(h1_file(), schedule);
+  // The job's environment goes through env(1): zb profile passes it on to the job.
+  Result run = RunZb(dir_, "profile --json --shard-dir '" + Path("inject2") + "' -- env RANK=2" +
+                               " ZBKIT_ZBRT_JOB_SCHEDULE='" + schedule + "' '" + self +
+                               "' --gtest_also_run_disabled_tests" +
+                               " --gtest_filter=ZbrtReplayJob.DISABLED_Run");
+  ASSERT_EQ(run.code, 0) << run.err << run.out;
+  const size_t json_start = run.out.find("{\n");
+  ASSERT_NE(json_start, std::string::npos) << run.out;
+  const nlohmann::json report = nlohmann::json::parse(run.out.substr(json_start));
+  zbrt_schedule* handle = nullptr;
+  ASSERT_EQ(zbrt_schedule_open_file(schedule.c_str(), &handle), ZBRT_OK);
+  int64_t count = 0;
+  ASSERT_EQ(zbrt_rank_op_count(handle, 2, &count), ZBRT_OK);
+  zbrt_schedule_close(handle);
+  // Every mark of both iterations, named by the contract, seen by the injection library.
+  EXPECT_EQ(report["ops_by_family"]["zbkit"], 2 * count) << report.dump();
+  EXPECT_EQ(report["iterations"]["seen"], 2);
+  // And libzbrt's own shard of the same run says the same.
+  auto own = zb::profiler::ReadShard(Path("own.zbshard"));
+  ASSERT_TRUE(own.ok()) << own.status().message();
+  EXPECT_EQ(static_cast<int64_t>(own->ranges.size()), 2 * count + 2);  // + 2 iteration ranges
+#endif
+}
+
 }  // namespace
