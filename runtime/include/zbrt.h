@@ -12,9 +12,9 @@
  *
  * Conventions (runtime/README.md has the details):
  *  - Plain C: opaque handles, fixed-width integers, no C++ types. Every function except
- *    zbrt_abi_version(), zbrt_last_error() and zbrt_status_name() returns a zbrt_status; on
- *    failure zbrt_last_error() gives a one-line message, per thread, until that thread's next
- *    failing call. Nothing throws, aborts or prints.
+ *    zbrt_abi_version(), zbrt_last_error(), zbrt_status_name() and zbrt_now_ns() returns a
+ *    zbrt_status; on failure zbrt_last_error() gives a one-line message, per thread, until that
+ *    thread's next failing call. Nothing throws, aborts or prints.
  *  - Versioning: ZBRT_ABI_VERSION is the SOVERSION of libzbrt.so. Adding functions or enum values
  *    keeps it; changing or removing anything (a signature, a struct layout, a meaning) bumps it.
  *    Check zbrt_abi_version() == ZBRT_ABI_VERSION after loading the library.
@@ -148,8 +148,8 @@ ZBRT_API zbrt_status zbrt_recorder_close(zbrt_recorder* recorder);
 /* ---- Merging ---------------------------------------------------------------------------------*/
 
 /* Reads every rank's shard and stores one run of kind "replay" of schedule `schedule_id` (its
- * job), with its measured timeline (every recorded op, t = 0 at the first op; memory samples), in
- * the store at `store_path`. `shards` is a directory (every *.zbshard in it) or shard files
+ * job), with its measured timeline (every recorded op, t = 0 at the first record; memory samples),
+ * in the store at `store_path`. `shards` is a directory (every *.zbshard in it) or shard files
  * separated by ':'. `command` is recorded with the run (may be null). */
 ZBRT_API zbrt_status zbrt_merge_run(const char* store_path, int64_t schedule_id, const char* shards,
                                     const char* command, int64_t* run_id);
