@@ -425,9 +425,24 @@ TEST_F(Zbrt, RecordedReplayMergesIntoOneRunOfTheSchedule) {
     EXPECT_EQ(run->command, "python train.py");
     ASSERT_TRUE(run->schedule_id.has_value());
     EXPECT_EQ(*run->schedule_id, id);
-    // The run's job is the schedule's: the job that holds the store's zb-tune profile.
-    auto profiles = store->ListCostProfiles();
-    ASSERT_TRUE(profiles.ok());
+    // The run's job is the schedule's (`zb tune --job replay` on cluster "local").
+    {
+      auto writable = zb::Store::Open(db);
+      ASSERT_TRUE(writable.ok());
+      auto infos = writable->ListSchedules();
+      ASSERT_TRUE(infos.ok());
+      const zb::ScheduleInfo* owner = nullptr;
+      for (const zb::ScheduleInfo& s : *infos) {
+        if (s.id == id) owner = &s;
+      }
+      ASSERT_NE(owner, nullptr);
+      EXPECT_EQ(owner->job, "replay");
+      auto cluster = writable->EnsureCluster({owner->cluster, "", "", "", ""});
+      ASSERT_TRUE(cluster.ok());
+      auto job = writable->EnsureJob(*cluster, owner->job);
+      ASSERT_TRUE(job.ok());
+      EXPECT_EQ(run->job_id, *job);
+    }
     auto timelines = store->ListTimelines();
     ASSERT_TRUE(timelines.ok());
     const zb::TimelineInfo* info = nullptr;
