@@ -1,0 +1,172 @@
+# SPDX-License-Identifier: Apache-2.0
+"""ctypes declarations of libzbrt's C ABI (runtime/include/zbrt.h) and the loading of the library.
+
+Private: `zbkit.runtime` is the public face. Everything here mirrors zbrt.h exactly; a change
+there that bumps ZBRT_ABI_VERSION must be mirrored here with ABI_VERSION.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from pathlib import Path
+from typing import Optional
+
+ABI_VERSION = 1  # ZBRT_ABI_VERSION this binding speaks
+
+# zbrt_status
+OK = 0
+STATUS_NAMES = {
+    0: "ZBRT_OK",
+    1: "ZBRT_ERROR_INVALID_ARGUMENT",
+    2: "ZBRT_ERROR_OUT_OF_RANGE",
+    3: "ZBRT_ERROR_STATE",
+    4: "ZBRT_ERROR_NOT_FOUND",
+    5: "ZBRT_ERROR_INVALID_INPUT",
+    6: "ZBRT_ERROR_IO",
+    7: "ZBRT_ERROR_STORE",
+    8: "ZBRT_ERROR_INTERNAL",
+}
+
+# zbrt_op_kind and zbrt_placement, by value
+OP_KIND_NAMES = ("F", "B", "W", "BW")
+PLACEMENT_NAMES = ("loop", "v")
+
+LIBRARY_ENV = "ZBKIT_ZBRT_LIBRARY"
+
+
+class ZbrtError(RuntimeError):
+    """A libzbrt call failed (or the library could not be loaded). `code` is the zbrt_status
+    (None for loading problems), `status` its name."""
+
+    def __init__(self, message: str, code: Optional[int] = None):
+        super().__init__(message)
+        self.code = code
+        self.status = STATUS_NAMES.get(code, "ZBRT_ERROR_UNKNOWN") if code is not None else None
+
+
+class zbrt_op(ctypes.Structure):
+    _fields_ = [
+        ("kind", ctypes.c_int32),
+        ("stage", ctypes.c_int32),
+        ("microbatch", ctypes.c_int32),
+        ("chunk", ctypes.c_int32),
+        ("start_ns", ctypes.c_int64),
+        ("end_ns", ctypes.c_int64),
+    ]
+
+
+_c_int = ctypes.c_int  # zbrt_status is a C enum: int
+_ptr = ctypes.c_void_p  # opaque handles
+_i32p = ctypes.POINTER(ctypes.c_int32)
+_i64p = ctypes.POINTER(ctypes.c_int64)
+
+# name: (restype, argtypes)
+_SIGNATURES = {
+    "zbrt_abi_version": (ctypes.c_int32, []),
+    "zbrt_last_error": (ctypes.c_char_p, []),
+    "zbrt_status_name": (ctypes.c_char_p, [ctypes.c_int32]),
+    "zbrt_now_ns": (ctypes.c_int64, []),
+    "zbrt_schedule_open_file": (_c_int, [ctypes.c_char_p, ctypes.POINTER(_ptr)]),
+    "zbrt_schedule_open_store": (
+        _c_int,
+        [ctypes.c_char_p, ctypes.c_int64, ctypes.POINTER(_ptr)],
+    ),
+    "zbrt_schedule_close": (_c_int, [_ptr]),
+    "zbrt_schedule_ranks": (_c_int, [_ptr, _i32p]),
+    "zbrt_schedule_microbatches": (_c_int, [_ptr, _i32p]),
+    "zbrt_schedule_chunks": (_c_int, [_ptr, _i32p]),
+    "zbrt_schedule_placement": (_c_int, [_ptr, _i32p]),
+    "zbrt_schedule_family": (_c_int, [_ptr, ctypes.POINTER(ctypes.c_char_p)]),
+    "zbrt_schedule_id": (_c_int, [_ptr, _i64p]),
+    "zbrt_schedule_makespan_ns": (_c_int, [_ptr, _i64p, _i32p]),
+    "zbrt_rank_stages": (_c_int, [_ptr, ctypes.c_int32, _i32p, ctypes.c_int32, _i32p]),
+    "zbrt_rank_op_count": (_c_int, [_ptr, ctypes.c_int32, _i64p]),
+    "zbrt_rank_op": (
+        _c_int,
+        [_ptr, ctypes.c_int32, ctypes.c_int64, ctypes.POINTER(zbrt_op)],
+    ),
+    "zbrt_recorder_open": (
+        _c_int,
+        [_ptr, ctypes.c_int32, ctypes.c_char_p, ctypes.POINTER(_ptr)],
+    ),
+    "zbrt_op_begin": (_c_int, [_ptr, ctypes.c_int64]),
+    "zbrt_op_end": (_c_int, [_ptr, ctypes.c_int64]),
+    "zbrt_iteration_begin": (_c_int, [_ptr, ctypes.c_int64]),
+    "zbrt_iteration_end": (_c_int, [_ptr]),
+    "zbrt_record_memory": (_c_int, [_ptr, ctypes.c_int64]),
+    "zbrt_recorder_close": (_c_int, [_ptr]),
+    "zbrt_merge_run": (
+        _c_int,
+        [ctypes.c_char_p, ctypes.c_int64, ctypes.c_char_p, ctypes.c_char_p, _i64p],
+    ),
+}
+
+
+def default_library_path() -> Path:
+    """<repo>/build/runtime/libzbrt.so, from this file's place in adapters/pytorch/zbkit/."""
+    return Path(__file__).resolve().parents[3] / "build" / "runtime" / "libzbrt.so"
+
+
+def library_path() -> Path:
+    configured = os.environ.get(LIBRARY_ENV)
+    return Path(configured) if configured else default_library_path()
+
+
+_lock = threading.Lock()
+_lib: Optional[ctypes.CDLL] = None
+
+
+def lib() -> ctypes.CDLL:
+    """The loaded library, declared and version-checked; loaded on first use."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is None:
+            _lib = _load()
+    return _lib
+
+
+def _load() -> ctypes.CDLL:
+    path = library_path()
+    configured = os.environ.get(LIBRARY_ENV)
+    if not path.is_file():
+        where = f"{LIBRARY_ENV}={configured}" if configured else f"{LIBRARY_ENV} is not set"
+        raise ZbrtError(
+            f"libzbrt not found at {path} ({where}; the default is {default_library_path()}): "
+            "build zbkit (scripts/build.sh) or point ZBKIT_ZBRT_LIBRARY at libzbrt.so"
+        )
+    try:
+        handle = ctypes.CDLL(str(path))
+    except OSError as error:
+        raise ZbrtError(f"cannot load libzbrt from {path}: {error}") from None
+    for name, (restype, argtypes) in _SIGNATURES.items():
+        try:
+            function = getattr(handle, name)
+        except AttributeError:
+            raise ZbrtError(f"{path}: libzbrt has no symbol {name}") from None
+        function.restype = restype
+        function.argtypes = argtypes
+    version = handle.zbrt_abi_version()
+    if version != ABI_VERSION:
+        raise ZbrtError(
+            f"{path}: libzbrt ABI version {version}, this binding speaks {ABI_VERSION}"
+        )
+    return handle
+
+
+def last_error() -> str:
+    message = lib().zbrt_last_error()
+    return message.decode("utf-8", "replace") if message else ""
+
+
+def check(code: int) -> None:
+    """Raises ZbrtError with the library's message unless `code` is ZBRT_OK."""
+    if code != OK:
+        raise ZbrtError(last_error() or STATUS_NAMES.get(code, f"zbrt status {code}"), code)
+
+
+def fspath(path) -> bytes:
+    return os.fsencode(os.fspath(path))
