@@ -60,7 +60,7 @@ def reference(num_stages: int, microbatches: int) -> Tuple[float, Dict[str, torc
     loss = loss_fn(h, y)
     loss.backward()
     grads = {f"{s}.{n}": p.grad.clone() for s, st in enumerate(stages) for n, p in st.named_parameters()}
-    return float(loss), grads
+    return float(loss.detach()), grads
 
 
 def _build(schedule: Any, rank: int, **kw: Any) -> Any:
