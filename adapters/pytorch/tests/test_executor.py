@@ -160,6 +160,7 @@ def test_dead_peer_gives_clear_error_within_timeout(
     assert survivor["error"] is not None
     assert survivor["seconds"] < timeout_s + 2.0, survivor
     msg = survivor["error"]
+    print(f"survivor after {survivor['seconds']:.2f} s: {msg}")
     assert "rank 0 op " in msg and "peer rank 1" in msg, msg
     assert time.monotonic() - t0 < 60
 
@@ -171,6 +172,7 @@ def test_mismatched_peer_gives_clear_error_on_both_ranks(
     res = run_ranks("failure", job, tmp_path, timeout=60)
     for r in range(2):
         msg = res[r]["error"]
+        print(f"rank {r} after {res[r]['seconds']:.2f} s: {msg}")
         assert msg is not None, f"rank {r} ran a step against a peer with another schedule"
         assert f"rank {r} op " in msg and f"peer rank {1 - r}" in msg, msg
         assert res[r]["seconds"] < 5.0 + 2.0

@@ -24,11 +24,14 @@ nodes W never runs are emptied, so their memory is really freed between B and W;
 (M_B: everything the forward saved, parameters excluded).
 
 Limits: a parameter (or a tensor computed from parameters only) used at two places of one stage
-can make W re-evaluate part of the activation chain between the two uses; `duplicate_risk` says
-so. A custom ``torch.autograd.Function`` is one opaque node: it is mixed if it takes both an
-activation and a parameter, and then its backward runs twice, once per pass, each time computing
-all its outputs (autograd does not tell it which ones are wanted beyond ``ctx.needs_input_grad``,
-which is fixed at forward time). Use the fused BW op for such stages.
+would make W walk the activation chain between the two uses and count a gradient twice; such a
+stage is detected (`split_clean` is False) and runs its whole backward in B, W then only
+accumulating what B kept: correct, but without the split. A custom ``torch.autograd.Function`` is one opaque node that computes all
+its input gradients whenever it runs; one that takes both an activation and a parameter also
+makes the stage fall back (one that takes only activations splits fine). Built-in operators whose
+backward computes every output regardless of which are needed would do part of W's work in B;
+the FLOP test in tests/test_bw_split.py checks the layers it uses (Linear, LayerNorm, GELU,
+TransformerEncoderLayer).
 """
 
 from __future__ import annotations
@@ -131,7 +134,10 @@ class BackwardSplit:
         self._captured: Dict[Node, List[Optional[torch.Tensor]]] = {}
         self._root_grads: List[Optional[torch.Tensor]] = []
         self._state = "new"
-        self.duplicate_risk = False
+        #: False when this stage's graph cannot be split cleanly; then B runs the fused
+        #: backward and W only accumulates the weight gradients B kept (see the module doc)
+        self.split_clean = True
+        self._deferred: List[Tuple[torch.Tensor, torch.Tensor]] = []
         self.stats = SplitStats()
 
     # ---- forward ---------------------------------------------------------------------------
@@ -214,14 +220,22 @@ class BackwardSplit:
             for n in order
             if reach_act[n] and any(c in weight_only for c, _ in _children(n))
         ]
-        # A parameter-derived node reached through two edges can make W walk an activation chain
-        # twice (see the module doc); flag it.
-        parents: Dict[Node, int] = {}
+        # W runs each mixed node from its captured gradient with that node's weight-side children
+        # as targets. If such a child is also reachable another way (one parameter, or one
+        # parameter-derived tensor, used at two places), the engine would also walk the other
+        # path and count its gradient twice. Such a stage falls back to a fused backward in B.
+        parents: Dict[Node, Set[Node]] = {}
         for n in order:
             for c, _ in _children(n):
-                if c in weight_only:
-                    parents[c] = parents.get(c, 0) + 1
-        self.duplicate_risk = any(v > 1 for v in parents.values())
+                parents.setdefault(c, set()).add(n)
+        self.split_clean = not any(
+            len(parents[c]) > 1 for n in mixed for c, _ in _children(n) if c in weight_only
+        )
+        # A custom autograd.Function computes all its input gradients whenever it runs (its
+        # needs_input_grad is fixed in the forward), so as a mixed node it would run, and compute
+        # its weight gradient, in both passes.
+        if any(isinstance(n, torch.autograd.function.BackwardCFunction) for n in mixed):
+            self.split_clean = False
 
         self._weight_only = weight_only
         self._mixed = mixed
@@ -289,6 +303,8 @@ class BackwardSplit:
         if self._state != "sealed":
             raise RuntimeError(f"zbkit bw_split: backward_input() in state {self._state}")
         dys = self._grad_outputs(grad_outputs)
+        if not self.split_clean:
+            return self._fused_in_b(dys, want_input_grads)
         self._root_grads = list(dys)
         targets: List[Any] = []
         wanted = [i for i, x in enumerate(self._inputs) if want_input_grads[i] and x.requires_grad]
@@ -320,10 +336,31 @@ class BackwardSplit:
         self._state = "b_done"
         return result
 
+    def _fused_in_b(
+        self, dys: List[torch.Tensor], want_input_grads: Sequence[bool]
+    ) -> List[Optional[torch.Tensor]]:
+        wanted = [i for i, x in enumerate(self._inputs) if want_input_grads[i] and x.requires_grad]
+        targets = [self._inputs[i] for i in wanted] + list(self._params)
+        result: List[Optional[torch.Tensor]] = [None] * len(self._inputs)
+        grads = torch.autograd.grad(self._outputs, targets, dys, allow_unused=True)
+        for j, i in enumerate(wanted):
+            result[i] = grads[j]
+        self._deferred = [(p, g) for p, g in zip(self._params, grads[len(wanted) :]) if g is not None]
+        self._release()
+        self.stats.retained_bytes = 0
+        self._state = "b_done"
+        return result
+
     def backward_weight(self) -> None:
         """W: weight gradients of this (stage, microbatch), accumulated into ``.grad``."""
         if self._state != "b_done":
             raise RuntimeError(f"zbkit bw_split: backward_weight() in state {self._state}")
+        if not self.split_clean:
+            for p, g in self._deferred:
+                accumulate_grad(p, g)
+            self._deferred = []
+            self._state = "done"
+            return
         pending: Dict[Tuple[Node, int], torch.Tensor] = {}
 
         def add_pending(node: Node, nr: int, g: Optional[torch.Tensor]) -> None:
