@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -140,6 +141,45 @@ def validate_schedule(schedule: Schedule, world_size: Optional[int] = None) -> N
                     )
     if 4 * n * m >= 2**31:
         raise _fail(f"{where}: {n} stages x {m} microbatches overflow the message tags")
+    _check_progress(schedule, where)
+
+
+def _check_progress(schedule: Schedule, where: str) -> None:
+    """Replays the op lists against their data dependencies; a cycle would hang, so say where.
+
+    F of stage s needs F of s-1 (same microbatch); B/BW of s needs B/BW of s+1; the rest is
+    local order, already checked."""
+    n = schedule.num_stages
+    done = set()
+    pos = [0] * schedule.ranks
+    progressed = True
+    while progressed:
+        progressed = False
+        for r, ops in enumerate(schedule.ops):
+            while pos[r] < len(ops):
+                op = ops[pos[r]]
+                need = _dependency(op, n)
+                if need is not None and need not in done:
+                    break
+                done.add(("B" if op.kind == "BW" else op.kind, op.stage, op.microbatch))
+                pos[r] += 1
+                progressed = True
+    for r, ops in enumerate(schedule.ops):
+        if pos[r] < len(ops):
+            op = ops[pos[r]]
+            kind, stage, mb = _dependency(op, n)  # type: ignore[misc]
+            raise _fail(
+                f"{where}: rank {r} op {pos[r]} ({_op_text(op)}) waits for {kind} of stage {stage} "
+                f"mb {mb}, which cannot run before it (the ranks would deadlock)"
+            )
+
+
+def _dependency(op: Op, n: int) -> Optional[Tuple[str, int, int]]:
+    if op.kind == "F" and op.stage > 0:
+        return ("F", op.stage - 1, op.microbatch)
+    if op.kind in ("B", "BW") and op.stage < n - 1:
+        return ("B", op.stage + 1, op.microbatch)
+    return None
 
 
 def _fingerprint(schedule: Schedule) -> int:
@@ -550,5 +590,9 @@ class PipelineExecutor:
 
 
 def _one_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[0] if text else ''}"
+    """The first line of an exception, without a backend's source location and boilerplate."""
+    lines = str(e).strip().splitlines()
+    text = lines[0] if lines else type(e).__name__
+    text = re.sub(r"^\[[^\]]*\.(?:cc|cpp|h):\d+\]\s*", "", text)
+    text = text.split(". This is typically caused", 1)[0]
+    return text
