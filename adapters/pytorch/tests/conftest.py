@@ -41,7 +41,11 @@ def schedule_from_json(doc: Dict[str, Any]) -> Schedule:
         stages=tuple(tuple(int(s) for s in r["stages"]) for r in ranks),
         ops=tuple(
             tuple(
-                Op(kind=o["type"], stage=int(r["stages"][o.get("chunk", 0)]), microbatch=int(o["mb"]))
+                Op(
+                    kind=o["type"],
+                    stage=int(r["stages"][o.get("chunk", 0)]),
+                    microbatch=int(o["mb"]),
+                )
                 for o in r["ops"]
             )
             for r in ranks

@@ -59,7 +59,9 @@ def reference(num_stages: int, microbatches: int) -> Tuple[float, Dict[str, torc
         h = st(h)
     loss = loss_fn(h, y)
     loss.backward()
-    grads = {f"{s}.{n}": p.grad.clone() for s, st in enumerate(stages) for n, p in st.named_parameters()}
+    grads = {
+        f"{s}.{n}": p.grad.clone() for s, st in enumerate(stages) for n, p in st.named_parameters()
+    }
     return float(loss.detach()), grads
 
 
@@ -105,7 +107,9 @@ def run_grads(job: Dict[str, Any], rank: int, result: Dict[str, Any]) -> None:
         result[name] = {
             "losses": [float(v) for v in losses],
             "grads": {
-                f"{s}.{n}": p.grad.clone() for s, mod in modules.items() for n, p in mod.named_parameters()
+                f"{s}.{n}": p.grad.clone()
+                for s, mod in modules.items()
+                for n, p in mod.named_parameters()
             },
             "events": rec.events,
             "peak_bytes": rec.peak,

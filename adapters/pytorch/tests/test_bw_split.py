@@ -58,7 +58,9 @@ def _stage() -> nn.Module:
     return pw.make_stage(1).to(DEVICE)
 
 
-def _forward(module: nn.Module, x: torch.Tensor) -> Tuple[BackwardSplit, torch.Tensor, torch.Tensor]:
+def _forward(
+    module: nn.Module, x: torch.Tensor
+) -> Tuple[BackwardSplit, torch.Tensor, torch.Tensor]:
     x = x.clone().requires_grad_(True)
     split = BackwardSplit(module.parameters())
     with split.record():
@@ -140,7 +142,7 @@ def test_scalar_loss_output_and_accumulation() -> None:
     xs = [_data()[0] + i for i in range(3)]
     target = torch.zeros_like(xs[0])
     for x in xs:
-        split, _, _ = BackwardSplit(mod.parameters()), None, None
+        split = BackwardSplit(mod.parameters())
         with split.record():
             loss = nn.functional.mse_loss(mod(x), target) / 3
         split.seal((loss,), ())
@@ -175,7 +177,8 @@ def test_custom_function_and_tied_weights_stay_correct() -> None:
         return m(_Square.apply(m(x)))  # one weight used twice, and a custom Function
 
     x0, dy = _data()
-    split, x, _ = BackwardSplit(lin.parameters()), x0.clone().requires_grad_(), None
+    split = BackwardSplit(lin.parameters())
+    x = x0.clone().requires_grad_()
     with split.record():
         y = body(lin, x)
     split.seal((y,), (x,))

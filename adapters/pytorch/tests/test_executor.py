@@ -120,7 +120,9 @@ def test_gradients_match_unpipelined_step(
         assert grads_run[r][family]["peak_bytes"] > 0
 
 
-def test_split_memory_reported_per_stage(schedules: Dict[str, Schedule], grads_run: List[Any]) -> None:
+def test_split_memory_reported_per_stage(
+    schedules: Dict[str, Schedule], grads_run: List[Any]
+) -> None:
     """B/W ops report what F saved and what stays for W (less, but not nothing)."""
     for r in range(2):
         stats = grads_run[r]["zb-h1"]["memory_stats"]

@@ -26,12 +26,12 @@ nodes W never runs are emptied, so their memory is really freed between B and W;
 Limits: a parameter (or a tensor computed from parameters only) used at two places of one stage
 would make W walk the activation chain between the two uses and count a gradient twice; such a
 stage is detected (`split_clean` is False) and runs its whole backward in B, W then only
-accumulating what B kept: correct, but without the split. A custom ``torch.autograd.Function`` is one opaque node that computes all
-its input gradients whenever it runs; one that takes both an activation and a parameter also
-makes the stage fall back (one that takes only activations splits fine). Built-in operators whose
-backward computes every output regardless of which are needed would do part of W's work in B;
-the FLOP test in tests/test_bw_split.py checks the layers it uses (Linear, LayerNorm, GELU,
-TransformerEncoderLayer).
+accumulating what B kept: correct, but without the split. A custom ``torch.autograd.Function``
+is one opaque node that computes all its input gradients whenever it runs; one that takes both an
+activation and a parameter also makes the stage fall back (one that takes only activations splits
+fine). Built-in operators whose backward computes every output regardless of which are needed
+would do part of W's work in B; the FLOP test in tests/test_bw_split.py checks the layers it uses
+(Linear, LayerNorm, GELU, TransformerEncoderLayer).
 """
 
 from __future__ import annotations
@@ -345,7 +345,8 @@ class BackwardSplit:
         grads = torch.autograd.grad(self._outputs, targets, dys, allow_unused=True)
         for j, i in enumerate(wanted):
             result[i] = grads[j]
-        self._deferred = [(p, g) for p, g in zip(self._params, grads[len(wanted) :]) if g is not None]
+        weight_grads = zip(self._params, grads[len(wanted) :])
+        self._deferred = [(p, g) for p, g in weight_grads if g is not None]
         self._release()
         self.stats.retained_bytes = 0
         self._state = "b_done"
@@ -382,7 +383,8 @@ class BackwardSplit:
             for c, nr in _children(n):
                 if c in self._weight_only and (c, nr) not in keys:
                     keys.append((c, nr))
-                    targets.append(self._param_of[c] if c in self._param_of else GradientEdge(c, nr))
+                    param = self._param_of.get(c)
+                    targets.append(param if param is not None else GradientEdge(c, nr))
             grads = torch.autograd.grad(outs, targets, gouts, retain_graph=True, allow_unused=True)
             for (c, nr), g in zip(keys, grads):
                 if g is None:

@@ -320,7 +320,9 @@ class PipelineExecutor:
     def _timeout(self) -> datetime.timedelta:
         return datetime.timedelta(seconds=self.timeout_s)
 
-    def _send(self, op_i: int, op: Op, direction: int, tensor: torch.Tensor, dst_stage: int) -> None:
+    def _send(
+        self, op_i: int, op: Op, direction: int, tensor: torch.Tensor, dst_stage: int
+    ) -> None:
         if self._owner[dst_stage] == self.rank:
             self._local[(direction, op.stage, op.microbatch)] = tensor.detach()
             return
@@ -331,13 +333,14 @@ class PipelineExecutor:
                 f"zbkit executor rank {self.rank} op {op_i} ({_op_text(op)}): cannot send a "
                 f"{t.dim()}-d {t.dtype} tensor (at most {_MAX_DIMS} dims of {len(_DTYPES)} dtypes)"
             )
-        head = [_MAGIC, self._fp, direction, op.stage, op.microbatch, _DTYPES.index(t.dtype), t.dim()]
-        head += list(t.shape) + [0] * (_MAX_DIMS - t.dim())
+        head = [_MAGIC, self._fp, direction, op.stage, op.microbatch]
+        head += [_DTYPES.index(t.dtype), t.dim()] + list(t.shape) + [0] * (_MAX_DIMS - t.dim())
         header = torch.tensor(head, dtype=torch.int64, device=self._wire_device)
         where = f"op {op_i} ({_op_text(op)})"
         try:
-            w1 = dist.isend(header, peer, group=self.group, tag=self._tag(direction, op.stage, op.microbatch, 0))
-            w2 = dist.isend(t, peer, group=self.group, tag=self._tag(direction, op.stage, op.microbatch, 1))
+            tag = self._tag(direction, op.stage, op.microbatch, 0)
+            w1 = dist.isend(header, peer, group=self.group, tag=tag)
+            w2 = dist.isend(t, peer, group=self.group, tag=tag + 1)
         except Exception as e:  # noqa: BLE001 - any backend failure becomes one clear line
             raise _fail(
                 f"zbkit executor rank {self.rank} {where}: send to peer rank {peer} failed: "
@@ -357,7 +360,10 @@ class PipelineExecutor:
             return
         msg.header = torch.empty(_HEADER_LEN, dtype=torch.int64, device=self._wire_device)
         msg.header_work = dist.irecv(
-            msg.header, peer, group=self.group, tag=self._tag(msg.direction, msg.stage, msg.microbatch, 0)
+            msg.header,
+            peer,
+            group=self.group,
+            tag=self._tag(msg.direction, msg.stage, msg.microbatch, 0),
         )
 
     def _wait(self, work: Any, what: str) -> None:
@@ -517,7 +523,9 @@ class PipelineExecutor:
 
     # ---- step ------------------------------------------------------------------------------
 
-    def step(self, inputs: Optional[Inputs], targets: Optional[Inputs] = None) -> List[torch.Tensor]:
+    def step(
+        self, inputs: Optional[Inputs], targets: Optional[Inputs] = None
+    ) -> List[torch.Tensor]:
         """Runs one iteration: this rank's ops in order, gradients accumulated into ``.grad``.
 
         Args:
