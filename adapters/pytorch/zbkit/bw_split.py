@@ -99,7 +99,8 @@ def _children(node: Node) -> Iterator[Tuple[Node, int]]:
 
 def _input_slots(node: Node) -> int:
     """How many gradient inputs (forward outputs) a node has."""
-    return len(node._input_metadata)  # public since 2.2 as a property of graph.Node
+    # graph.Node has no public count; _input_metadata holds one entry per gradient input.
+    return len(node._input_metadata)
 
 
 class BackwardSplit:
