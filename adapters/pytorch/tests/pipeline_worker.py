@@ -25,6 +25,7 @@ from torch import nn  # noqa: E402
 D = 8  # model width
 SEQ = 4  # tokens per sample
 MB_SIZE = 2  # samples per microbatch
+STALL_S = 6.0  # how long a stalling rank sleeps
 
 
 def make_stage(stage: int) -> nn.Module:
@@ -78,14 +79,20 @@ def _step_inputs(schedule: Any) -> Tuple[List[torch.Tensor], List[torch.Tensor]]
 
 
 class _Recorder:
-    def __init__(self, die_at: int = -1) -> None:
+    def __init__(self, die_at: int = -1, stall_at: int = -1, note: str = "") -> None:
         self.events: List[Tuple[str, int]] = []
         self.peak = 0
         self.die_at = die_at
+        self.stall_at = stall_at
+        self.note = note
 
     def begin(self, i: int) -> None:
         if i == self.die_at:
+            Path(self.note).write_text(repr(time.time()))
             os._exit(17)  # a rank dying mid-iteration
+        if i == self.stall_at:
+            Path(self.note).write_text(repr(time.time()))
+            time.sleep(STALL_S)  # a rank that hangs, alive, for longer than the peer's timeout
         self.events.append(("begin", i))
 
     def end(self, i: int) -> None:
@@ -125,11 +132,19 @@ def run_grads(job: Dict[str, Any], rank: int, result: Dict[str, Any]) -> None:
 
 
 def run_failure(job: Dict[str, Any], rank: int, result: Dict[str, Any]) -> None:
-    """A step where a peer dies (job["die"] = {rank: op index}) or runs another schedule."""
+    """A step where a peer dies (job["die"] = {rank: op index}) or runs another schedule.
+
+    job["stall"] = {rank: op index} makes that rank sleep STALL_S seconds there instead. The
+    dying or stalling rank leaves the wall-clock time it did so in OUT_DIR/note-rank{RANK}."""
     from zbkit.executor import ZbkitPipelineError
 
     schedule = job["schedules"][rank]
-    rec = _Recorder(die_at=job.get("die", {}).get(rank, -1))
+    note = str(Path(job["out_dir"]) / f"note-rank{rank}")
+    rec = _Recorder(
+        die_at=job.get("die", {}).get(rank, -1),
+        stall_at=job.get("stall", {}).get(rank, -1),
+        note=note,
+    )
     ex, _ = _build(schedule, rank, recorder=rec, timeout_s=job["timeout_s"])
     xs, ys = _step_inputs(schedule)
     t0 = time.monotonic()
@@ -138,6 +153,7 @@ def run_failure(job: Dict[str, Any], rank: int, result: Dict[str, Any]) -> None:
         result["error"] = None
     except ZbkitPipelineError as e:
         result["error"] = str(e)
+    result["error_at"] = time.time()
     result["seconds"] = time.monotonic() - t0
 
 
@@ -148,6 +164,7 @@ def main() -> None:
     from datetime import timedelta
 
     job = pickle.loads(Path(job_path).read_bytes())
+    job["out_dir"] = out_dir
     dist.init_process_group(
         "gloo",
         init_method=f"tcp://127.0.0.1:{port}",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import importlib
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -289,6 +290,10 @@ class PipelineExecutor:
             first = next(iter(mod.parameters()), None)
             self._device[s] = first.device if first is not None else torch.device("cpu")
         self._incoming_order: Dict[int, List[Tuple[int, int, int]]] = self._plan_incoming()
+        # torch.autograd.grad imports this (and sympy) lazily on its first call with output
+        # gradients: seconds on a slow machine. Pay for it here rather than inside the first B,
+        # where the peer waiting for that B's gradient would count it against its timeout.
+        importlib.import_module("torch.fx.experimental.symbolic_shapes")
         #: per stage, per microbatch: (saved_bytes, retained_bytes) of the last step
         self.memory_stats: Dict[int, Dict[int, Tuple[int, int]]] = {}
 
