@@ -257,6 +257,11 @@ class PipelineExecutor:
         validate_schedule(schedule, world)
         if not 0 <= rank < schedule.ranks:
             raise _fail(f"zbkit executor: rank {rank} outside 0..{schedule.ranks - 1}")
+        if world is not None and dist.get_rank(group) != rank:
+            raise _fail(
+                f"zbkit executor rank {rank}: this process is rank {dist.get_rank(group)} of the "
+                f"process group"
+            )
         held = set(schedule.stages[rank])
         given = set(modules)
         if given != held:
@@ -279,6 +284,11 @@ class PipelineExecutor:
         self._owner = {s: r for r, st in enumerate(schedule.stages) for s in st}
         self._ops: Tuple[Op, ...] = schedule.ops[rank]
         self._fp = _fingerprint(schedule)
+        # isend/irecv address peers by their rank in the default group.
+        self._peer_global = [
+            dist.get_global_rank(group, r) if world is not None and group is not None else r
+            for r in range(schedule.ranks)
+        ]
         backend = dist.get_backend(group) if world is not None else "gloo"
         self._wire_device = (
             torch.device("cuda", torch.cuda.current_device())
@@ -344,8 +354,9 @@ class PipelineExecutor:
         where = f"op {op_i} ({_op_text(op)})"
         try:
             tag = self._tag(direction, op.stage, op.microbatch, 0)
-            w1 = dist.isend(header, peer, group=self.group, tag=tag)
-            w2 = dist.isend(t, peer, group=self.group, tag=tag + 1)
+            dst = self._peer_global[peer]
+            w1 = dist.isend(header, dst, group=self.group, tag=tag)
+            w2 = dist.isend(t, dst, group=self.group, tag=tag + 1)
         except Exception as e:  # noqa: BLE001 - any backend failure becomes one clear line
             raise _fail(
                 f"zbkit executor rank {self.rank} {where}: send to peer rank {peer} failed: "
@@ -366,7 +377,7 @@ class PipelineExecutor:
         msg.header = torch.empty(_HEADER_LEN, dtype=torch.int64, device=self._wire_device)
         msg.header_work = dist.irecv(
             msg.header,
-            peer,
+            self._peer_global[peer],
             group=self.group,
             tag=self._tag(msg.direction, msg.stage, msg.microbatch, 0),
         )
@@ -420,7 +431,7 @@ class PipelineExecutor:
             msg.payload = torch.empty(shape, dtype=_DTYPES[h[5]], device=self._wire_device)
             msg.payload_work = dist.irecv(
                 msg.payload,
-                peer,
+                self._peer_global[peer],
                 group=self.group,
                 tag=self._tag(msg.direction, msg.stage, msg.microbatch, 1),
             )
