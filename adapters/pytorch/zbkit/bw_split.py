@@ -19,9 +19,11 @@ weight gradients later, filling what would be a bubble (docs/schedules.md, docs/
 
 Memory: every tensor autograd saves during the forward goes through
 ``torch.autograd.graph.saved_tensors_hooks`` into a box this module owns. After B, the boxes of
-nodes W never runs are emptied, so their memory is really freed between B and W; what stays is
-``retained_bytes`` (the measured counterpart of the cost model's M_W), against ``saved_bytes``
-(M_B: everything the forward saved, parameters excluded).
+nodes W never runs are emptied, so their memory is really freed between B and W. `SplitStats`
+reports ``saved_bytes`` (what the forward saved, parameters excluded: the measured M_B),
+``retained_bytes`` (the part of it still held for W) and ``captured_bytes`` (the output gradients
+B captured for W, e.g. dY of each Linear); ``w_bytes``, their sum, is everything W keeps alive
+between B and W, the measured counterpart of the cost model's M_W.
 
 Limits: a parameter (or a tensor computed from parameters only) used at two places of one stage
 would make W walk the activation chain between the two uses and count a gradient twice; such a
@@ -68,18 +70,31 @@ def _storage_key(t: torch.Tensor) -> Optional[Tuple[str, int, int]]:
 class SplitStats:
     """Per (stage, microbatch) figures of one split backward."""
 
-    __slots__ = ("saved_bytes", "retained_bytes", "mixed_nodes", "weight_only_nodes")
+    __slots__ = (
+        "saved_bytes",
+        "retained_bytes",
+        "captured_bytes",
+        "mixed_nodes",
+        "weight_only_nodes",
+    )
 
     def __init__(self) -> None:
         self.saved_bytes = 0  # unique storages autograd saved in F, parameters excluded
         self.retained_bytes = 0  # of those, what is still held between B and W
+        self.captured_bytes = 0  # gradients B captured for W, held between B and W
         self.mixed_nodes = 0
         self.weight_only_nodes = 0
+
+    @property
+    def w_bytes(self) -> int:
+        """Everything held from B until W: retained saved tensors and captured gradients."""
+        return self.retained_bytes + self.captured_bytes
 
     def __repr__(self) -> str:
         return (
             f"SplitStats(saved_bytes={self.saved_bytes}, retained_bytes={self.retained_bytes}, "
-            f"mixed_nodes={self.mixed_nodes}, weight_only_nodes={self.weight_only_nodes})"
+            f"captured_bytes={self.captured_bytes}, mixed_nodes={self.mixed_nodes}, "
+            f"weight_only_nodes={self.weight_only_nodes})"
         )
 
 
@@ -306,7 +321,9 @@ class BackwardSplit:
         dys = self._grad_outputs(grad_outputs)
         if not self.split_clean:
             return self._fused_in_b(dys, want_input_grads)
-        self._root_grads = list(dys)
+        # Output gradients are needed again by W only where an output is itself weight-only.
+        wo_outputs = {i for i, _, _ in self._wo_roots}
+        self._root_grads = [g if i in wo_outputs else None for i, g in enumerate(dys)]
         targets: List[Any] = []
         wanted = [i for i, x in enumerate(self._inputs) if want_input_grads[i] and x.requires_grad]
         for i in wanted:
@@ -332,7 +349,8 @@ class BackwardSplit:
             if b.owners and not any(o in w_nodes for o in b.owners):
                 b.tensor = None
         self.stats.retained_bytes = self._bytes(self._boxes)
-        self._outputs = tuple(o.detach() for o in self._outputs)  # keep shapes, drop graph refs
+        self.stats.captured_bytes = self._captured_bytes()
+        self._outputs = ()
         self._inputs = ()
         self._state = "b_done"
         return result
@@ -427,8 +445,22 @@ class BackwardSplit:
         self._state = "done"
         return result
 
+    def _captured_bytes(self) -> int:
+        seen: Set[Tuple[str, int, int]] = set()
+        total = 0
+        grads = [g for got in self._captured.values() for g in got] + self._root_grads
+        for g in grads:
+            key = _storage_key(g) if g is not None else None
+            if key is None or key in seen:
+                continue
+            seen.add(key)
+            total += key[2]
+        return total
+
     def held_bytes(self) -> int:
-        """Activation bytes this split holds now (saved_bytes before B, retained after)."""
+        """Bytes this split holds now: saved_bytes before B, w_bytes between B and W, 0 after."""
+        if self._state == "b_done":
+            return self._bytes(self._boxes) + self._captured_bytes()
         return self._bytes(self._boxes)
 
     def _release(self) -> None:

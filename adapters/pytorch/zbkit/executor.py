@@ -30,7 +30,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from .bw_split import BackwardSplit
+from .bw_split import BackwardSplit, SplitStats
 from .schedule import OP_KINDS, Op, Schedule
 
 __all__ = ["PipelineExecutor", "ZbkitPipelineError", "validate_schedule"]
@@ -304,8 +304,9 @@ class PipelineExecutor:
         # gradients: seconds on a slow machine. Pay for it here rather than inside the first B,
         # where the peer waiting for that B's gradient would count it against its timeout.
         importlib.import_module("torch.fx.experimental.symbolic_shapes")
-        #: per stage, per microbatch: (saved_bytes, retained_bytes) of the last step
-        self.memory_stats: Dict[int, Dict[int, Tuple[int, int]]] = {}
+        #: per stage, per microbatch: the SplitStats of the last step (memory of F, and of what
+        #: W kept alive after B; for a BW op, retained and captured are 0)
+        self.memory_stats: Dict[int, Dict[int, SplitStats]] = {}
 
     # ---- plan ------------------------------------------------------------------------------
 
@@ -511,16 +512,11 @@ class PipelineExecutor:
         split = self._splits[(s, mb)]
         want = [self._want_dx[(s, mb)]]
         if fused:
-            saved = split.stats.saved_bytes
             grads = split.backward_fused((dy,), want)
-            self.memory_stats.setdefault(s, {})[mb] = (saved, 0)
             del self._splits[(s, mb)]
         else:
             grads = split.backward_input((dy,), want)
-            self.memory_stats.setdefault(s, {})[mb] = (
-                split.stats.saved_bytes,
-                split.stats.retained_bytes,
-            )
+        self.memory_stats.setdefault(s, {})[mb] = split.stats
         if s > 0:
             dx = grads[0]
             if dx is None:
