@@ -13,7 +13,7 @@ import pickle
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, Sequence
 
 import pytest
 
@@ -62,7 +62,9 @@ class ZbTuner:
         self.binary = binary
         self.folder = folder
 
-    def tune(self, family: str, ranks: int = 2, microbatches: int = 4) -> Schedule:
+    def tune(
+        self, family: str, ranks: int = 2, microbatches: int = 4, extra: Sequence[str] = ()
+    ) -> Schedule:
         costs = self.folder / f"costs-p{ranks}.json"
         if not costs.exists():
             costs.write_text(
@@ -78,7 +80,7 @@ class ZbTuner:
         out = self.folder / f"{family}-p{ranks}-m{microbatches}.json"
         cmd = [
             str(self.binary), "tune", "--costs", str(costs), "--microbatches", str(microbatches),
-            "--mem-limit", "2x", "--family", family, "--out", str(out),
+            "--mem-limit", "2x", "--family", family, "--out", str(out), *extra,
         ]  # fmt: skip
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
         if res.returncode != 0:

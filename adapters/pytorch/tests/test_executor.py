@@ -21,7 +21,8 @@ import pipeline_worker as pw  # noqa: E402
 from zbkit.schedule import Schedule  # noqa: E402
 
 WORKER = Path(__file__).with_name("pipeline_worker.py")
-FAMILIES = ("1f1b", "zb-h1", "zb-h2", "zb-auto", "zb-v")
+FAMILIES = ("1f1b", "zb-h1", "zb-h2", "zb-auto", "zb-v", "1f1b-i")
+TUNE_ARGS = {"1f1b-i": ["--chunks", "2"]}  # interleaved: 2 stages per rank, loop placement
 
 
 def _free_port() -> int:
@@ -79,7 +80,7 @@ class Session:
 
 @pytest.fixture(scope="module")
 def schedules(zb_tuner: Any) -> Dict[str, Schedule]:
-    return {f: zb_tuner.tune(f) for f in FAMILIES}
+    return {f: zb_tuner.tune(f, extra=TUNE_ARGS.get(f, ())) for f in FAMILIES}
 
 
 STALL_TIMEOUT_S = 2.0
@@ -144,6 +145,8 @@ def test_gradients_match_unpipelined_step(
     assert sched.family == family
     if family == "zb-v":
         assert sched.placement == "v" and sched.num_stages == 4
+    if family == "1f1b-i":
+        assert sched.placement == "loop" and sched.stages == ((0, 2), (1, 3))
     ref_loss, ref_grads = reference[sched.num_stages]
     got: Dict[str, Any] = {}
     for r in range(2):
