@@ -114,7 +114,9 @@ def main(argv=None) -> int:
             loss = torch.stack([l.detach() for l in microbatch_losses]).mean().item()
             losses.append(loss)
             line += f" loss {loss:.6f}"
-        print(line, flush=True)
+        # One write per line: the ranks share the terminal (or pipe) and must not interleave.
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
 
     if args.dump:
         names = {id(p): name for name, p in model.named_parameters()}
@@ -131,7 +133,8 @@ def main(argv=None) -> int:
         "iters": len(measured),
         "median_iter_s": statistics.median(measured),
     }
-    print(json.dumps(summary), flush=True)
+    sys.stdout.write(json.dumps(summary) + "\n")
+    sys.stdout.flush()
     dist.destroy_process_group()
     return 0
 
