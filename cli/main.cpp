@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "adapter_commands.h"
 #include "commands.h"
 #include "profiler_commands.h"
 
@@ -30,6 +31,8 @@ constexpr Subcommand kSubcommands[] = {
     {"import", zb::cli::RunImportCommand,
      "per-stage costs from an nsys SQLite export, a Chrome/Kineto trace or kept shards"},
     {"costs", zb::cli::RunCostsCommand, "export (zb-costs/1) or list stored cost profiles"},
+    {"replay", zb::cli::RunReplayCommand,
+     "run a torch.distributed.pipelining job with a zbkit schedule (zb replay ... -- CMD ...)"},
 };
 
 void PrintUsage(std::ostream& out) {

@@ -40,5 +40,119 @@ TEST(TorchExportTest, InterleavedScheduleUsesGlobalStageIds) {
   EXPECT_EQ(rank1, "1F0,1F1,3F0,3B0,3F1,3B1,1B0,1B1\n");
 }
 
+// Orders are rewritten through this helper: ops given as (kind, chunk, microbatch) per rank.
+Schedule WithOrder(Schedule schedule, const std::vector<std::vector<Op>>& order) {
+  for (size_t rank = 0; rank < order.size(); ++rank)
+    schedule.programs[rank].ops = order[rank];
+  return schedule;
+}
+
+Op MakeOp(OpKind kind, int chunk, int microbatch) {
+  Op op;
+  op.kind = kind;
+  op.chunk = chunk;
+  op.microbatch = microbatch;
+  return op;
+}
+
+TEST(TorchExportTest, CheckedExportWritesTheSameComputeOnlyCsv) {
+  auto schedule = ZbH1(UniformCosts(2, 1, 1, 1, 0, 1, 0), 4);
+  ASSERT_TRUE(schedule.ok());
+  auto csv = ExportTorchCsv(*schedule, TorchCsvFormat::kComputeOnly);
+  ASSERT_TRUE(csv.ok()) << csv.status().message();
+  EXPECT_EQ(*csv, ToTorchCsv(*schedule, TorchDialect::kModern));
+  auto legacy = ExportTorchCsv(*schedule, TorchCsvFormat::kLegacyComputeOnly);
+  ASSERT_TRUE(legacy.ok()) << legacy.status().message();
+  EXPECT_EQ(*legacy, ToTorchCsv(*schedule, TorchDialect::kLegacy));
+}
+
+TEST(TorchExportTest, RefusesAWeightGradientBeforeItsInputGradient) {
+  auto schedule = ZbH1(UniformCosts(2, 1, 1, 1, 0, 1, 0), 2);
+  ASSERT_TRUE(schedule.ok());
+  // Rank 1: F0 W0 B0 F1 B1 W1: W0 comes before B0.
+  const Schedule bad = WithOrder(
+      *schedule, {schedule->programs[0].ops,
+                  {MakeOp(OpKind::kF, 0, 0), MakeOp(OpKind::kW, 0, 0), MakeOp(OpKind::kB, 0, 0),
+                   MakeOp(OpKind::kF, 0, 1), MakeOp(OpKind::kB, 0, 1), MakeOp(OpKind::kW, 0, 1)}});
+  for (TorchCsvFormat format : {TorchCsvFormat::kComputeOnly, TorchCsvFormat::kComputeComms,
+                                TorchCsvFormat::kLegacyComputeOnly}) {
+    auto csv = ExportTorchCsv(bad, format);
+    ASSERT_FALSE(csv.ok());
+    EXPECT_EQ(csv.status().code(), ErrorCode::kInfeasible);
+    EXPECT_EQ(csv.status().message(),
+              "ranks[1].ops[1]: 1W0 runs before its input gradient 1I0; PyTorch cannot run a "
+              "weight gradient first");
+  }
+}
+
+TEST(TorchExportTest, RefusesAnOrderThatDeadlocks) {
+  auto schedule = OneFOneB(UniformCosts(2, 1, 1, 1, 0, 1, 0), 2);
+  ASSERT_TRUE(schedule.ok());
+  // Rank 0 waits in B0 for rank 1's B0, which rank 1 runs last; rank 1 waits in F1 for rank 0's
+  // F1, which comes after B0: a cycle.
+  const Schedule bad =
+      WithOrder(*schedule, {{MakeOp(OpKind::kF, 0, 0), MakeOp(OpKind::kBW, 0, 0),
+                             MakeOp(OpKind::kF, 0, 1), MakeOp(OpKind::kBW, 0, 1)},
+                            {MakeOp(OpKind::kF, 0, 1), MakeOp(OpKind::kBW, 0, 1),
+                             MakeOp(OpKind::kF, 0, 0), MakeOp(OpKind::kBW, 0, 0)}});
+  for (TorchCsvFormat format : {TorchCsvFormat::kComputeOnly, TorchCsvFormat::kComputeComms}) {
+    auto csv = ExportTorchCsv(bad, format);
+    ASSERT_FALSE(csv.ok());
+    EXPECT_EQ(csv.status().code(), ErrorCode::kInfeasible);
+    EXPECT_EQ(csv.status().message().rfind("PyTorch would hang on this order: deadlock", 0), 0u)
+        << csv.status().message();
+    EXPECT_EQ(csv.status().message().find('\n'), std::string::npos);
+  }
+}
+
+TEST(TorchExportTest, LegacyDialectRefusesMixedFusedAndSplitBackwards) {
+  auto schedule = ZbH1(UniformCosts(2, 1, 1, 1, 0, 1, 0), 2);
+  ASSERT_TRUE(schedule.ok());
+  // Rank 0 fuses microbatch 1's backward (BW), everything else stays split.
+  const Schedule mixed = WithOrder(
+      *schedule, {{MakeOp(OpKind::kF, 0, 0), MakeOp(OpKind::kF, 0, 1), MakeOp(OpKind::kB, 0, 0),
+                   MakeOp(OpKind::kW, 0, 0), MakeOp(OpKind::kBW, 0, 1)},
+                  schedule->programs[1].ops});
+  auto legacy = ExportTorchCsv(mixed, TorchCsvFormat::kLegacyComputeOnly);
+  ASSERT_FALSE(legacy.ok());
+  EXPECT_EQ(legacy.status().code(), ErrorCode::kInfeasible);
+  EXPECT_NE(legacy.status().message().find("torch-csv-legacy cannot express this schedule: it "
+                                           "mixes fused (BW) and split (B then W) backwards"),
+            std::string::npos)
+      << legacy.status().message();
+  // The modern dialect has a token for each, so it exports.
+  auto modern = ExportTorchCsv(mixed, TorchCsvFormat::kComputeOnly);
+  ASSERT_TRUE(modern.ok()) << modern.status().message();
+  EXPECT_EQ(modern->substr(0, modern->find('\n')), "0F0,0F1,0I0,0W0,0B1");
+}
+
+TEST(TorchExportTest, CommsFormatPostsEachSendWithItsReceiveAndReducesAfterTheLastBackward) {
+  auto schedule = OneFOneB(UniformCosts(2, 1, 1, 1, 0, 1, 0), 2);
+  ASSERT_TRUE(schedule.ok());
+  auto csv = ExportTorchCsv(*schedule, TorchCsvFormat::kComputeComms);
+  ASSERT_TRUE(csv.ok()) << csv.status().message();
+  EXPECT_EQ(*csv,
+            "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1,0REDUCE_GRAD\n"
+            "1RECV_F0,1F0,1RECV_F1,1B0,1SEND_B0,1F1,1B1,1SEND_B1,1REDUCE_GRAD\n");
+}
+
+TEST(TorchExportTest, CommsFormatHandsTheVTurnOverLocally) {
+  FamilyRequest request;
+  request.rank_costs = UniformCosts(2, 2, 2, 2, 0, 1, 0);
+  request.microbatches = 4;
+  auto schedule = GenerateFamily("zb-v", request);
+  ASSERT_TRUE(schedule.ok()) << schedule.status().message();
+  auto csv = ExportTorchCsv(*schedule, TorchCsvFormat::kComputeComms);
+  ASSERT_TRUE(csv.ok()) << csv.status().message();
+  // Stages 1 and 2 are both on rank 1: no SEND/RECV between them, in either direction.
+  EXPECT_EQ(csv->find("1SEND_F"), std::string::npos);
+  EXPECT_EQ(csv->find("2RECV_F"), std::string::npos);
+  EXPECT_EQ(csv->find("2SEND_B"), std::string::npos);
+  EXPECT_EQ(csv->find("1RECV_B"), std::string::npos);
+  EXPECT_NE(csv->find("0SEND_F3"), std::string::npos);
+  EXPECT_NE(csv->find("3SEND_B3"), std::string::npos);
+  EXPECT_EQ(csv->find(",,"), std::string::npos);  // no empty cells
+}
+
 }  // namespace
 }  // namespace zb::tuner

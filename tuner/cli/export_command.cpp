@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// zb export (FILE | --store DB --schedule ID) --format json|torch-csv|torch-csv-legacy -o FILE
+// zb export (FILE | --store DB --schedule ID) --format
+// json|torch-csv|torch-csv-legacy|torch-csv-comms
+//           -o FILE
 #include "cli_support.h"
 #include "zbkit/schemas/json_io.h"
 #include "zbkit/tuner/torch_export.h"
@@ -13,8 +15,9 @@ int RunExportCommand(const Args& args, std::ostream& out, std::ostream& err) {
   AddScheduleSourceOptions(options, positional);
   po::options_description_easy_init add = options.add_options();
   add("format", po::value<std::string>()->required(),
-      "json (zb-schedule/1), torch-csv (PyTorch >= 2.6: F/I/W/B) or torch-csv-legacy "
-      "(PyTorch <= 2.5: F/B/W/BW)");
+      "json (zb-schedule/1), torch-csv (PyTorch >= 2.6: F/I/W/B), torch-csv-legacy "
+      "(PyTorch <= 2.5: F/B/W/BW) or torch-csv-comms (torch-csv plus SEND/RECV and REDUCE_GRAD, "
+      "for _load_csv(format=\"compute_comms\"))");
   add("output,o", po::value<std::string>()->required(), "file to write ('-' for stdout)");
   po::variables_map values;
   int exit_code = 0;
@@ -23,10 +26,12 @@ int RunExportCommand(const Args& args, std::ostream& out, std::ostream& err) {
     return exit_code;
   }
   const std::string format = values["format"].as<std::string>();
-  if (format != "json" && format != "torch-csv" && format != "torch-csv-legacy") {
-    return ReportError(
-        err, command,
-        UsageError("--format must be json, torch-csv or torch-csv-legacy, got \"" + format + "\""));
+  if (format != "json" && format != "torch-csv" && format != "torch-csv-legacy" &&
+      format != "torch-csv-comms") {
+    return ReportError(err, command,
+                       UsageError("--format must be json, torch-csv, torch-csv-legacy or "
+                                  "torch-csv-comms, got \"" +
+                                  format + "\""));
   }
   auto schedule = LoadScheduleFromArguments(values);
   if (!schedule.ok()) return ReportError(err, command, schedule.status());
@@ -35,8 +40,13 @@ int RunExportCommand(const Args& args, std::ostream& out, std::ostream& err) {
   if (format == "json") {
     content = ScheduleToJson(*schedule);
   } else {
-    content = tuner::ToTorchCsv(*schedule, format == "torch-csv" ? tuner::TorchDialect::kModern
-                                                                 : tuner::TorchDialect::kLegacy);
+    const tuner::TorchCsvFormat torch_format =
+        format == "torch-csv"          ? tuner::TorchCsvFormat::kComputeOnly
+        : format == "torch-csv-legacy" ? tuner::TorchCsvFormat::kLegacyComputeOnly
+                                       : tuner::TorchCsvFormat::kComputeComms;
+    auto csv = tuner::ExportTorchCsv(*schedule, torch_format);
+    if (!csv.ok()) return ReportError(err, command, csv.status());
+    content = std::move(*csv);
   }
   const std::string output = values["output"].as<std::string>();
   if (output == "-") {

@@ -2,30 +2,207 @@
 #include "zbkit/tuner/torch_export.h"
 
 #include <sstream>
+#include <vector>
+
+#include "zbkit/schemas/validate.h"
+#include "zbkit/tuner/simulator.h"
 
 namespace zb::tuner {
+namespace {
+
+const char* Token(OpKind kind, TorchDialect dialect) {
+  switch (kind) {
+    case OpKind::kF:
+      return "F";
+    case OpKind::kB:
+      return dialect == TorchDialect::kModern ? "I" : "B";
+    case OpKind::kW:
+      return "W";
+    case OpKind::kBW:
+      return dialect == TorchDialect::kModern ? "B" : "BW";
+    case OpKind::kComm:  // never in a valid schedule
+      return "?";
+  }
+  return "?";
+}
+
+std::string OpText(OpKind kind, int stage, int microbatch) {
+  return std::to_string(stage) + Token(kind, TorchDialect::kModern) + std::to_string(microbatch);
+}
+
+// Every W must follow its B on the rank. PyTorch's loader checks this too, but only when the
+// file is loaded on the job's ranks; and zbkit's simulator would report it as a deadlock, which
+// hides the reason.
+Status CheckWeightAfterInput(const Schedule& schedule) {
+  const int m = schedule.microbatches;
+  for (int rank = 0; rank < schedule.ranks; ++rank) {
+    const RankProgram& program = schedule.programs[rank];
+    std::vector<uint8_t> input_done(static_cast<size_t>(schedule.chunks) * m, 0);
+    for (size_t i = 0; i < program.ops.size(); ++i) {
+      const Op& op = program.ops[i];
+      const size_t slot = static_cast<size_t>(op.chunk) * m + op.microbatch;
+      if (op.kind == OpKind::kB) input_done[slot] = 1;
+      if (op.kind == OpKind::kW && !input_done[slot]) {
+        return Infeasible("ranks[" + std::to_string(rank) + "].ops[" + std::to_string(i) +
+                          "]: " + OpText(OpKind::kW, program.stages[op.chunk], op.microbatch) +
+                          " runs before its input gradient " +
+                          OpText(OpKind::kB, program.stages[op.chunk], op.microbatch) +
+                          "; PyTorch cannot run a weight gradient first");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// PyTorch <= 2.5 reads B as the input gradient or the whole backward for the whole schedule (the
+// schedule's use_full_backward flag), so a schedule mixing fused and split backwards has no
+// legacy spelling.
+Status CheckLegacyExpressible(const Schedule& schedule) {
+  bool fused = false;
+  bool split = false;
+  for (const RankProgram& program : schedule.programs) {
+    for (const Op& op : program.ops) {
+      fused = fused || op.kind == OpKind::kBW;
+      split = split || op.kind == OpKind::kB;
+    }
+  }
+  if (fused && split) {
+    return Infeasible(
+        "torch-csv-legacy cannot express this schedule: it mixes fused (BW) and split (B then W) "
+        "backwards, and PyTorch <= 2.5 chooses one meaning of B for the whole schedule "
+        "(use_full_backward); export it as torch-csv for PyTorch >= 2.6");
+  }
+  return Status::Ok();
+}
+
+// One cell of a compute+comms row.
+struct Action {
+  int stage;
+  std::string token;
+  int microbatch;  // -1: none (REDUCE_GRAD)
+};
+
+// Lowers the compute order to compute + communication, the way PyTorch's runtime executes it:
+// a SEND is posted (non-blocking) right after the op that produced the data, and the matching
+// RECV is appended to the receiving rank's row at that same moment, so each pair of ranks posts
+// its sends and receives in the same order (PyTorch's P2P ops carry no tag: they match in order).
+// An op is placed only once its input has been received or computed locally, visiting the ranks
+// round-robin; an order with a cycle makes no progress and is refused.
+Expected<std::vector<std::vector<Action>>> LowerWithComms(const Schedule& schedule) {
+  const int p = schedule.ranks;
+  const int m = schedule.microbatches;
+  const int num_stages = schedule.num_stages();
+  const size_t slots = static_cast<size_t>(num_stages) * m;
+  auto slot = [m](int stage, int mb) { return static_cast<size_t>(stage) * m + mb; };
+  auto rank_of = [&](int stage) { return RankOfStage(schedule.placement, p, stage); };
+  std::vector<uint8_t> forward_done(slots, 0), input_grad_done(slots, 0);
+  std::vector<uint8_t> forward_received(slots, 0), grad_received(slots, 0);
+  std::vector<int> backwards_done(num_stages, 0);  // B/BW and W count towards REDUCE_GRAD
+  std::vector<std::vector<Action>> rows(p);
+  std::vector<size_t> next(p, 0);
+  size_t remaining = 0;
+  for (const RankProgram& program : schedule.programs)
+    remaining += program.ops.size();
+
+  while (remaining > 0) {
+    bool progress = false;
+    for (int rank = 0; rank < p; ++rank) {
+      const RankProgram& program = schedule.programs[rank];
+      if (next[rank] == program.ops.size()) continue;
+      const Op& op = program.ops[next[rank]];
+      const int stage = program.stages[op.chunk];
+      const int mb = op.microbatch;
+      const bool is_backward = op.kind == OpKind::kB || op.kind == OpKind::kBW;
+      bool ready = true;
+      if (op.kind == OpKind::kF && stage > 0) {
+        ready = rank_of(stage - 1) == rank ? forward_done[slot(stage - 1, mb)] != 0
+                                           : forward_received[slot(stage, mb)] != 0;
+      } else if (is_backward && stage < num_stages - 1) {
+        ready = rank_of(stage + 1) == rank ? input_grad_done[slot(stage + 1, mb)] != 0
+                                           : grad_received[slot(stage, mb)] != 0;
+      }
+      if (!ready) continue;
+      rows[rank].push_back({stage, Token(op.kind, TorchDialect::kModern), mb});
+      if (op.kind == OpKind::kF) {
+        forward_done[slot(stage, mb)] = 1;
+        if (stage < num_stages - 1 && rank_of(stage + 1) != rank) {
+          rows[rank].push_back({stage, "SEND_F", mb});
+          rows[rank_of(stage + 1)].push_back({stage + 1, "RECV_F", mb});
+          forward_received[slot(stage + 1, mb)] = 1;
+        }
+      }
+      if (is_backward) {
+        input_grad_done[slot(stage, mb)] = 1;
+        if (stage > 0 && rank_of(stage - 1) != rank) {
+          rows[rank].push_back({stage, "SEND_B", mb});
+          rows[rank_of(stage - 1)].push_back({stage - 1, "RECV_B", mb});
+          grad_received[slot(stage - 1, mb)] = 1;
+        }
+      }
+      // PyTorch's runtime reduces (and scales) a stage's gradients at REDUCE_GRAD, which its own
+      // lowering adds after the m-th full backward or weight gradient; a verbatim file must say it.
+      if (op.kind == OpKind::kBW || op.kind == OpKind::kW) {
+        if (++backwards_done[stage] == m) rows[rank].push_back({stage, "REDUCE_GRAD", -1});
+      }
+      ++next[rank];
+      --remaining;
+      progress = true;
+    }
+    if (!progress) {
+      std::string stuck;
+      for (int rank = 0; rank < p; ++rank) {
+        const RankProgram& program = schedule.programs[rank];
+        if (next[rank] == program.ops.size()) continue;
+        const Op& op = program.ops[next[rank]];
+        stuck += (stuck.empty() ? "" : ", ") + std::string("rank ") + std::to_string(rank) +
+                 " at " + OpText(op.kind, program.stages[op.chunk], op.microbatch);
+      }
+      return Infeasible("the order deadlocks: no rank can run its next op (" + stuck + ")");
+    }
+  }
+  return rows;
+}
+
+}  // namespace
 
 std::string ToTorchCsv(const Schedule& schedule, TorchDialect dialect) {
-  auto token = [dialect](OpKind kind) {
-    switch (kind) {
-      case OpKind::kF:
-        return "F";
-      case OpKind::kB:
-        return dialect == TorchDialect::kModern ? "I" : "B";
-      case OpKind::kW:
-        return "W";
-      case OpKind::kBW:
-        return dialect == TorchDialect::kModern ? "B" : "BW";
-      case OpKind::kComm:  // never in a valid schedule
-        return "?";
-    }
-    return "?";
-  };
   std::ostringstream out;
   for (const RankProgram& program : schedule.programs) {
     for (size_t i = 0; i < program.ops.size(); ++i) {
       const Op& op = program.ops[i];
-      out << (i ? "," : "") << program.stages[op.chunk] << token(op.kind) << op.microbatch;
+      out << (i ? "," : "") << program.stages[op.chunk] << Token(op.kind, dialect) << op.microbatch;
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+Status CheckTorchExportable(const Schedule& schedule, TorchCsvFormat format) {
+  ZB_RETURN_IF_ERROR(ValidateSchedule(schedule));
+  ZB_RETURN_IF_ERROR(CheckWeightAfterInput(schedule));
+  Schedule simulated = schedule;
+  Status run = Simulate(simulated);
+  if (!run.ok()) {
+    return Infeasible("PyTorch would hang on this order: " + run.message());
+  }
+  if (format == TorchCsvFormat::kLegacyComputeOnly) {
+    ZB_RETURN_IF_ERROR(CheckLegacyExpressible(schedule));
+  }
+  return Status::Ok();
+}
+
+Expected<std::string> ExportTorchCsv(const Schedule& schedule, TorchCsvFormat format) {
+  ZB_RETURN_IF_ERROR(CheckTorchExportable(schedule, format));
+  if (format == TorchCsvFormat::kComputeOnly) return ToTorchCsv(schedule, TorchDialect::kModern);
+  if (format == TorchCsvFormat::kLegacyComputeOnly) {
+    return ToTorchCsv(schedule, TorchDialect::kLegacy);
+  }
+  ZB_ASSIGN_OR_RETURN(auto rows, LowerWithComms(schedule));
+  std::ostringstream out;
+  for (const std::vector<Action>& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      out << (i ? "," : "") << row[i].stage << row[i].token;
+      if (row[i].microbatch >= 0) out << row[i].microbatch;
     }
     out << "\n";
   }

@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: Apache-2.0
+// The trainer adapters' `zb` subcommands; the zb front end in cli/ dispatches to them.
+#ifndef ZBKIT_ADAPTERS_CLI_ADAPTER_COMMANDS_H_
+#define ZBKIT_ADAPTERS_CLI_ADAPTER_COMMANDS_H_
+
+#include <ostream>
+
+#include "commands.h"
+
+namespace zb::cli {
+
+// zb replay (FILE | --store DB --schedule ID) [--shard-dir D] -- CMD ARGS...
+// Runs an unmodified torch.distributed.pipelining job with a zbkit schedule in place of its own
+// order: exports the schedule as PyTorch CSV to a temporary file, sets ZBKIT_SCHEDULE to it and
+// puts the shim's startup hook (adapters/pytorch/zbkit/_hook) first on PYTHONPATH, runs CMD and
+// returns its exit code.
+int RunReplayCommand(const Args& args, std::ostream& out, std::ostream& err);
+
+}  // namespace zb::cli
+
+#endif  // ZBKIT_ADAPTERS_CLI_ADAPTER_COMMANDS_H_

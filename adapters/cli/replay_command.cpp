@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: Apache-2.0
+// zb replay (FILE | --store DB --schedule ID) [--shard-dir D] -- CMD ARGS...
+//
+// The job's processes find the schedule through the environment, which torchrun and
+// torch.multiprocessing pass on to their workers:
+//   ZBKIT_SCHEDULE      the exported CSV (PyTorch >= 2.6 dialect, compute only; PyTorch adds the
+//                       communication when it loads it)
+//   PYTHONPATH          the hook directory first: its sitecustomize installs zbkit/shim.py
+//   ZBKIT_ZB_BINARY     this zb, for the shim's own conversions
+//   ZBKIT_TORCH_PROFILE, ZBKIT_SHARD_DIR   with --shard-dir: where each rank writes its trace
+// The exit code is CMD's (128 + signal if it was killed), so that a scheduler sees the job's.
+// Only problems before CMD starts are zb's own: 2 for usage, 1 otherwise.
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "adapter_commands.h"
+#include "cli_support.h"
+#include "zbkit/tuner/torch_export.h"
+
+namespace zb::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+volatile sig_atomic_t g_child = 0;
+
+// SIGTERM/SIGHUP sent to zb (a scheduler, torchrun's own shutdown) go on to the job. Ctrl-C
+// already reaches the whole foreground process group, so zb itself ignores SIGINT/SIGQUIT.
+void Forward(int signal_number) {
+  if (g_child > 0) kill(g_child, signal_number);
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+// The directory holding the shim's sitecustomize.py: ZBKIT_TORCH_HOOK_DIR when set, else the
+// source tree's (compiled in).
+Expected<std::string> HookDirectory() {
+  if (const char* env = std::getenv("ZBKIT_TORCH_HOOK_DIR"); env != nullptr && *env != '\0') {
+    if (IsDirectory(env)) return std::string(env);
+    return NotFound(std::string("ZBKIT_TORCH_HOOK_DIR=") + env + " is not a directory");
+  }
+#ifdef ZBKIT_TORCH_HOOK_BUILD_DIR
+  if (IsDirectory(ZBKIT_TORCH_HOOK_BUILD_DIR)) return std::string(ZBKIT_TORCH_HOOK_BUILD_DIR);
+#endif
+  return NotFound(
+      "the PyTorch shim (adapters/pytorch/zbkit/_hook) was not found; set ZBKIT_TORCH_HOOK_DIR");
+}
+
+std::string SelfPath() {
+  std::error_code error;
+  const fs::path self = fs::read_symlink("/proc/self/exe", error);
+  return error ? std::string("zb") : self.string();
+}
+
+int RunJob(const std::vector<std::string>& command,
+           const std::vector<std::pair<std::string, std::string>>& env) {
+  std::vector<std::string> argv_strings = command;
+  std::vector<char*> argv;
+  for (std::string& arg : argv_strings)
+    argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  struct sigaction forward {
+  }, ignore{}, old_int{}, old_quit{}, old_term{}, old_hup{};
+  forward.sa_handler = Forward;
+  forward.sa_flags = SA_RESTART;
+  sigemptyset(&forward.sa_mask);
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigset_t block, previous;
+  sigemptyset(&block);
+  sigaddset(&block, SIGTERM);
+  sigaddset(&block, SIGHUP);
+  sigprocmask(SIG_BLOCK, &block, &previous);  // no forward before the pid is known
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGQUIT, &ignore, &old_quit);
+  sigaction(SIGTERM, &forward, &old_term);
+  sigaction(SIGHUP, &forward, &old_hup);
+
+  std::fflush(nullptr);
+  const pid_t child = fork();
+  if (child == 0) {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGQUIT, &old_quit, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+    sigaction(SIGHUP, &old_hup, nullptr);
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    for (const auto& [name, value] : env)
+      setenv(name.c_str(), value.c_str(), 1);
+    execvp(argv[0], argv.data());
+    const std::string message =
+        std::string("zb replay: cannot run ") + argv[0] + ": " + std::strerror(errno) + "\n";
+    if (write(STDERR_FILENO, message.data(), message.size()) < 0) {
+      // Nothing more a failed child can do.
+    }
+    _exit(127);
+  }
+  int exit_code = 127;
+  if (child > 0) {
+    g_child = child;
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    int status = 0;
+    pid_t done;
+    do {
+      done = waitpid(child, &status, 0);
+    } while (done < 0 && errno == EINTR);
+    if (done == child) {
+      if (WIFEXITED(status)) exit_code = WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) exit_code = 128 + WTERMSIG(status);
+    }
+    sigprocmask(SIG_BLOCK, &block, nullptr);
+    g_child = 0;
+  } else {
+    std::perror("zb replay: fork");
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGQUIT, &old_quit, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  sigaction(SIGHUP, &old_hup, nullptr);
+  sigprocmask(SIG_SETMASK, &previous, nullptr);
+  return exit_code;
+}
+
+}  // namespace
+
+int RunReplayCommand(const Args& args, std::ostream& out, std::ostream& err) {
+  const std::string command_name = "replay";
+  const std::string usage = "(FILE | --store DB --schedule ID) [--shard-dir D] -- CMD ARGS...";
+  Args own_args;
+  std::vector<std::string> command;
+  bool after_separator = false;
+  for (const std::string& arg : args) {
+    if (!after_separator && arg == "--") {
+      after_separator = true;
+      continue;
+    }
+    (after_separator ? command : own_args).push_back(arg);
+  }
+  po::options_description options("options");
+  po::positional_options_description positional;
+  AddScheduleSourceOptions(options, positional);
+  options.add_options()("shard-dir", po::value<std::string>(),
+                        "also record the run: each rank writes its PyTorch profiler trace "
+                        "(rank<R>.json.gz) here, for zb import D --format chrome");
+  po::variables_map values;
+  int exit_code = 0;
+  if (!ParseCommandLine(command_name, usage, own_args, options, positional, values, out, err,
+                        exit_code)) {
+    return exit_code;
+  }
+  if (command.empty()) {
+    return ReportError(err, command_name,
+                       UsageError("give the job to run after --: zb replay " + usage));
+  }
+  auto schedule = LoadScheduleFromArguments(values);
+  if (!schedule.ok()) return ReportError(err, command_name, schedule.status());
+  auto csv = tuner::ExportTorchCsv(*schedule, tuner::TorchCsvFormat::kComputeOnly);
+  if (!csv.ok()) return ReportError(err, command_name, csv.status());
+  auto hook = HookDirectory();
+  if (!hook.ok()) return ReportError(err, command_name, hook.status());
+
+  std::vector<std::pair<std::string, std::string>> env;
+  if (values.count("shard-dir")) {
+    const std::string dir = values["shard-dir"].as<std::string>();
+    std::error_code error;
+    fs::create_directories(dir, error);
+    if (error) {
+      return ReportError(err, command_name, IoError("--shard-dir " + dir + ": " + error.message()));
+    }
+    const std::string absolute = fs::absolute(dir, error).string();
+    env.emplace_back("ZBKIT_TORCH_PROFILE", absolute);
+    env.emplace_back("ZBKIT_SHARD_DIR", absolute);
+  }
+
+  const char* tmp = std::getenv("TMPDIR");
+  std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/zbkit-replay-XXXXXX.csv";
+  const int fd = mkstemps(path.data(), 4);
+  if (fd < 0) {
+    return ReportError(err, command_name,
+                       IoError("cannot create " + path + ": " + std::strerror(errno)));
+  }
+  const std::string& text = *csv;
+  const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  if (!written) {
+    unlink(path.c_str());
+    return ReportError(err, command_name, IoError("cannot write " + path));
+  }
+  const char* python_path = std::getenv("PYTHONPATH");
+  env.emplace_back("ZBKIT_SCHEDULE", path);
+  env.emplace_back(
+      "PYTHONPATH",
+      *hook + (python_path && *python_path ? std::string(":") + python_path : std::string()));
+  env.emplace_back("ZBKIT_ZB_BINARY", SelfPath());
+  const int code = RunJob(command, env);
+  unlink(path.c_str());
+  return code;
+}
+
+}  // namespace zb::cli

@@ -1,0 +1,143 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A plain torch.distributed.pipelining training job: the bundled GPT (gpt_model.py) on P ranks.
+
+Nothing in here knows about zbkit; it is the kind of script zbkit must run unmodified. Run with
+
+    OMP_NUM_THREADS=1 torchrun --nproc-per-node 2 train_pipelining.py --schedule ZBVZeroBubble
+
+Each rank builds the whole model from the seed, cuts it into stages and keeps its own: one stage
+per rank for 1F1B, `--stages-per-rank` (default 2) in loop placement (stage s on rank s % P) for
+Interleaved1F1B and InterleavedZeroBubble, two stages in V placement (rank r holds r and 2P-1-r)
+for ZBVZeroBubble and DualPipeV. Every iteration prints its time and, on the rank with the last
+stage, the mean microbatch loss; the last line of every rank is one JSON object with the median
+iteration time after `--warmup` iterations. `--dump PREFIX` writes PREFIX.rank<R>.pt with the
+losses and the rank's final parameters (named as in the whole model) for comparisons.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+from torch.distributed.pipelining import PipelineStage
+from torch.distributed.pipelining import schedules
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpt_model import Gpt, GptConfig, lm_loss, split_stages, synthetic_batch  # noqa: E402
+
+SCHEDULES = {
+    # name: (class, placement, stages per rank or None for --stages-per-rank)
+    "1F1B": (schedules.Schedule1F1B, "loop", 1),
+    "Interleaved1F1B": (schedules.ScheduleInterleaved1F1B, "loop", None),
+    "InterleavedZeroBubble": (schedules.ScheduleInterleavedZeroBubble, "loop", None),
+    "ZBVZeroBubble": (schedules.ScheduleZBVZeroBubble, "v", 2),
+    "DualPipeV": (schedules.ScheduleDualPipeV, "v", 2),
+}
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--schedule", choices=sorted(SCHEDULES), default="1F1B")
+    parser.add_argument("--microbatches", type=int, default=8)
+    parser.add_argument("--batch", type=int, default=16, help="samples per iteration")
+    parser.add_argument("--iters", type=int, default=6)
+    parser.add_argument("--warmup", type=int, default=1, help="iterations left out of the median")
+    parser.add_argument("--stages-per-rank", type=int, default=2, help="for the interleaved ones")
+    parser.add_argument("--layers", type=int, default=8)
+    parser.add_argument("--dim", type=int, default=128)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--seq", type=int, default=64)
+    parser.add_argument("--vocab", type=int, default=512)
+    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dump", metavar="PREFIX", help="write PREFIX.rank<R>.pt at the end")
+    return parser.parse_args(argv)
+
+
+def local_stage_ids(placement: str, ranks: int, rank: int, per_rank: int):
+    if placement == "v":
+        return [rank, 2 * ranks - 1 - rank]
+    return [rank + chunk * ranks for chunk in range(per_rank)]
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    use_cuda = torch.cuda.is_available()
+    dist.init_process_group(backend="nccl" if use_cuda else "gloo")
+    rank, ranks = dist.get_rank(), dist.get_world_size()
+    device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if use_cuda else "cpu")
+    if use_cuda:
+        torch.cuda.set_device(device)
+
+    schedule_class, placement, per_rank = SCHEDULES[args.schedule]
+    per_rank = per_rank or args.stages_per_rank
+    num_stages = ranks * per_rank
+    config = GptConfig(
+        vocab=args.vocab, seq=args.seq, dim=args.dim, heads=args.heads, layers=args.layers
+    )
+    model = Gpt(config, seed=args.seed)
+    pieces = split_stages(model, num_stages)
+    mine = local_stage_ids(placement, ranks, rank, per_rank)
+    stages = [
+        PipelineStage(pieces[s].to(device), s, num_stages, device, group=dist.group.WORLD)
+        for s in mine
+    ]
+    if per_rank == 1:
+        schedule = schedule_class(stages[0], n_microbatches=args.microbatches, loss_fn=lm_loss)
+    else:
+        schedule = schedule_class(stages, n_microbatches=args.microbatches, loss_fn=lm_loss)
+
+    parameters = [p for s in mine for p in pieces[s].parameters()]
+    optimizer = torch.optim.SGD(parameters, lr=args.lr)
+    has_first, has_last = 0 in mine, num_stages - 1 in mine
+    times, losses = [], []
+    for iteration in range(args.iters):
+        tokens, targets = synthetic_batch(config, args.batch, iteration, seed=args.seed)
+        tokens, targets = tokens.to(device), targets.to(device)
+        optimizer.zero_grad(set_to_none=True)
+        start = time.perf_counter()
+        microbatch_losses = [] if has_last else None
+        step_args = (tokens,) if has_first else ()
+        step_kwargs = {"target": targets, "losses": microbatch_losses} if has_last else {}
+        schedule.step(*step_args, **step_kwargs)
+        optimizer.step()
+        elapsed = time.perf_counter() - start
+        times.append(elapsed)
+        line = f"rank {rank} iter {iteration} time_s {elapsed:.4f}"
+        if has_last:
+            loss = torch.stack([l.detach() for l in microbatch_losses]).mean().item()
+            losses.append(loss)
+            line += f" loss {loss:.6f}"
+        # One write per line: the ranks share the terminal (or pipe) and must not interleave.
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+    if args.dump:
+        names = {id(p): name for name, p in model.named_parameters()}
+        params = {names[id(p)]: p.detach().cpu().clone() for p in parameters}
+        torch.save({"rank": rank, "losses": losses, "params": params}, f"{args.dump}.rank{rank}.pt")
+    measured = times[args.warmup :] or times
+    summary = {
+        "rank": rank,
+        "schedule": args.schedule,
+        "class": type(schedule).__name__,
+        "ranks": ranks,
+        "stages": num_stages,
+        "microbatches": args.microbatches,
+        "iters": len(measured),
+        "median_iter_s": statistics.median(measured),
+    }
+    sys.stdout.write(json.dumps(summary) + "\n")
+    sys.stdout.flush()
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
