@@ -145,13 +145,9 @@ zb::Expected<int64_t> Merge(const std::string& store_path, int64_t schedule_id,
                      return a.rank != b.rank ? a.rank < b.rank : a.time < b.time;
                    });
 
-  // Two transactions for now: the store's one-transaction measured-run call replaces this pair
-  // when it lands (runtime/README.md).
-  ZB_ASSIGN_OR_RETURN(int64_t run_id,
-                      store.InsertRun(job_id, "replay", command, std::nullopt, schedule_id));
-  ZB_ASSIGN_OR_RETURN(int64_t timeline_id, store.InsertRunTimeline(run_id, timeline));
-  (void)timeline_id;
-  return run_id;
+  // One transaction: the run and its measured timeline land together or not at all.
+  timeline.kind = zb::TimelineKind::kMeasured;
+  return store.RecordMeasuredRun(job_id, schedule_id, command, std::nullopt, timeline);
 }
 
 }  // namespace
