@@ -421,7 +421,7 @@ TEST_F(Zbrt, RecordedReplayMergesIntoOneRunOfTheSchedule) {
       if (info.id == run_id) run = &info;
     }
     ASSERT_NE(run, nullptr);
-    EXPECT_EQ(run->kind, "replay");
+    EXPECT_EQ(run->kind, zb::RunKind::kReplay);
     EXPECT_EQ(run->command, "python train.py");
     ASSERT_TRUE(run->schedule_id.has_value());
     EXPECT_EQ(*run->schedule_id, id);
