@@ -208,7 +208,7 @@ TEST_F(CliTest, BadRequestsAreUsageErrors) {
   ExpectOneLineError(Zb("tune" + costs + " -m 8 --mem-limit 1x --placement zigzag"), 2, "tune",
                      "--placement must be loop, v or any");
   ExpectOneLineError(Zb("export --format yaml -o - " + Data("costs/uniform4.json")), 2, "export",
-                     "--format must be json, torch-csv or torch-csv-legacy");
+                     "--format must be json, torch-csv, torch-csv-legacy or torch-csv-comms");
   Result unknown = Zb("frobnicate");
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("unknown command \"frobnicate\""), std::string::npos);
