@@ -256,7 +256,7 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
 
   // From here on the command's exit code is what zb returns.
   std::vector<std::string> skipped;
-  auto traces = ReadShardDirectory(shard_dir, skipped);
+  auto traces = profiler::ReadShardDirectory(shard_dir, skipped);
   if (temporary) {
     std::error_code error;
     fs::remove_all(shard_dir, error);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // zb export (FILE | --store DB --schedule ID) --format json|torch-csv|torch-csv-legacy -o FILE
-#include "cli_support.h"
+#include "schedule_source.h"
+#include "tuner_commands.h"
+#include "zbkit/cli/output.h"
 #include "zbkit/schemas/json_io.h"
 #include "zbkit/tuner/torch_export.h"
 
@@ -38,12 +40,7 @@ int RunExportCommand(const Args& args, std::ostream& out, std::ostream& err) {
     content = tuner::ToTorchCsv(*schedule, format == "torch-csv" ? tuner::TorchDialect::kModern
                                                                  : tuner::TorchDialect::kLegacy);
   }
-  const std::string output = values["output"].as<std::string>();
-  if (output == "-") {
-    out << content;
-    return 0;
-  }
-  Status written = WriteFileAtomically(output, content);
+  Status written = WriteToFileOrStdout(values["output"].as<std::string>(), content, out);
   if (!written.ok()) return ReportError(err, command, written);
   return 0;
 }

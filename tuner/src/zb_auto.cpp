@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "zbkit/tuner/families.h"
+#include "zbkit/tuner/zb_auto.h"
 
 namespace zb::tuner {
 namespace {

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "zbkit/tuner/v_schedules.h"
+#include "zbkit/tuner/v_half_min.h"
 
 namespace zb::tuner {
 namespace {

@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include "zbkit/tuner/v_schedules.h"
+#include "zbkit/tuner/zb_v.h"
 
 namespace zb::tuner {
 namespace {
