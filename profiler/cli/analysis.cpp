@@ -79,8 +79,8 @@ json OpJson(const MeasuredOp& op) {
 }
 
 // zb-profile-report/1.
-json ReportJson(const Analysis& analysis, const AnalysisSettings& settings,
-                const std::string& name, const std::optional<StoredAnalysis>& stored) {
+json ReportJson(const Analysis& analysis, const AnalysisSettings& settings, const std::string& name,
+                const std::optional<StoredAnalysis>& stored) {
   const CostReport& report = analysis.report;
   const profiler::Attribution& attribution = analysis.attribution;
   json doc = {{"format", "zb-profile-report/1"},

@@ -70,7 +70,8 @@ int RunCostsExport(const Args& args, std::ostream& out, std::ostream& err) {
     err << "zb costs export: note: cost profile " << id
         << " has no B/W split (the job ran fused backwards): B = BW, W = 0\n";
   }
-  Status written = WriteToFileOrStdout(values["output"].as<std::string>(), CostsToJson(*costs), out);
+  Status written =
+      WriteToFileOrStdout(values["output"].as<std::string>(), CostsToJson(*costs), out);
   if (!written.ok()) return ReportError(err, command, written);
   return 0;
 }
@@ -78,26 +79,27 @@ int RunCostsExport(const Args& args, std::ostream& out, std::ostream& err) {
 int RunCostsList(const Args& args, std::ostream& out, std::ostream& err) {
   StoreListing listing("zb-costs-list/1", "profiles",
                        {"id", "job", "name", "stages", "run", "memory", "created_at"});
-  return RunStoreListing("costs list", args, out, err, std::move(listing),
-                         [](const Store& store, StoreListing& rows) -> Status {
-    ZB_ASSIGN_OR_RETURN(std::vector<CostProfileInfo> infos, store.ListCostProfiles());
-    for (const CostProfileInfo& info : infos) {
-      rows.Add({{"id", info.id},
-                {"cluster", info.cluster},
-                {"job", info.job},
-                {"name", info.name},
-                {"stages", info.num_stages},
-                {"run", info.run_id ? nlohmann::json(*info.run_id) : nullptr},
-                {"memory_source", info.memory_source.empty() ? nlohmann::json(nullptr)
-                                                             : nlohmann::json(info.memory_source)},
-                {"created_at", info.created_at}},
-               {std::to_string(info.id), info.cluster + "/" + info.job, info.name,
-                std::to_string(info.num_stages),
-                info.run_id ? std::to_string(*info.run_id) : "-",
-                info.memory_source.empty() ? "-" : info.memory_source, info.created_at});
-    }
-    return Status::Ok();
-  });
+  return RunStoreListing(
+      "costs list", args, out, err, std::move(listing),
+      [](const Store& store, StoreListing& rows) -> Status {
+        ZB_ASSIGN_OR_RETURN(std::vector<CostProfileInfo> infos, store.ListCostProfiles());
+        for (const CostProfileInfo& info : infos) {
+          rows.Add(
+              {{"id", info.id},
+               {"cluster", info.cluster},
+               {"job", info.job},
+               {"name", info.name},
+               {"stages", info.num_stages},
+               {"run", info.run_id ? nlohmann::json(*info.run_id) : nullptr},
+               {"memory_source", info.memory_source.empty() ? nlohmann::json(nullptr)
+                                                            : nlohmann::json(info.memory_source)},
+               {"created_at", info.created_at}},
+              {std::to_string(info.id), info.cluster + "/" + info.job, info.name,
+               std::to_string(info.num_stages), info.run_id ? std::to_string(*info.run_id) : "-",
+               info.memory_source.empty() ? "-" : info.memory_source, info.created_at});
+        }
+        return Status::Ok();
+      });
 }
 
 }  // namespace

@@ -37,7 +37,8 @@ ComparisonRow RowFor(const Candidate& candidate) {
 }  // namespace
 
 Expected<TuneOutcome> TuneAndCompare(const TuneRequest& request) {
-  ZB_ASSIGN_OR_RETURN(TuneResult result, Tune(request.costs, request.microbatches, request.options));
+  ZB_ASSIGN_OR_RETURN(TuneResult result,
+                      Tune(request.costs, request.microbatches, request.options));
   TuneOutcome outcome;
   outcome.ranks = request.costs.num_stages();
   outcome.microbatches = request.microbatches;

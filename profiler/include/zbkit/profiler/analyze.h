@@ -32,9 +32,9 @@ struct AnalyzeSettings {
 };
 
 struct Analysis {
-  std::string source;      // what was analyzed (a file, a shard directory, a command line)
-  size_t processes = 0;    // traces analyzed
-  size_t ranges = 0;       // ranges in them
+  std::string source;       // what was analyzed (a file, a shard directory, a command line)
+  size_t processes = 0;     // traces analyzed
+  size_t ranges = 0;        // ranges in them
   Attribution attribution;  // .ops: one row per attributed op; kernel and per-family counts
   CostReport report;        // per-stage / per-rank spreads, hops, .timeline (measured), .notes
   CostProfile costs;        // report.ToCostProfile(): the zb-costs/1 profile `zb tune` reads

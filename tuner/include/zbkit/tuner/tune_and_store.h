@@ -52,10 +52,10 @@ struct ComparisonRow {
 struct TuneOutcome {
   int ranks = 0;
   int microbatches = 0;
-  std::string memory_limit;         // the cap as MemoryLimit::ToString() spells it
-  std::vector<ComparisonRow> rows;  // in Families() order
-  int best = -1;                    // index into rows of the fastest that fits; -1 = none fits
-  std::optional<Schedule> chosen;   // rows[best]'s schedule, simulated; nullopt when none fits
+  std::string memory_limit;          // the cap as MemoryLimit::ToString() spells it
+  std::vector<ComparisonRow> rows;   // in Families() order
+  int best = -1;                     // index into rows of the fastest that fits; -1 = none fits
+  std::optional<Schedule> chosen;    // rows[best]'s schedule, simulated; nullopt when none fits
   std::optional<double> chosen_cap;  // the largest per-rank cap it was judged against, if finite
   std::optional<int64_t> cost_profile_id;  // set by storing
   std::optional<int64_t> schedule_id;      // set by storing
