@@ -7,14 +7,15 @@
 #include <vector>
 
 #include "adapter_commands.h"
-#include "commands.h"
 #include "profiler_commands.h"
+#include "tuner_commands.h"
+#include "zbkit/cli/options.h"
 
 namespace {
 
 struct Subcommand {
   const char* name;
-  int (*run)(const zb::cli::Args&, std::ostream&, std::ostream&);
+  zb::cli::CommandFunction run;
   const char* summary;
 };
 

@@ -5,7 +5,7 @@
 
 #include <ostream>
 
-#include "commands.h"
+#include "zbkit/cli/options.h"
 
 namespace zb::cli {
 

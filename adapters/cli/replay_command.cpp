@@ -11,10 +11,8 @@
 // The exit code is CMD's (128 + signal if it was killed), so that a scheduler sees the job's.
 // Only problems before CMD starts are zb's own: 2 for usage, 1 otherwise.
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -25,21 +23,15 @@
 #include <vector>
 
 #include "adapter_commands.h"
-#include "cli_support.h"
+#include "zbkit/cli/child_process.h"
+#include "zbkit/cli/options.h"
+#include "zbkit/cli/schedule_source.h"
 #include "zbkit/tuner/torch_export.h"
 
 namespace zb::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-volatile sig_atomic_t g_child = 0;
-
-// SIGTERM/SIGHUP sent to zb (a scheduler, torchrun's own shutdown) go on to the job. Ctrl-C
-// already reaches the whole foreground process group, so zb itself ignores SIGINT/SIGQUIT.
-void Forward(int signal_number) {
-  if (g_child > 0) kill(g_child, signal_number);
-}
 
 bool IsDirectory(const std::string& path) {
   struct stat info {};
@@ -60,96 +52,12 @@ Expected<std::string> HookDirectory() {
       "the PyTorch shim (adapters/pytorch/zbkit/_hook) was not found; set ZBKIT_TORCH_HOOK_DIR");
 }
 
-std::string SelfPath() {
-  std::error_code error;
-  const fs::path self = fs::read_symlink("/proc/self/exe", error);
-  return error ? std::string("zb") : self.string();
-}
-
-int RunJob(const std::vector<std::string>& command,
-           const std::vector<std::pair<std::string, std::string>>& env) {
-  std::vector<std::string> argv_strings = command;
-  std::vector<char*> argv;
-  for (std::string& arg : argv_strings)
-    argv.push_back(arg.data());
-  argv.push_back(nullptr);
-
-  struct sigaction forward {
-  }, ignore{}, old_int{}, old_quit{}, old_term{}, old_hup{};
-  forward.sa_handler = Forward;
-  forward.sa_flags = SA_RESTART;
-  sigemptyset(&forward.sa_mask);
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  sigset_t block, previous;
-  sigemptyset(&block);
-  sigaddset(&block, SIGTERM);
-  sigaddset(&block, SIGHUP);
-  sigprocmask(SIG_BLOCK, &block, &previous);  // no forward before the pid is known
-  sigaction(SIGINT, &ignore, &old_int);
-  sigaction(SIGQUIT, &ignore, &old_quit);
-  sigaction(SIGTERM, &forward, &old_term);
-  sigaction(SIGHUP, &forward, &old_hup);
-
-  std::fflush(nullptr);
-  const pid_t child = fork();
-  if (child == 0) {
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGQUIT, &old_quit, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
-    sigaction(SIGHUP, &old_hup, nullptr);
-    sigprocmask(SIG_SETMASK, &previous, nullptr);
-    for (const auto& [name, value] : env)
-      setenv(name.c_str(), value.c_str(), 1);
-    execvp(argv[0], argv.data());
-    const std::string message =
-        std::string("zb replay: cannot run ") + argv[0] + ": " + std::strerror(errno) + "\n";
-    if (write(STDERR_FILENO, message.data(), message.size()) < 0) {
-      // Nothing more a failed child can do.
-    }
-    _exit(127);
-  }
-  int exit_code = 127;
-  if (child > 0) {
-    g_child = child;
-    sigprocmask(SIG_SETMASK, &previous, nullptr);
-    int status = 0;
-    pid_t done;
-    do {
-      done = waitpid(child, &status, 0);
-    } while (done < 0 && errno == EINTR);
-    if (done == child) {
-      if (WIFEXITED(status)) exit_code = WEXITSTATUS(status);
-      if (WIFSIGNALED(status)) exit_code = 128 + WTERMSIG(status);
-    }
-    sigprocmask(SIG_BLOCK, &block, nullptr);
-    g_child = 0;
-  } else {
-    std::perror("zb replay: fork");
-  }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGQUIT, &old_quit, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  sigaction(SIGHUP, &old_hup, nullptr);
-  sigprocmask(SIG_SETMASK, &previous, nullptr);
-  return exit_code;
-}
-
 }  // namespace
 
 int RunReplayCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const std::string command_name = "replay";
   const std::string usage = "(FILE | --store DB --schedule ID) [--shard-dir D] -- CMD ARGS...";
-  Args own_args;
-  std::vector<std::string> command;
-  bool after_separator = false;
-  for (const std::string& arg : args) {
-    if (!after_separator && arg == "--") {
-      after_separator = true;
-      continue;
-    }
-    (after_separator ? command : own_args).push_back(arg);
-  }
+  const auto [own_args, command] = SplitAtSeparator(args);
   po::options_description options("options");
   po::positional_options_description positional;
   AddScheduleSourceOptions(options, positional);
@@ -173,7 +81,7 @@ int RunReplayCommand(const Args& args, std::ostream& out, std::ostream& err) {
   auto hook = HookDirectory();
   if (!hook.ok()) return ReportError(err, command_name, hook.status());
 
-  std::vector<std::pair<std::string, std::string>> env;
+  EnvironmentOverrides env;
   if (values.count("shard-dir")) {
     const std::string dir = values["shard-dir"].as<std::string>();
     std::error_code error;
@@ -206,7 +114,7 @@ int RunReplayCommand(const Args& args, std::ostream& out, std::ostream& err) {
       "PYTHONPATH",
       *hook + (python_path && *python_path ? std::string(":") + python_path : std::string()));
   env.emplace_back("ZBKIT_ZB_BINARY", SelfPath());
-  const int code = RunJob(command, env);
+  const int code = RunChildCommand(command_name, command, env);
   unlink(path.c_str());
   return code;
 }

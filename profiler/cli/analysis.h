@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // What `zb profile` and `zb import` share once they hold raw traces: the options that steer
-// attribution and aggregation, the per-stage cost table (text or JSON), and storing the profile,
-// the run and the measured timeline.
+// attribution and aggregation, and the report of profiler::Analyze's result (text or JSON). The
+// work itself (attribution, aggregation, storing) is the library's: zbkit/profiler/analyze.h.
 #ifndef ZBKIT_PROFILER_CLI_ANALYSIS_H_
 #define ZBKIT_PROFILER_CLI_ANALYSIS_H_
 
@@ -10,20 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "cli_support.h"
-#include "zbkit/profiler/attribution.h"
-#include "zbkit/profiler/costs.h"
+#include "zbkit/cli/options.h"
+#include "zbkit/profiler/analyze.h"
 #include "zbkit/profiler/trace.h"
 
 namespace zb::cli {
 
-// The exact first words of the error when no range matched a rule (tests and scripts key on it).
-inline constexpr const char* kNoPipelineOps = "no pipeline ops recognized";
-
 struct AnalysisSettings {
-  profiler::AttributionOptions attribution;
-  profiler::CostOptions costs;
-  profiler::RuleSet rules;
+  profiler::AnalyzeSettings analyze;
   std::optional<std::string> store;
   std::string cluster = "local";
   std::optional<std::string> name;
@@ -47,12 +41,8 @@ struct AnalysisInput {
 // A job name from a path: its base name without .json/.gz/.sqlite/.zbshard.
 std::string DefaultNameFor(const std::string& path);
 
-// Reads every shard of a directory; unreadable shards become notes in `skipped`.
-Expected<std::vector<profiler::RawTrace>> ReadShardDirectory(const std::string& dir,
-                                                             std::vector<std::string>& skipped);
-
-// Attributes, aggregates, prints the table (or JSON) to `out` and stores when asked. The error
-// when nothing was recognized starts with kNoPipelineOps.
+// profiler::Analyze, then --out, the store (profiler::StoreAnalysis) when asked, and the table
+// (or JSON) to `out`. The error when nothing was recognized starts with profiler::kNoPipelineOps.
 Status AnalyzeAndReport(const AnalysisInput& input, const AnalysisSettings& settings,
                         std::ostream& out);
 

@@ -4,11 +4,10 @@
 //
 // export writes a stored cost profile as zb-costs/1, the input of `zb tune`; without --profile
 // the most recent measured one (a profile linked to a profiling or import run).
-#include <nlohmann/json.hpp>
-
-#include "cli_support.h"
 #include "profiler_commands.h"
-#include "text_table.h"
+#include "zbkit/cli/output.h"
+#include "zbkit/cli/store_listing.h"
+#include "zbkit/cli/text_table.h"
 #include "zbkit/schemas/json_io.h"
 #include "zbkit/schemas/store.h"
 #include "zbkit/schemas/validate.h"
@@ -71,60 +70,37 @@ int RunCostsExport(const Args& args, std::ostream& out, std::ostream& err) {
     err << "zb costs export: note: cost profile " << id
         << " has no B/W split (the job ran fused backwards): B = BW, W = 0\n";
   }
-  const std::string content = CostsToJson(*costs);
-  const std::string output = values["output"].as<std::string>();
-  if (output == "-") {
-    out << content;
-    return 0;
-  }
-  Status written = WriteFileAtomically(output, content);
+  Status written =
+      WriteToFileOrStdout(values["output"].as<std::string>(), CostsToJson(*costs), out);
   if (!written.ok()) return ReportError(err, command, written);
   return 0;
 }
 
 int RunCostsList(const Args& args, std::ostream& out, std::ostream& err) {
-  const std::string command = "costs list";
-  po::options_description options("options");
-  po::options_description_easy_init add = options.add_options();
-  add("store", po::value<std::string>()->required(), "SQLite store");
-  add("json", "print JSON");
-  po::variables_map values;
-  int exit_code = 0;
-  if (!ParseCommandLine(command, "--store DB [--json]", args, options, {}, values, out, err,
-                        exit_code)) {
-    return exit_code;
-  }
-  auto store = Store::Open(values["store"].as<std::string>(), Store::Mode::kReadOnly);
-  if (!store.ok()) return ReportError(err, command, store.status());
-  auto infos = store->ListCostProfiles();
-  if (!infos.ok()) return ReportError(err, command, infos.status());
-  if (values.count("json")) {
-    nlohmann::json list = {{"format", "zb-costs-list/1"}, {"profiles", nlohmann::json::array()}};
-    for (const CostProfileInfo& info : *infos) {
-      list["profiles"].push_back(
-          {{"id", info.id},
-           {"cluster", info.cluster},
-           {"job", info.job},
-           {"name", info.name},
-           {"stages", info.num_stages},
-           {"run", info.run_id ? nlohmann::json(*info.run_id) : nullptr},
-           {"memory_source", info.memory_source
-                                 ? nlohmann::json(MemorySourceName(*info.memory_source))
-                                 : nlohmann::json(nullptr)},
-           {"created_at", info.created_at}});
-    }
-    out << list.dump(2) << "\n";
-    return 0;
-  }
-  TextTable table({"id", "job", "name", "stages", "run", "memory", "created_at"});
-  for (const CostProfileInfo& info : *infos) {
-    table.AddRow({std::to_string(info.id), info.cluster + "/" + info.job, info.name,
-                  std::to_string(info.num_stages), info.run_id ? std::to_string(*info.run_id) : "-",
-                  info.memory_source ? MemorySourceName(*info.memory_source) : "-",
-                  info.created_at});
-  }
-  table.Render(out);
-  return 0;
+  StoreListing listing("zb-costs-list/1", "profiles",
+                       {"id", "job", "name", "stages", "run", "memory", "created_at"});
+  return RunStoreListing(
+      "costs list", args, out, err, std::move(listing),
+      [](const Store& store, StoreListing& rows) -> Status {
+        ZB_ASSIGN_OR_RETURN(std::vector<CostProfileInfo> infos, store.ListCostProfiles());
+        for (const CostProfileInfo& info : infos) {
+          rows.Add(
+              {{"id", info.id},
+               {"cluster", info.cluster},
+               {"job", info.job},
+               {"name", info.name},
+               {"stages", info.num_stages},
+               {"run", info.run_id ? nlohmann::json(*info.run_id) : nullptr},
+               {"memory_source", info.memory_source
+                                     ? nlohmann::json(MemorySourceName(*info.memory_source))
+                                     : nlohmann::json(nullptr)},
+               {"created_at", info.created_at}},
+              {std::to_string(info.id), info.cluster + "/" + info.job, info.name,
+               std::to_string(info.num_stages), info.run_id ? std::to_string(*info.run_id) : "-",
+               info.memory_source ? MemorySourceName(*info.memory_source) : "-", info.created_at});
+        }
+        return Status::Ok();
+      });
 }
 
 }  // namespace

@@ -41,7 +41,7 @@ int RunImportCommand(const Args& args, std::ostream& out, std::ostream& err) {
   input.default_name = DefaultNameFor(path);
   if (format_name == "shards" || (format_name == "auto" && is_dir)) {
     std::vector<std::string> skipped;
-    auto traces = ReadShardDirectory(path, skipped);
+    auto traces = profiler::ReadShardDirectory(path, skipped);
     if (!traces.ok()) return ReportError(err, command, traces.status());
     for (const std::string& problem : skipped)
       err << "zb import: warning: " << problem << "\n";

@@ -11,37 +11,21 @@
 // in `zb profile` cannot change what its scheduler sees.
 #include <errno.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
 
 #include "analysis.h"
 #include "profiler_commands.h"
+#include "zbkit/cli/child_process.h"
 #include "zbkit/profiler/shard.h"
-
-extern char** environ;
 
 namespace zb::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-volatile sig_atomic_t g_child_pid = 0;
-
-// Forwards a signal sent to zb (kill, torchrun's SIGTERM, a scheduler) to the command. A
-// terminal's Ctrl-C already reached the command (same process group), so a kernel-generated
-// signal is not sent twice.
-void ForwardSignal(int signal_number, siginfo_t* info, void*) {
-  const pid_t child = g_child_pid;
-  if (child <= 0) return;
-  if (info != nullptr && info->si_code == SI_KERNEL) return;
-  kill(child, signal_number);
-}
 
 bool FileExists(const std::string& path) {
   struct stat info {};
@@ -85,114 +69,12 @@ std::string NameFromCommand(const std::vector<std::string>& command) {
   return fs::path(command[0]).filename().string();
 }
 
-std::string JoinCommand(const std::vector<std::string>& command) {
-  std::string text;
-  for (const std::string& arg : command) {
-    if (!text.empty()) text += ' ';
-    text += arg;
-  }
-  return text;
-}
-
-// Runs the command with `extra_env` added; returns its exit code (128 + signal if killed), or
-// 127 when it could not be started (the child says why on stderr).
-int RunChild(const std::vector<std::string>& command,
-             const std::vector<std::pair<std::string, std::string>>& extra_env) {
-  std::vector<std::string> env_strings;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string text = *entry;
-    const std::string key = text.substr(0, text.find('='));
-    bool overridden = false;
-    for (const auto& [name, value] : extra_env)
-      overridden = overridden || name == key;
-    if (!overridden) env_strings.push_back(text);
-  }
-  for (const auto& [name, value] : extra_env)
-    env_strings.push_back(name + "=" + value);
-  std::vector<char*> envp;
-  for (std::string& text : env_strings)
-    envp.push_back(text.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_strings = command;
-  std::vector<char*> argv;
-  for (std::string& arg : argv_strings)
-    argv.push_back(arg.data());
-  argv.push_back(nullptr);
-
-  struct sigaction forward {};
-  forward.sa_sigaction = ForwardSignal;
-  forward.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&forward.sa_mask);
-  struct sigaction old_int {
-  }, old_term{}, old_hup{}, old_quit{};
-  // Block the forwarded signals across fork so that the handler never sees a half-set pid.
-  sigset_t block, previous;
-  sigemptyset(&block);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
-    sigaddset(&block, s);
-  sigprocmask(SIG_BLOCK, &block, &previous);
-  sigaction(SIGINT, &forward, &old_int);
-  sigaction(SIGTERM, &forward, &old_term);
-  sigaction(SIGHUP, &forward, &old_hup);
-  sigaction(SIGQUIT, &forward, &old_quit);
-
-  std::fflush(nullptr);
-  const pid_t child = fork();
-  if (child == 0) {
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
-    sigaction(SIGHUP, &old_hup, nullptr);
-    sigaction(SIGQUIT, &old_quit, nullptr);
-    sigprocmask(SIG_SETMASK, &previous, nullptr);
-    execvpe(argv[0], argv.data(), envp.data());
-    const std::string message =
-        std::string("zb profile: cannot run ") + argv[0] + ": " + std::strerror(errno) + "\n";
-    if (write(STDERR_FILENO, message.data(), message.size()) < 0) {
-      // Nothing else to do in a failed child.
-    }
-    _exit(127);
-  }
-  int exit_code = 127;
-  if (child > 0) {
-    g_child_pid = child;
-    sigprocmask(SIG_SETMASK, &previous, nullptr);
-    int status = 0;
-    pid_t done;
-    do {
-      done = waitpid(child, &status, 0);
-    } while (done < 0 && errno == EINTR);
-    if (done == child) {
-      if (WIFEXITED(status)) exit_code = WEXITSTATUS(status);
-      if (WIFSIGNALED(status)) exit_code = 128 + WTERMSIG(status);
-    }
-    sigprocmask(SIG_BLOCK, &block, nullptr);
-    g_child_pid = 0;
-  } else {
-    std::perror("zb profile: fork");
-  }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  sigaction(SIGHUP, &old_hup, nullptr);
-  sigaction(SIGQUIT, &old_quit, nullptr);
-  sigprocmask(SIG_SETMASK, &previous, nullptr);
-  return exit_code;
-}
-
 }  // namespace
 
 int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const std::string command_name = "profile";
   const std::string usage = "[options] -- CMD ARGS...";
-  Args own_args;
-  std::vector<std::string> command;
-  bool after_separator = false;
-  for (const std::string& arg : args) {
-    if (!after_separator && arg == "--") {
-      after_separator = true;
-      continue;
-    }
-    (after_separator ? command : own_args).push_back(arg);
-  }
+  const auto [own_args, command] = SplitAtSeparator(args);
   po::options_description options("options");
   AddAnalysisOptions(options);
   options.add_options()("shard-dir", po::value<std::string>(),
@@ -243,7 +125,7 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
 
   std::string why;
   const std::string library = FindInjectionLibrary(why);
-  std::vector<std::pair<std::string, std::string>> env = {{"ZBKIT_SHARD_DIR", shard_dir}};
+  EnvironmentOverrides env = {{"ZBKIT_SHARD_DIR", shard_dir}};
   if (!library.empty()) {
     env.emplace_back("CUDA_INJECTION64_PATH", library);
     env.emplace_back("NVTX_INJECTION64_PATH", library);
@@ -252,11 +134,11 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
     err.flush();
   }
 
-  const int child_code = RunChild(command, env);
+  const int child_code = RunChildCommand(command_name, command, env);
 
   // From here on the command's exit code is what zb returns.
   std::vector<std::string> skipped;
-  auto traces = ReadShardDirectory(shard_dir, skipped);
+  auto traces = profiler::ReadShardDirectory(shard_dir, skipped);
   if (temporary) {
     std::error_code error;
     fs::remove_all(shard_dir, error);

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The profiler's `zb` subcommands (same contract as tuner/cli/commands.h: arguments without the
-// subcommand name, results to `out`, one error line to `err`, exit code returned).
+// The profiler's `zb` subcommands (the contract of zbkit/cli/options.h: arguments without the
+// subcommand name, results to `out`, one error line to `err`, the exit code returned).
 #ifndef ZBKIT_PROFILER_CLI_PROFILER_COMMANDS_H_
 #define ZBKIT_PROFILER_CLI_PROFILER_COMMANDS_H_
 
 #include <ostream>
 
-#include "commands.h"
+#include "zbkit/cli/options.h"
 
 namespace zb::cli {
 

@@ -225,185 +225,202 @@ std::vector<Projection> ProjectRanges(const RawTrace& trace, const std::vector<s
   return result;
 }
 
-Expected<Attribution> Attribute(const std::vector<RawTrace>& traces, const RuleSet& rules,
-                                const AttributionOptions& options) {
-  if (options.pp < 0) return UsageError("--pp must be >= 1");
-  Attribution result;
-  result.placement = options.placement;
-  std::vector<ProcessOps> processes;
+namespace {
+
+// What pass 1 counts over all processes, for the notes.
+struct PassOneCounts {
   int64_t invalid_kernels = 0;
   int64_t unknown_pp_names = 0;
+};
 
-  // ---- Pass 1: per process, classify ranges and project kernels. ----
-  for (const RawTrace& trace : traces) {
-    ProcessOps proc;
-    proc.trace = &trace;
-    std::unordered_map<std::string, RangeMatch> cache;
-    std::vector<size_t> op_ranges;
-    std::vector<bool> is_comm;
-    for (size_t i = 0; i < trace.ranges.size(); ++i) {
-      const TraceRange& range = trace.ranges[i];
-      std::string key = range.domain;
-      key += '\x1f';
-      key += range.name;
-      auto it = cache.find(key);
-      if (it == cache.end()) it = cache.emplace(key, rules.Match(range.name, range.domain)).first;
-      const RangeMatch& match = it->second;
-      if (match.role == RangeRole::kIteration) {
-        proc.iteration_starts.push_back(range.start);
-      } else if (match.role == RangeRole::kOp) {
-        if (range.end < range.start) continue;
-        op_ranges.push_back(i);
-        is_comm.push_back(match.kind == OpKind::kComm);
-        proc.matches.push_back(match);
-      } else if (match.role == RangeRole::kNone && range.name.rfind("PP:", 0) == 0) {
-        ++unknown_pp_names;
-      }
+// Pass 1a: classifies every range by the rules; op ranges become ops (their indices into
+// trace.ranges in `op_ranges`), iteration ranges mark iteration starts.
+void ClassifyRanges(const RawTrace& trace, const RuleSet& rules, ProcessOps& proc,
+                    std::vector<size_t>& op_ranges, std::vector<bool>& is_comm,
+                    PassOneCounts& counts) {
+  std::unordered_map<std::string, RangeMatch> cache;
+  for (size_t i = 0; i < trace.ranges.size(); ++i) {
+    const TraceRange& range = trace.ranges[i];
+    std::string key = range.domain;
+    key += '\x1f';
+    key += range.name;
+    auto it = cache.find(key);
+    if (it == cache.end()) it = cache.emplace(key, rules.Match(range.name, range.domain)).first;
+    const RangeMatch& match = it->second;
+    if (match.role == RangeRole::kIteration) {
+      proc.iteration_starts.push_back(range.start);
+    } else if (match.role == RangeRole::kOp) {
+      if (range.end < range.start) continue;
+      op_ranges.push_back(i);
+      is_comm.push_back(match.kind == OpKind::kComm);
+      proc.matches.push_back(match);
+    } else if (match.role == RangeRole::kNone && range.name.rfind("PP:", 0) == 0) {
+      ++counts.unknown_pp_names;
     }
-    std::sort(proc.iteration_starts.begin(), proc.iteration_starts.end());
+  }
+  std::sort(proc.iteration_starts.begin(), proc.iteration_starts.end());
+  proc.ops.resize(op_ranges.size());
+  for (size_t i = 0; i < op_ranges.size(); ++i) {
+    const TraceRange& range = trace.ranges[op_ranges[i]];
+    MeasuredOp& op = proc.ops[i];
+    op.kind = proc.matches[i].kind;
+    op.microbatch = proc.matches[i].microbatch;
+    op.direction = proc.matches[i].direction;
+    op.cpu_start = range.start;
+    op.cpu_end = range.end;
+    op.name = range.name;
+    op.family = proc.matches[i].family;
+  }
+  proc.recognized = static_cast<int64_t>(op_ranges.size());
+}
 
-    const std::vector<Assignment> assignment =
-        AssignActivities(trace, op_ranges, options.cross_thread);
-    std::vector<std::vector<std::pair<TimeNs, TimeNs>>> intervals(op_ranges.size());
-    proc.ops.resize(op_ranges.size());
-    for (size_t i = 0; i < op_ranges.size(); ++i) {
-      const TraceRange& range = trace.ranges[op_ranges[i]];
-      MeasuredOp& op = proc.ops[i];
-      op.kind = proc.matches[i].kind;
-      op.microbatch = proc.matches[i].microbatch;
-      op.direction = proc.matches[i].direction;
-      op.cpu_start = range.start;
-      op.cpu_end = range.end;
-      op.name = range.name;
-      op.family = proc.matches[i].family;
+// Pass 1b: projects every device activity onto the op that launched it (busy = union of its
+// kernels; an op without kernels keeps its CPU range). Returns the NCCL kernels no
+// communication op owns.
+std::vector<size_t> ProjectActivities(const RawTrace& trace,
+                                      const std::vector<Assignment>& assignment,
+                                      const std::vector<bool>& is_comm, ProcessOps& proc,
+                                      Attribution& result, PassOneCounts& counts) {
+  std::vector<std::vector<std::pair<TimeNs, TimeNs>>> intervals(proc.ops.size());
+  std::vector<size_t> bare_nccl;
+  for (size_t a = 0; a < trace.activities.size(); ++a) {
+    const DeviceActivity& activity = trace.activities[a];
+    ++result.kernels_total;
+    if (!ValidActivity(activity)) {
+      ++counts.invalid_kernels;
+      continue;
     }
-    proc.recognized = static_cast<int64_t>(op_ranges.size());
-
-    std::vector<size_t> bare_nccl;
-    for (size_t a = 0; a < trace.activities.size(); ++a) {
-      const DeviceActivity& activity = trace.activities[a];
-      ++result.kernels_total;
-      if (!ValidActivity(activity)) {
-        ++invalid_kernels;
-        continue;
-      }
-      const int64_t op_index = assignment[a].op;
-      const bool nccl = IsNcclKernel(activity.name);
-      if (op_index >= 0 && (!nccl || is_comm[op_index])) {
-        MeasuredOp& op = proc.ops[op_index];
-        if (op.kernels == 0) {
-          op.gpu_start = activity.start;
-          op.gpu_end = activity.end;
-        } else {
-          op.gpu_start = std::min(op.gpu_start, activity.start);
-          op.gpu_end = std::max(op.gpu_end, activity.end);
-        }
-        ++op.kernels;
-        intervals[op_index].emplace_back(activity.start, activity.end);
-        ++result.kernels_attributed;
-        if (assignment[a].cross_thread) ++result.kernels_cross_thread;
-      } else if (nccl) {
-        bare_nccl.push_back(a);
-      }
-    }
-    for (size_t i = 0; i < proc.ops.size(); ++i) {
-      MeasuredOp& op = proc.ops[i];
-      if (op.kernels > 0) {
-        op.busy = UnionLength(intervals[i]);
-      } else {
-        op.busy = op.cpu_end - op.cpu_start;
-        op.gpu_start = op.cpu_start;
-        op.gpu_end = op.cpu_end;
-      }
-    }
-    // NCCL kernels outside communication ranges are still communication: one COMM op each, in
-    // the timeline (no hop known, so they do not enter the per-hop cost).
-    if (proc.recognized > 0) {
-      for (size_t a : bare_nccl) {
-        const DeviceActivity& activity = trace.activities[a];
-        MeasuredOp op;
-        op.kind = OpKind::kComm;
-        op.microbatch = -1;
-        const int64_t owner = assignment[a].op;
-        // Encodes the owner's index until its microbatch is known (pass 3).
-        if (owner >= 0) op.microbatch = static_cast<int32_t>(-2 - owner);
-        op.cpu_start = op.cpu_end = activity.start;
+    const int64_t op_index = assignment[a].op;
+    const bool nccl = IsNcclKernel(activity.name);
+    if (op_index >= 0 && (!nccl || is_comm[op_index])) {
+      MeasuredOp& op = proc.ops[op_index];
+      if (op.kernels == 0) {
         op.gpu_start = activity.start;
         op.gpu_end = activity.end;
-        op.busy = activity.end - activity.start;
-        op.kernels = 1;
-        op.name = activity.name;
-        op.family = "nccl";
-        RangeMatch match;
-        match.role = RangeRole::kOp;
-        match.kind = OpKind::kComm;
-        match.family = "nccl";
-        proc.ops.push_back(std::move(op));
-        proc.matches.push_back(match);
-        ++result.kernels_attributed;
+      } else {
+        op.gpu_start = std::min(op.gpu_start, activity.start);
+        op.gpu_end = std::max(op.gpu_end, activity.end);
       }
+      ++op.kernels;
+      intervals[op_index].emplace_back(activity.start, activity.end);
+      ++result.kernels_attributed;
+      if (assignment[a].cross_thread) ++result.kernels_cross_thread;
+    } else if (nccl) {
+      bare_nccl.push_back(a);
     }
-    // Memory: allocations net of releases inside each op's CPU range.
-    if (!trace.memory.empty()) {
-      result.has_memory = true;
-      std::vector<std::pair<TimeNs, int64_t>> events;
-      events.reserve(trace.memory.size());
-      for (const MemoryEvent& event : trace.memory)
-        events.emplace_back(event.time, event.bytes);
-      std::sort(events.begin(), events.end());
-      std::vector<int64_t> prefix(events.size() + 1, 0);
-      for (size_t i = 0; i < events.size(); ++i)
-        prefix[i + 1] = prefix[i] + events[i].second;
-      for (MeasuredOp& op : proc.ops) {
-        auto lo =
-            std::lower_bound(events.begin(), events.end(), std::make_pair(op.cpu_start, INT64_MIN));
-        auto hi =
-            std::upper_bound(events.begin(), events.end(), std::make_pair(op.cpu_end, INT64_MAX));
-        if (hi > lo) {
-          op.has_memory = true;
-          op.memory_net = prefix[hi - events.begin()] - prefix[lo - events.begin()];
-        }
-      }
+  }
+  for (size_t i = 0; i < proc.ops.size(); ++i) {
+    MeasuredOp& op = proc.ops[i];
+    if (op.kernels > 0) {
+      op.busy = UnionLength(intervals[i]);
+    } else {
+      op.busy = op.cpu_end - op.cpu_start;
+      op.gpu_start = op.cpu_start;
+      op.gpu_end = op.cpu_end;
     }
-    processes.push_back(std::move(proc));
   }
-  if (invalid_kernels > 0) {
-    result.notes.push_back(std::to_string(invalid_kernels) +
-                           " device activities had no timestamps and were not counted");
-  }
-  if (unknown_pp_names > 0) {
-    result.notes.push_back(std::to_string(unknown_pp_names) +
-                           " PP: ranges were not single pipeline ops (e.g. OVERLAP_F_B, "
-                           "REDUCE_GRAD) and were skipped");
-  }
+  return bare_nccl;
+}
 
-  // ---- Pass 2: pipeline ranks. ----
+// Pass 1c: NCCL kernels outside communication ranges are still communication: one COMM op each,
+// in the timeline (no hop known, so they do not enter the per-hop cost).
+void AddBareNcclOps(const RawTrace& trace, const std::vector<Assignment>& assignment,
+                    const std::vector<size_t>& bare_nccl, ProcessOps& proc, Attribution& result) {
+  for (size_t a : bare_nccl) {
+    const DeviceActivity& activity = trace.activities[a];
+    MeasuredOp op;
+    op.kind = OpKind::kComm;
+    op.microbatch = -1;
+    const int64_t owner = assignment[a].op;
+    // Encodes the owner's index until its microbatch is known (pass 3).
+    if (owner >= 0) op.microbatch = static_cast<int32_t>(-2 - owner);
+    op.cpu_start = op.cpu_end = activity.start;
+    op.gpu_start = activity.start;
+    op.gpu_end = activity.end;
+    op.busy = activity.end - activity.start;
+    op.kernels = 1;
+    op.name = activity.name;
+    op.family = "nccl";
+    RangeMatch match;
+    match.role = RangeRole::kOp;
+    match.kind = OpKind::kComm;
+    match.family = "nccl";
+    proc.ops.push_back(std::move(op));
+    proc.matches.push_back(match);
+    ++result.kernels_attributed;
+  }
+}
+
+// Pass 1d: memory, allocations net of releases inside each op's CPU range.
+void AddMemory(const RawTrace& trace, ProcessOps& proc, Attribution& result) {
+  if (trace.memory.empty()) return;
+  result.has_memory = true;
+  std::vector<std::pair<TimeNs, int64_t>> events;
+  events.reserve(trace.memory.size());
+  for (const MemoryEvent& event : trace.memory)
+    events.emplace_back(event.time, event.bytes);
+  std::sort(events.begin(), events.end());
+  std::vector<int64_t> prefix(events.size() + 1, 0);
+  for (size_t i = 0; i < events.size(); ++i)
+    prefix[i + 1] = prefix[i] + events[i].second;
+  for (MeasuredOp& op : proc.ops) {
+    auto lo =
+        std::lower_bound(events.begin(), events.end(), std::make_pair(op.cpu_start, INT64_MIN));
+    auto hi = std::upper_bound(events.begin(), events.end(), std::make_pair(op.cpu_end, INT64_MAX));
+    if (hi > lo) {
+      op.has_memory = true;
+      op.memory_net = prefix[hi - events.begin()] - prefix[lo - events.begin()];
+    }
+  }
+}
+
+// Pass 1 for one process: classify ranges and project kernels.
+ProcessOps CollectProcessOps(const RawTrace& trace, const RuleSet& rules,
+                             const AttributionOptions& options, Attribution& result,
+                             PassOneCounts& counts) {
+  ProcessOps proc;
+  proc.trace = &trace;
+  std::vector<size_t> op_ranges;
+  std::vector<bool> is_comm;
+  ClassifyRanges(trace, rules, proc, op_ranges, is_comm, counts);
+  const std::vector<Assignment> assignment =
+      AssignActivities(trace, op_ranges, options.cross_thread);
+  const std::vector<size_t> bare_nccl =
+      ProjectActivities(trace, assignment, is_comm, proc, result, counts);
+  if (proc.recognized > 0) AddBareNcclOps(trace, assignment, bare_nccl, proc, result);
+  AddMemory(trace, proc, result);
+  return proc;
+}
+
+// Pass 2: pipeline ranks of the processes with recognized ops. Returns those processes (those
+// outside --pp dropped) and sets result.ranks; empty when no process has any.
+std::vector<ProcessOps*> AssignPipelineRanks(std::vector<ProcessOps>& processes,
+                                             const AttributionOptions& options,
+                                             Attribution& result) {
   std::vector<ProcessOps*> with_ops;
   for (ProcessOps& proc : processes) {
     if (proc.recognized > 0) with_ops.push_back(&proc);
   }
-  if (with_ops.empty()) return result;  // the caller says "no pipeline ops recognized"
+  if (with_ops.empty()) return with_ops;
   int32_t max_rank = -1;
   for (ProcessOps* proc : with_ops)
     max_rank = std::max(max_rank, proc->trace->process.rank);
-  {
-    std::vector<ProcessOps*> unranked;
-    for (ProcessOps* proc : with_ops) {
-      if (proc->trace->process.rank < 0) unranked.push_back(proc);
-    }
-    std::sort(unranked.begin(), unranked.end(), [](const ProcessOps* a, const ProcessOps* b) {
-      return a->trace->process.pid < b->trace->process.pid;
-    });
-    int32_t next = max_rank + 1;
-    for (ProcessOps* proc : unranked)
-      proc->rank = next++;
-    for (ProcessOps* proc : with_ops) {
-      if (proc->trace->process.rank >= 0) proc->rank = proc->trace->process.rank;
-    }
-    if (!unranked.empty() && with_ops.size() > 1) {
-      result.notes.push_back(std::to_string(unranked.size()) +
-                             " processes had no RANK; ranked in process-id order");
-    }
+  std::vector<ProcessOps*> unranked;
+  for (ProcessOps* proc : with_ops) {
+    if (proc->trace->process.rank < 0) unranked.push_back(proc);
+  }
+  std::sort(unranked.begin(), unranked.end(), [](const ProcessOps* a, const ProcessOps* b) {
+    return a->trace->process.pid < b->trace->process.pid;
+  });
+  int32_t next = max_rank + 1;
+  for (ProcessOps* proc : unranked)
+    proc->rank = next++;
+  for (ProcessOps* proc : with_ops) {
+    if (proc->trace->process.rank >= 0) proc->rank = proc->trace->process.rank;
+  }
+  if (!unranked.empty() && with_ops.size() > 1) {
+    result.notes.push_back(std::to_string(unranked.size()) +
+                           " processes had no RANK; ranked in process-id order");
   }
   int32_t ranks = options.pp;
   if (ranks == 0) {
@@ -430,163 +447,216 @@ Expected<Attribution> Attribute(const std::vector<RawTrace>& traces, const RuleS
     with_ops = std::move(kept);
   }
   result.ranks = std::max(ranks, 1);
+  return with_ops;
+}
 
-  // ---- Pass 3: stages, B vs BW, iterations, microbatches. ----
+// What pass 3 gathers over all processes.
+struct PassThreeCounts {
   int32_t max_stage = -1;
   int32_t max_chunk = 0;
   int64_t fifo_fallbacks = 0;
   int b_as_bw_ranks = 0;
-  for (ProcessOps* proc : with_ops) {
-    bool has_w = false;
-    for (const MeasuredOp& op : proc->ops)
-      has_w = has_w || op.kind == OpKind::kW;
-    bool any_b_or_bw = false;
-    std::vector<MeasuredOp> kept;
-    std::vector<RangeMatch> kept_matches;
-    std::vector<int64_t> new_index(proc->ops.size(), -1);
-    for (size_t i = 0; i < proc->ops.size(); ++i) {
-      MeasuredOp& op = proc->ops[i];
-      const RangeMatch& match = proc->matches[i];
-      op.rank = proc->rank;
-      op.replica = proc->replica;
-      if (match.b_or_bw && !has_w) {
-        op.kind = OpKind::kBW;
-        any_b_or_bw = true;
-      }
-      if (match.stage >= 0) {
-        op.stage = match.stage;
-      } else if (match.chunk >= 0) {
-        if (options.placement == Placement::kV && match.chunk > 1) {
-          result.notes.push_back("chunk " + std::to_string(match.chunk) + " of '" + op.name +
-                                 "' does not exist in the V placement (2 chunks); skipped");
-          continue;
-        }
-        op.stage = StageOf(options.placement, result.ranks, proc->rank, match.chunk);
-        max_chunk = std::max(max_chunk, match.chunk);
-      } else {
-        op.stage = StageOf(options.placement, result.ranks, proc->rank, 0);
-      }
-      op.peer_stage = PeerStage(op.stage, op.direction);
-      max_stage = std::max(max_stage, op.stage);
-      new_index[i] = static_cast<int64_t>(kept.size());
-      kept.push_back(std::move(op));
-      kept_matches.push_back(match);
-    }
-    if (any_b_or_bw) ++b_as_bw_ranks;
-    proc->ops = std::move(kept);
-    proc->matches = std::move(kept_matches);
-    for (MeasuredOp& op : proc->ops) {
-      if (op.microbatch <= -2) {  // a bare NCCL op's owner, renumbered
-        const int64_t owner = new_index[static_cast<size_t>(-2 - op.microbatch)];
-        op.microbatch = owner >= 0 ? static_cast<int32_t>(-2 - owner) : -1;
-      }
-    }
+};
 
-    // Time order (CPU start); bare NCCL ops remember their owner by index, so map first.
-    std::vector<size_t> order(proc->ops.size());
-    for (size_t i = 0; i < order.size(); ++i)
-      order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return proc->ops[a].cpu_start < proc->ops[b].cpu_start;
-    });
-
-    // Iterations.
-    if (!proc->iteration_starts.empty()) {
-      bool any_before = false;
-      for (MeasuredOp& op : proc->ops) {
-        const auto& starts = proc->iteration_starts;
-        op.iteration =
-            static_cast<int32_t>(std::upper_bound(starts.begin(), starts.end(), op.cpu_start) -
-                                 starts.begin()) -
-            1;
-        any_before = any_before || op.iteration < 0;
+// Pass 3a: ranks, stages and B vs BW of one process's ops; ops on chunks the placement lacks are
+// dropped, and the owner indices of bare NCCL ops are renumbered accordingly.
+void AssignStages(ProcessOps& proc, const AttributionOptions& options, Attribution& result,
+                  PassThreeCounts& counts) {
+  bool has_w = false;
+  for (const MeasuredOp& op : proc.ops)
+    has_w = has_w || op.kind == OpKind::kW;
+  bool any_b_or_bw = false;
+  std::vector<MeasuredOp> kept;
+  std::vector<RangeMatch> kept_matches;
+  std::vector<int64_t> new_index(proc.ops.size(), -1);
+  for (size_t i = 0; i < proc.ops.size(); ++i) {
+    MeasuredOp& op = proc.ops[i];
+    const RangeMatch& match = proc.matches[i];
+    op.rank = proc.rank;
+    op.replica = proc.replica;
+    if (match.b_or_bw && !has_w) {
+      op.kind = OpKind::kBW;
+      any_b_or_bw = true;
+    }
+    if (match.stage >= 0) {
+      op.stage = match.stage;
+    } else if (match.chunk >= 0) {
+      if (options.placement == Placement::kV && match.chunk > 1) {
+        result.notes.push_back("chunk " + std::to_string(match.chunk) + " of '" + op.name +
+                               "' does not exist in the V placement (2 chunks); skipped");
+        continue;
       }
-      if (any_before) {
-        for (MeasuredOp& op : proc->ops)
-          ++op.iteration;
-      }
+      op.stage = StageOf(options.placement, result.ranks, proc.rank, match.chunk);
+      counts.max_chunk = std::max(counts.max_chunk, match.chunk);
     } else {
-      int32_t iteration = 0;
-      std::set<std::pair<int32_t, int32_t>> seen;  // (stage, mb) of F in this iteration
-      for (size_t i : order) {
-        MeasuredOp& op = proc->ops[i];
-        if (op.kind == OpKind::kF && op.microbatch >= 0) {
-          if (!seen.emplace(op.stage, op.microbatch).second) {
-            ++iteration;
-            seen.clear();
-            seen.emplace(op.stage, op.microbatch);
-          }
-        }
-        op.iteration = iteration;
-      }
+      op.stage = StageOf(options.placement, result.ranks, proc.rank, 0);
     }
+    op.peer_stage = PeerStage(op.stage, op.direction);
+    counts.max_stage = std::max(counts.max_stage, op.stage);
+    new_index[i] = static_cast<int64_t>(kept.size());
+    kept.push_back(std::move(op));
+    kept_matches.push_back(match);
+  }
+  if (any_b_or_bw) ++counts.b_as_bw_ranks;
+  proc.ops = std::move(kept);
+  proc.matches = std::move(kept_matches);
+  for (MeasuredOp& op : proc.ops) {
+    if (op.microbatch <= -2) {  // a bare NCCL op's owner, renumbered
+      const int64_t owner = new_index[static_cast<size_t>(-2 - op.microbatch)];
+      op.microbatch = owner >= 0 ? static_cast<int32_t>(-2 - owner) : -1;
+    }
+  }
+}
 
-    // Microbatches in FIFO order where the name carries none.
-    std::map<std::tuple<int32_t, int32_t>, int32_t> forwards;  // (stage, iter) -> F count
-    std::map<std::tuple<int32_t, int32_t>, std::deque<int32_t>> awaiting_b;  // F mbs
-    std::map<std::tuple<int32_t, int32_t>, std::deque<int32_t>> awaiting_w;  // B mbs
-    auto take = [](std::deque<int32_t>& queue, int32_t mb) {
-      if (mb < 0) {
-        if (queue.empty()) return int32_t{-1};
-        const int32_t front = queue.front();
-        queue.pop_front();
-        return front;
-      }
-      auto it = std::find(queue.begin(), queue.end(), mb);
-      if (it != queue.end()) queue.erase(it);
-      return mb;
-    };
-    for (size_t i : order) {
-      MeasuredOp& op = proc->ops[i];
-      const auto key = std::make_tuple(op.stage, op.iteration);
-      switch (op.kind) {
-        case OpKind::kF: {
-          int32_t& count = forwards[key];
-          if (op.microbatch < 0) op.microbatch = count;
-          ++count;
-          awaiting_b[key].push_back(op.microbatch);
-          break;
-        }
-        case OpKind::kB:
-        case OpKind::kBW: {
-          op.microbatch = take(awaiting_b[key], op.microbatch);
-          if (op.kind == OpKind::kB && op.microbatch >= 0) awaiting_w[key].push_back(op.microbatch);
-          break;
-        }
-        case OpKind::kW:
-          op.microbatch = take(awaiting_w[key], op.microbatch);
-          break;
-        case OpKind::kComm:
-          break;
-      }
-      if (op.kind != OpKind::kComm && op.microbatch < 0) {
-        ++fifo_fallbacks;
-        op.microbatch = 0;
+// Pass 3b: iterations, from iteration ranges where there are any, else a new iteration starts
+// when a (stage, microbatch) forward repeats. `order` is the ops' time order.
+void AssignIterations(ProcessOps& proc, const std::vector<size_t>& order) {
+  if (!proc.iteration_starts.empty()) {
+    bool any_before = false;
+    for (MeasuredOp& op : proc.ops) {
+      const auto& starts = proc.iteration_starts;
+      op.iteration =
+          static_cast<int32_t>(std::upper_bound(starts.begin(), starts.end(), op.cpu_start) -
+                               starts.begin()) -
+          1;
+      any_before = any_before || op.iteration < 0;
+    }
+    if (any_before) {
+      for (MeasuredOp& op : proc.ops)
+        ++op.iteration;
+    }
+    return;
+  }
+  int32_t iteration = 0;
+  std::set<std::pair<int32_t, int32_t>> seen;  // (stage, mb) of F in this iteration
+  for (size_t i : order) {
+    MeasuredOp& op = proc.ops[i];
+    if (op.kind == OpKind::kF && op.microbatch >= 0) {
+      if (!seen.emplace(op.stage, op.microbatch).second) {
+        ++iteration;
+        seen.clear();
+        seen.emplace(op.stage, op.microbatch);
       }
     }
-    // Bare NCCL ops: the microbatch of the op that launched them.
-    for (MeasuredOp& op : proc->ops) {
-      if (op.kind != OpKind::kComm) continue;
-      if (op.microbatch <= -2) {
-        const size_t owner = static_cast<size_t>(-2 - op.microbatch);
-        op.microbatch = owner < proc->ops.size() ? std::max(proc->ops[owner].microbatch, 0) : 0;
-      } else if (op.microbatch < 0) {
-        op.microbatch = 0;
+    op.iteration = iteration;
+  }
+}
+
+// Pass 3c: microbatches in FIFO order where the name carries none; then bare NCCL ops take the
+// microbatch of the op that launched them.
+void AssignMicrobatches(ProcessOps& proc, const std::vector<size_t>& order,
+                        PassThreeCounts& counts) {
+  std::map<std::tuple<int32_t, int32_t>, int32_t> forwards;  // (stage, iter) -> F count
+  std::map<std::tuple<int32_t, int32_t>, std::deque<int32_t>> awaiting_b;  // F mbs
+  std::map<std::tuple<int32_t, int32_t>, std::deque<int32_t>> awaiting_w;  // B mbs
+  auto take = [](std::deque<int32_t>& queue, int32_t mb) {
+    if (mb < 0) {
+      if (queue.empty()) return int32_t{-1};
+      const int32_t front = queue.front();
+      queue.pop_front();
+      return front;
+    }
+    auto it = std::find(queue.begin(), queue.end(), mb);
+    if (it != queue.end()) queue.erase(it);
+    return mb;
+  };
+  for (size_t i : order) {
+    MeasuredOp& op = proc.ops[i];
+    const auto key = std::make_tuple(op.stage, op.iteration);
+    switch (op.kind) {
+      case OpKind::kF: {
+        int32_t& count = forwards[key];
+        if (op.microbatch < 0) op.microbatch = count;
+        ++count;
+        awaiting_b[key].push_back(op.microbatch);
+        break;
       }
+      case OpKind::kB:
+      case OpKind::kBW: {
+        op.microbatch = take(awaiting_b[key], op.microbatch);
+        if (op.kind == OpKind::kB && op.microbatch >= 0) awaiting_w[key].push_back(op.microbatch);
+        break;
+      }
+      case OpKind::kW:
+        op.microbatch = take(awaiting_w[key], op.microbatch);
+        break;
+      case OpKind::kComm:
+        break;
+    }
+    if (op.kind != OpKind::kComm && op.microbatch < 0) {
+      ++counts.fifo_fallbacks;
+      op.microbatch = 0;
     }
   }
-  if (b_as_bw_ranks > 0) {
+  for (MeasuredOp& op : proc.ops) {
+    if (op.kind != OpKind::kComm) continue;
+    if (op.microbatch <= -2) {
+      const size_t owner = static_cast<size_t>(-2 - op.microbatch);
+      op.microbatch = owner < proc.ops.size() ? std::max(proc.ops[owner].microbatch, 0) : 0;
+    } else if (op.microbatch < 0) {
+      op.microbatch = 0;
+    }
+  }
+}
+
+// Pass 3 for one process: stages, B vs BW, iterations, microbatches.
+void AssignOpIdentities(ProcessOps& proc, const AttributionOptions& options, Attribution& result,
+                        PassThreeCounts& counts) {
+  AssignStages(proc, options, result, counts);
+  // Time order (CPU start); bare NCCL ops remember their owner by index, so map first.
+  std::vector<size_t> order(proc.ops.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return proc.ops[a].cpu_start < proc.ops[b].cpu_start;
+  });
+  AssignIterations(proc, order);
+  AssignMicrobatches(proc, order, counts);
+}
+
+}  // namespace
+
+Expected<Attribution> Attribute(const std::vector<RawTrace>& traces, const RuleSet& rules,
+                                const AttributionOptions& options) {
+  if (options.pp < 0) return UsageError("--pp must be >= 1");
+  Attribution result;
+  result.placement = options.placement;
+
+  // ---- Pass 1: per process, classify ranges and project kernels. ----
+  std::vector<ProcessOps> processes;
+  PassOneCounts pass_one;
+  for (const RawTrace& trace : traces)
+    processes.push_back(CollectProcessOps(trace, rules, options, result, pass_one));
+  if (pass_one.invalid_kernels > 0) {
+    result.notes.push_back(std::to_string(pass_one.invalid_kernels) +
+                           " device activities had no timestamps and were not counted");
+  }
+  if (pass_one.unknown_pp_names > 0) {
+    result.notes.push_back(std::to_string(pass_one.unknown_pp_names) +
+                           " PP: ranges were not single pipeline ops (e.g. OVERLAP_F_B, "
+                           "REDUCE_GRAD) and were skipped");
+  }
+
+  // ---- Pass 2: pipeline ranks. ----
+  const std::vector<ProcessOps*> with_ops = AssignPipelineRanks(processes, options, result);
+  if (with_ops.empty()) return result;  // the caller says "no pipeline ops recognized"
+
+  // ---- Pass 3: stages, B vs BW, iterations, microbatches. ----
+  PassThreeCounts pass_three;
+  for (ProcessOps* proc : with_ops)
+    AssignOpIdentities(*proc, options, result, pass_three);
+  if (pass_three.b_as_bw_ranks > 0) {
     result.notes.push_back("zero-bubble B ranges read as full backward (BW) on " +
-                           std::to_string(b_as_bw_ranks) + " rank(s) without W ranges");
+                           std::to_string(pass_three.b_as_bw_ranks) + " rank(s) without W ranges");
   }
-  if (fifo_fallbacks > 0) {
-    result.notes.push_back(std::to_string(fifo_fallbacks) +
+  if (pass_three.fifo_fallbacks > 0) {
+    result.notes.push_back(std::to_string(pass_three.fifo_fallbacks) +
                            " backward ops had no matching forward; microbatch set to 0");
   }
 
-  result.chunks = options.placement == Placement::kV ? 2 : max_chunk + 1;
-  result.chunks = std::max(result.chunks, (max_stage + result.ranks) / result.ranks);
-  result.num_stages = std::max(max_stage + 1, result.ranks * result.chunks);
+  result.chunks = options.placement == Placement::kV ? 2 : pass_three.max_chunk + 1;
+  result.chunks = std::max(result.chunks, (pass_three.max_stage + result.ranks) / result.ranks);
+  result.num_stages = std::max(pass_three.max_stage + 1, result.ranks * result.chunks);
 
   for (ProcessOps* proc : with_ops) {
     for (MeasuredOp& op : proc->ops) {

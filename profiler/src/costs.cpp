@@ -45,20 +45,16 @@ Spread SpreadOf(std::vector<TimeNs> values) {
   return spread;
 }
 
-Expected<CostReport> BuildCostReport(const Attribution& attribution, const CostOptions& options) {
-  if (options.skip_iters < 0) return UsageError("--skip-iters must be >= 0");
-  if (attribution.ops.empty()) return InvalidInput("no pipeline ops recognized");
-  CostReport report;
-  report.ranks = attribution.ranks;
-  report.chunks = attribution.chunks;
-  report.num_stages = attribution.num_stages;
-  report.placement = attribution.placement;
-  report.split = attribution.split;
-  report.notes = attribution.notes;
+namespace {
 
-  // Iterations are numbered per process; count from each one's first.
-  std::map<std::pair<int32_t, int32_t>, int32_t> first_iteration;
-  std::map<std::pair<int32_t, int32_t>, std::set<int32_t>> iterations;
+using IterationKey = std::pair<int32_t, int32_t>;  // (rank, replica)
+
+// Iterations are numbered per process; count from each one's first. Sets iterations_seen and
+// iterations_used and returns each process's first iteration.
+std::map<IterationKey, int32_t> CountIterations(const Attribution& attribution,
+                                                const CostOptions& options, CostReport& report) {
+  std::map<IterationKey, int32_t> first_iteration;
+  std::map<IterationKey, std::set<int32_t>> iterations;
   for (const MeasuredOp& op : attribution.ops) {
     const auto key = std::make_pair(op.rank, op.replica);
     auto [it, inserted] = first_iteration.emplace(key, op.iteration);
@@ -73,25 +69,30 @@ Expected<CostReport> BuildCostReport(const Attribution& attribution, const CostO
     }
     report.iterations_used = std::max(report.iterations_used, used);
   }
-  if (report.iterations_used == 0) {
-    return InvalidInput("--skip-iters " + std::to_string(options.skip_iters) + " drops all " +
-                        std::to_string(report.iterations_seen) + " recorded iterations");
-  }
-  auto used = [&](const MeasuredOp& op) {
-    return op.iteration - first_iteration[{op.rank, op.replica}] >= options.skip_iters;
-  };
+  return first_iteration;
+}
 
-  // ---- Per-stage samples. ----
-  const int num_stages = std::max(report.num_stages, 1);
-  std::vector<std::map<OpKind, std::vector<TimeNs>>> samples(num_stages);
-  std::vector<std::vector<double>> f_memory(num_stages);
-  std::vector<std::vector<double>> b_memory(num_stages);
-  std::map<std::pair<int32_t, int32_t>, std::vector<TimeNs>> hop_samples;
+// The samples of the ops left after --skip-iters.
+struct Samples {
+  std::vector<std::map<OpKind, std::vector<TimeNs>>> per_stage;
+  std::vector<std::vector<double>> f_memory;
+  std::vector<std::vector<double>> b_memory;
+  std::map<std::pair<int32_t, int32_t>, std::vector<TimeNs>> hops;
   // Per rank: (kind, replica, iteration, microbatch) -> sum over the rank's chunks.
-  std::vector<std::map<std::tuple<OpKind, int32_t, int32_t, int32_t>, TimeNs>> rank_sums(
-      std::max(report.ranks, 1));
+  std::vector<std::map<std::tuple<OpKind, int32_t, int32_t, int32_t>, TimeNs>> rank_sums;
+};
+
+Samples CollectSamples(const Attribution& attribution, const CostOptions& options,
+                       std::map<IterationKey, int32_t>& first_iteration, int num_stages,
+                       CostReport& report) {
+  Samples samples;
+  samples.per_stage.resize(num_stages);
+  samples.f_memory.resize(num_stages);
+  samples.b_memory.resize(num_stages);
+  samples.rank_sums.resize(std::max(report.ranks, 1));
   for (const MeasuredOp& op : attribution.ops) {
-    if (!used(op) || op.stage < 0 || op.stage >= num_stages) continue;
+    const bool used = op.iteration - first_iteration[{op.rank, op.replica}] >= options.skip_iters;
+    if (!used || op.stage < 0 || op.stage >= num_stages) continue;
     ++report.ops_used;
     if (op.kind == OpKind::kComm) {
       if (op.peer_stage < 0 || op.peer_stage >= num_stages) continue;
@@ -99,41 +100,49 @@ Expected<CostReport> BuildCostReport(const Attribution& attribution, const CostO
                           op.direction == CommDirection::kSendBackward;
       const auto hop = sender ? std::make_pair(op.stage, op.peer_stage)
                               : std::make_pair(op.peer_stage, op.stage);
-      hop_samples[hop].push_back(op.busy);
+      samples.hops[hop].push_back(op.busy);
       continue;
     }
-    samples[op.stage][op.kind].push_back(op.busy);
-    if (op.rank >= 0 && op.rank < static_cast<int32_t>(rank_sums.size())) {
-      rank_sums[op.rank][{op.kind, op.replica, op.iteration, op.microbatch}] += op.busy;
+    samples.per_stage[op.stage][op.kind].push_back(op.busy);
+    if (op.rank >= 0 && op.rank < static_cast<int32_t>(samples.rank_sums.size())) {
+      samples.rank_sums[op.rank][{op.kind, op.replica, op.iteration, op.microbatch}] += op.busy;
     }
     if (op.has_memory && op.kind == OpKind::kF) {
-      f_memory[op.stage].push_back(std::max<double>(0, static_cast<double>(op.memory_net)));
+      samples.f_memory[op.stage].push_back(std::max<double>(0, static_cast<double>(op.memory_net)));
     }
     if (op.has_memory && op.kind == OpKind::kB) {
-      b_memory[op.stage].push_back(static_cast<double>(op.memory_net));
+      samples.b_memory[op.stage].push_back(static_cast<double>(op.memory_net));
     }
   }
+  return samples;
+}
 
+// Where M_B and M_W come from: measured allocations, the analytic estimate (returned as
+// {M_B, M_W} per stage), or nowhere; with a note for the latter two.
+std::pair<double, double> ChooseMemorySource(const Attribution& attribution,
+                                             const CostOptions& options, const Samples& samples,
+                                             int num_stages, CostReport& report) {
   bool measured_memory = false;
-  for (const auto& list : f_memory)
+  for (const auto& list : samples.f_memory)
     measured_memory = measured_memory || !list.empty();
   report.memory = measured_memory                            ? MemorySource::kMeasured
                   : options.dims && options.dims->complete() ? MemorySource::kEstimated
                                                              : MemorySource::kNone;
-  double estimated_m_b = 0;
-  double estimated_m_w = 0;
   if (report.memory == MemorySource::kEstimated) {
     const ModelDims& d = *options.dims;
     const double layers_per_stage = static_cast<double>(d.layers) / static_cast<double>(num_stages);
     const double sbh = static_cast<double>(d.seq * d.micro_batch_size * d.hidden);
-    estimated_m_b = layers_per_stage *
-                    (34.0 * sbh + 5.0 * static_cast<double>(d.heads) * static_cast<double>(d.seq) *
-                                      static_cast<double>(d.seq * d.micro_batch_size));
-    estimated_m_w = report.split ? layers_per_stage * 32.0 * sbh : 0;
+    const double estimated_m_b =
+        layers_per_stage *
+        (34.0 * sbh + 5.0 * static_cast<double>(d.heads) * static_cast<double>(d.seq) *
+                          static_cast<double>(d.seq * d.micro_batch_size));
+    const double estimated_m_w = report.split ? layers_per_stage * 32.0 * sbh : 0;
     report.notes.push_back(
         "memory: estimated from the analytic model (M_B = s*b*(34h+5as), M_W = 32sbh per layer, " +
         std::to_string(d.layers) + " layers over " + std::to_string(num_stages) + " stages)");
-  } else if (report.memory == MemorySource::kNone) {
+    return {estimated_m_b, estimated_m_w};
+  }
+  if (report.memory == MemorySource::kNone) {
     report.notes.push_back(
         std::string("memory: ") +
         (attribution.has_memory ? "allocation records fell inside no forward"
@@ -141,28 +150,37 @@ Expected<CostReport> BuildCostReport(const Attribution& attribution, const CostO
         " and no model dimensions (--hidden --heads --seq --micro-batch-size --layers); M_B and "
         "M_W are 0");
   }
+  return {0, 0};
+}
 
+void BuildStageStats(const Samples& samples, std::pair<double, double> estimated, int num_stages,
+                     CostReport& report) {
   for (int s = 0; s < num_stages; ++s) {
     StageStats stats;
     stats.stage = s;
     stats.rank = s < report.ranks * report.chunks
                      ? RankOfStage(report.placement, std::max(report.ranks, 1), s)
                      : s % std::max(report.ranks, 1);
-    for (OpKind kind : kComputeKinds)
-      stats.Of(kind) = SpreadOf(samples[s][kind]);
+    for (OpKind kind : kComputeKinds) {
+      auto it = samples.per_stage[s].find(kind);
+      stats.Of(kind) =
+          SpreadOf(it == samples.per_stage[s].end() ? std::vector<TimeNs>{} : it->second);
+    }
     if (report.memory == MemorySource::kMeasured) {
-      stats.m_b = Median(f_memory[s]);
-      stats.m_w = report.split && !b_memory[s].empty()
-                      ? std::clamp(stats.m_b + Median(b_memory[s]), 0.0, stats.m_b)
+      stats.m_b = Median(samples.f_memory[s]);
+      stats.m_w = report.split && !samples.b_memory[s].empty()
+                      ? std::clamp(stats.m_b + Median(samples.b_memory[s]), 0.0, stats.m_b)
                       : 0.0;
     } else if (report.memory == MemorySource::kEstimated) {
-      stats.m_b = estimated_m_b;
-      stats.m_w = estimated_m_w;
+      stats.m_b = estimated.first;
+      stats.m_w = estimated.second;
     }
     report.stages.push_back(stats);
   }
+}
 
-  // ---- Per rank. ----
+// What zb tune consumes: one stage per rank, each rank's chunks summed per (iteration, mb).
+void BuildPerRankStats(const Samples& samples, int num_stages, CostReport& report) {
   if (report.chunks <= 1 && num_stages == report.ranks) {
     report.per_rank = report.stages;
   } else {
@@ -171,7 +189,7 @@ Expected<CostReport> BuildCostReport(const Attribution& attribution, const CostO
       stats.stage = r;
       stats.rank = r;
       std::map<OpKind, std::vector<TimeNs>> sums;
-      for (const auto& [key, total] : rank_sums[r])
+      for (const auto& [key, total] : samples.rank_sums[r])
         sums[std::get<0>(key)].push_back(total);
       for (OpKind kind : kComputeKinds)
         stats.Of(kind) = SpreadOf(sums[kind]);
@@ -191,20 +209,10 @@ Expected<CostReport> BuildCostReport(const Attribution& attribution, const CostO
       report.notes.push_back("rank " + std::to_string(stats.rank) + " has no forward ops");
     }
   }
+}
 
-  // ---- Communication. ----
-  std::vector<TimeNs> all_hops;
-  for (auto& [hop, values] : hop_samples) {
-    all_hops.insert(all_hops.end(), values.begin(), values.end());
-    report.hops.push_back({hop.first, hop.second, SpreadOf(values)});
-  }
-  report.comm = SpreadOf(all_hops);
-
-  if (!report.split) {
-    report.notes.push_back("the profile has no B/W split: zb-costs/1 gets B = BW and W = 0");
-  }
-
-  // ---- Measured timeline: every op of the first replica, t = 0 at the first op. ----
+// The measured timeline: every op of the first replica, t = 0 at the first op.
+void BuildMeasuredTimeline(const Attribution& attribution, CostReport& report) {
   report.timeline.kind = TimelineKind::kMeasured;
   TimeNs origin = 0;
   bool first = true;
@@ -231,6 +239,45 @@ Expected<CostReport> BuildCostReport(const Attribution& attribution, const CostO
       report.timeline.memory.push_back({rank, time, held});
     }
   }
+}
+
+}  // namespace
+
+Expected<CostReport> BuildCostReport(const Attribution& attribution, const CostOptions& options) {
+  if (options.skip_iters < 0) return UsageError("--skip-iters must be >= 0");
+  if (attribution.ops.empty()) return InvalidInput("no pipeline ops recognized");
+  CostReport report;
+  report.ranks = attribution.ranks;
+  report.chunks = attribution.chunks;
+  report.num_stages = attribution.num_stages;
+  report.placement = attribution.placement;
+  report.split = attribution.split;
+  report.notes = attribution.notes;
+
+  std::map<IterationKey, int32_t> first_iteration = CountIterations(attribution, options, report);
+  if (report.iterations_used == 0) {
+    return InvalidInput("--skip-iters " + std::to_string(options.skip_iters) + " drops all " +
+                        std::to_string(report.iterations_seen) + " recorded iterations");
+  }
+  const int num_stages = std::max(report.num_stages, 1);
+  const Samples samples = CollectSamples(attribution, options, first_iteration, num_stages, report);
+  const std::pair<double, double> estimated =
+      ChooseMemorySource(attribution, options, samples, num_stages, report);
+  BuildStageStats(samples, estimated, num_stages, report);
+  BuildPerRankStats(samples, num_stages, report);
+
+  // ---- Communication. ----
+  std::vector<TimeNs> all_hops;
+  for (const auto& [hop, values] : samples.hops) {
+    all_hops.insert(all_hops.end(), values.begin(), values.end());
+    report.hops.push_back({hop.first, hop.second, SpreadOf(values)});
+  }
+  report.comm = SpreadOf(all_hops);
+
+  if (!report.split) {
+    report.notes.push_back("the profile has no B/W split: zb-costs/1 gets B = BW and W = 0");
+  }
+  BuildMeasuredTimeline(attribution, report);
   return report;
 }
 

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "cli_support.h"
-#include "text_table.h"
+#include "tuner_commands.h"
+#include "zbkit/cli/text_table.h"
 #include "zbkit/tuner/paper_bench.h"
 
 namespace zb::cli {

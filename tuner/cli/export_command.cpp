@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// zb export (FILE | --store DB --schedule ID) --format
-// json|torch-csv|torch-csv-legacy|torch-csv-comms
-//           -o FILE
-#include "cli_support.h"
+// zb export (FILE | --store DB --schedule ID)
+//           --format json|torch-csv|torch-csv-legacy|torch-csv-comms -o FILE
+#include "tuner_commands.h"
+#include "zbkit/cli/output.h"
+#include "zbkit/cli/schedule_source.h"
 #include "zbkit/schemas/json_io.h"
 #include "zbkit/tuner/torch_export.h"
 
@@ -48,12 +49,7 @@ int RunExportCommand(const Args& args, std::ostream& out, std::ostream& err) {
     if (!csv.ok()) return ReportError(err, command, csv.status());
     content = std::move(*csv);
   }
-  const std::string output = values["output"].as<std::string>();
-  if (output == "-") {
-    out << content;
-    return 0;
-  }
-  Status written = WriteFileAtomically(output, content);
+  Status written = WriteToFileOrStdout(values["output"].as<std::string>(), content, out);
   if (!written.ok()) return ReportError(err, command, written);
   return 0;
 }

@@ -5,8 +5,9 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
-#include "cli_support.h"
-#include "text_table.h"
+#include "tuner_commands.h"
+#include "zbkit/cli/schedule_source.h"
+#include "zbkit/cli/text_table.h"
 #include "zbkit/tuner/lower_bound.h"
 #include "zbkit/tuner/simulator.h"
 

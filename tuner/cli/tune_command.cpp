@@ -7,18 +7,16 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "cli_support.h"
-#include "text_table.h"
+#include "tuner_commands.h"
+#include "zbkit/cli/text_table.h"
 #include "zbkit/schemas/json_io.h"
-#include "zbkit/schemas/store.h"
-#include "zbkit/tuner/families.h"
-#include "zbkit/tuner/tune.h"
+#include "zbkit/tuner/tune_and_store.h"
 
 namespace zb::cli {
 namespace {
 
-using tuner::Candidate;
-using tuner::TuneResult;
+using tuner::ComparisonRow;
+using tuner::TuneOutcome;
 
 double MaxOf(const std::vector<double>& values) {
   return values.empty() ? 0 : *std::max_element(values.begin(), values.end());
@@ -32,80 +30,72 @@ std::string FormatCap(const std::vector<double>& caps) {
   return low == high ? high : low + ".." + high;
 }
 
-void PrintTable(const TuneResult& result, std::ostream& out) {
+void PrintTable(const TuneOutcome& outcome, std::ostream& out) {
   TextTable table({"family", "placement", "makespan_ms", "bubble", "paper_bubble", "peak_mem",
                    "peak/1F1B", "cap", "T/LB", "fits"});
-  for (int i = 0; i < static_cast<int>(result.candidates.size()); ++i) {
-    const Candidate& c = result.candidates[i];
-    const std::string name = c.family + (i == result.best ? " *" : "");
-    const auto* info = tuner::FindFamily(c.family);
-    const std::string placement = info ? PlacementName(info->placement) : "?";
-    if (!c.status.ok()) {
-      table.AddRow({name, placement, "-", "-", "-", "-", "-", FormatCap(c.caps), "-",
-                    "n/a: " + c.status.message()});
+  for (int i = 0; i < static_cast<int>(outcome.rows.size()); ++i) {
+    const ComparisonRow& row = outcome.rows[i];
+    const std::string name = row.family + (i == outcome.best ? " *" : "");
+    const std::string placement = row.placement ? PlacementName(*row.placement) : "?";
+    if (!row.status.ok()) {
+      table.AddRow({name, placement, "-", "-", "-", "-", "-", FormatCap(row.caps), "-",
+                    "n/a: " + row.status.message()});
       continue;
     }
-    const Prediction& p = *c.schedule.predicted;
-    table.AddRow({name, placement, FormatMs(p.makespan), FormatFixed(p.bubble_rate, 4),
-                  FormatFixed(p.paper_bubble_rate, 4), FormatFixed(MaxOf(p.peak_memory), 0),
-                  FormatFixed(MaxOf(c.peak_over_1f1b), 2) + "x", FormatCap(c.caps),
-                  FormatFixed(c.t_over_lb, 3), c.fits ? "yes" : "no"});
+    table.AddRow({name, placement, FormatMs(row.makespan), FormatFixed(row.bubble_rate, 4),
+                  FormatFixed(row.paper_bubble_rate, 4), FormatFixed(MaxOf(row.peak_memory), 0),
+                  FormatFixed(MaxOf(row.peak_over_1f1b), 2) + "x", FormatCap(row.caps),
+                  FormatFixed(row.t_over_lb, 3), row.fits ? "yes" : "no"});
   }
   table.Render(out);
 }
 
-nlohmann::json ReportJson(const TuneResult& result, int ranks, int microbatches,
-                          const std::string& memory_limit) {
+nlohmann::json ReportJson(const TuneOutcome& outcome) {
   nlohmann::json report = {{"format", "zb-tune-report/1"},
-                           {"ranks", ranks},
-                           {"microbatches", microbatches},
-                           {"mem_limit", memory_limit},
+                           {"ranks", outcome.ranks},
+                           {"microbatches", outcome.microbatches},
+                           {"mem_limit", outcome.memory_limit},
                            {"candidates", nlohmann::json::array()}};
-  for (const Candidate& c : result.candidates) {
-    nlohmann::json entry = {{"family", c.family}, {"ok", c.status.ok()}};
+  for (const ComparisonRow& row : outcome.rows) {
+    nlohmann::json entry = {{"family", row.family}, {"ok", row.status.ok()}};
     std::vector<double> caps;
-    for (double cap : c.caps)
+    for (double cap : row.caps)
       caps.push_back(std::isinf(cap) ? -1 : cap);
     entry["cap"] = caps;  // -1 = no cap
-    if (!c.status.ok()) {
-      entry["error"] = c.status.message();
+    if (!row.status.ok()) {
+      entry["error"] = row.status.message();
     } else {
-      const Prediction& p = *c.schedule.predicted;
-      entry["makespan"] = NsToMs(p.makespan);
-      entry["span"] = NsToMs(p.span);
-      entry["bubble_rate"] = p.bubble_rate;
-      entry["paper_bubble_rate"] = p.paper_bubble_rate;
-      entry["peak_memory"] = p.peak_memory;
-      entry["peak_over_1f1b"] = c.peak_over_1f1b;
-      entry["lower_bound"] = NsToMs(c.bounds.makespan);
-      entry["t_over_lb"] = c.t_over_lb;
-      entry["fits"] = c.fits;
+      entry["makespan"] = NsToMs(row.makespan);
+      entry["span"] = NsToMs(row.span);
+      entry["bubble_rate"] = row.bubble_rate;
+      entry["paper_bubble_rate"] = row.paper_bubble_rate;
+      entry["peak_memory"] = row.peak_memory;
+      entry["peak_over_1f1b"] = row.peak_over_1f1b;
+      entry["lower_bound"] = NsToMs(row.lower_bound);
+      entry["t_over_lb"] = row.t_over_lb;
+      entry["fits"] = row.fits;
     }
     report["candidates"].push_back(entry);
   }
-  report["best"] = result.best >= 0 ? nlohmann::json(result.candidates[result.best].family)
-                                    : nlohmann::json(nullptr);
+  report["best"] = outcome.best >= 0 ? nlohmann::json(outcome.rows[outcome.best].family)
+                                     : nlohmann::json(nullptr);
   return report;
 }
 
-// Records the input profile and the chosen schedule (with its predicted timeline).
-Expected<int64_t> StoreResult(const std::string& path, const std::string& cluster,
-                              const std::string& job, const std::string& costs_name,
-                              const CostProfile& costs, const Candidate& best) {
-  ZB_ASSIGN_OR_RETURN(Store store, Store::Open(path));
-  ZB_ASSIGN_OR_RETURN(int64_t cluster_id, store.EnsureCluster({cluster, "", "", "", ""}));
-  ZB_ASSIGN_OR_RETURN(int64_t job_id, store.EnsureJob(cluster_id, job));
-  ZB_RETURN_IF_ERROR(store.InsertCostProfile(job_id, costs_name, costs).status());
-  std::optional<double> cap;
-  if (!std::isinf(MaxOf(best.caps))) cap = MaxOf(best.caps);
-  return store.InsertSchedule(job_id, best.schedule, cap);
+void PrintTextSummary(const TuneOutcome& outcome, const po::variables_map& values,
+                      std::ostream& out) {
+  const ComparisonRow& best = outcome.rows[outcome.best];
+  out << "best: " << best.family << ", makespan " << FormatMs(best.makespan) << " ms, bubble "
+      << FormatFixed(best.bubble_rate, 4) << ", T/LB " << FormatFixed(best.t_over_lb, 3) << "\n";
+  if (outcome.schedule_id) {
+    out << "stored as schedule " << *outcome.schedule_id << " in "
+        << values["store"].as<std::string>() << "\n";
+  }
+  if (values.count("out")) out << "wrote " << values["out"].as<std::string>() << "\n";
 }
 
-}  // namespace
-
-int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
-  const std::string command = "tune";
-  po::options_description options("options");
+// The options that parse into a TuneRequest, and that parsing (the costs file is read here).
+void AddTuneOptions(po::options_description& options) {
   po::options_description_easy_init add = options.add_options();
   add("costs", po::value<std::string>()->required(), "zb-costs/1 file: one stage per rank");
   add("microbatches,m", po::value<int>()->required(), "microbatches per iteration");
@@ -121,88 +111,85 @@ int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
   add("job", po::value<std::string>(), "job name in the store (default: the costs file name)");
   add("out,o", po::value<std::string>(), "write the chosen schedule (zb-schedule/1) here");
   add("json", "print the comparison as JSON");
+}
+
+Expected<tuner::TuneRequest> ReadTuneRequest(const po::variables_map& values) {
+  tuner::TuneRequest request;
+  tuner::TuneOptions& options = request.options;
+  options.family = values["family"].as<std::string>();
+  const std::string placement = values["placement"].as<std::string>();
+  if (placement != "any") {
+    auto parsed = ParsePlacement(placement);
+    if (!parsed) {
+      return UsageError("--placement must be loop, v or any, got \"" + placement + "\"");
+    }
+    options.placement = *parsed;
+  }
+  options.interleave_chunks = values["chunks"].as<int>();
+  if (options.interleave_chunks < 1) return UsageError("--chunks must be >= 1");
+  ZB_ASSIGN_OR_RETURN(options.memory_limit,
+                      tuner::ParseMemoryLimit(values["mem-limit"].as<std::string>()));
+  request.costs_name = values["costs"].as<std::string>();
+  ZB_ASSIGN_OR_RETURN(request.costs, ReadCostsFile(request.costs_name));
+  request.microbatches = values["microbatches"].as<int>();
+  if (values.count("store")) {
+    request.store = tuner::StoreTarget{
+        values["store"].as<std::string>(), values["cluster"].as<std::string>(),
+        values.count("job") ? values["job"].as<std::string>()
+                            : std::filesystem::path(request.costs_name).stem().string()};
+  }
+  return request;
+}
+
+}  // namespace
+
+int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
+  const std::string command = "tune";
+  po::options_description options("options");
+  AddTuneOptions(options);
   po::variables_map values;
   int exit_code = 0;
   if (!ParseCommandLine(command, "--costs FILE --microbatches M --mem-limit L [options]", args,
                         options, {}, values, out, err, exit_code)) {
     return exit_code;
   }
-
-  tuner::TuneOptions tune_options;
-  tune_options.family = values["family"].as<std::string>();
-  const std::string placement = values["placement"].as<std::string>();
-  if (placement != "any") {
-    auto parsed = ParsePlacement(placement);
-    if (!parsed) {
-      return ReportError(
-          err, command,
-          UsageError("--placement must be loop, v or any, got \"" + placement + "\""));
-    }
-    tune_options.placement = *parsed;
-  }
-  tune_options.interleave_chunks = values["chunks"].as<int>();
-  if (tune_options.interleave_chunks < 1) {
-    return ReportError(err, command, UsageError("--chunks must be >= 1"));
-  }
-  auto memory_limit = tuner::ParseMemoryLimit(values["mem-limit"].as<std::string>());
-  if (!memory_limit.ok()) return ReportError(err, command, memory_limit.status());
-  tune_options.memory_limit = *memory_limit;
-
-  const std::string costs_path = values["costs"].as<std::string>();
-  auto costs = ReadCostsFile(costs_path);
-  if (!costs.ok()) return ReportError(err, command, costs.status());
-  const int microbatches = values["microbatches"].as<int>();
-
-  auto result = tuner::Tune(*costs, microbatches, tune_options);
-  if (!result.ok()) return ReportError(err, command, result.status());
+  auto request = ReadTuneRequest(values);
+  if (!request.ok()) return ReportError(err, command, request.status());
+  // Compare first and store after printing, so the table shows even when the store fails.
+  auto outcome = tuner::TuneAndCompare(*request);
+  if (!outcome.ok()) return ReportError(err, command, outcome.status());
 
   const bool json = values.count("json") > 0;
-  nlohmann::json report =
-      ReportJson(*result, costs->num_stages(), microbatches, tune_options.memory_limit.ToString());
   if (!json) {
-    out << "p=" << costs->num_stages() << " m=" << microbatches << " comm=" << FormatMs(costs->comm)
-        << "ms mem-limit=" << tune_options.memory_limit.ToString() << " (" << costs_path << ")\n";
-    PrintTable(*result, out);
+    out << "p=" << outcome->ranks << " m=" << outcome->microbatches
+        << " comm=" << FormatMs(request->costs.comm) << "ms mem-limit=" << outcome->memory_limit
+        << " (" << request->costs_name << ")\n";
+    PrintTable(*outcome, out);
   }
-  if (result->best < 0) {
+  nlohmann::json report = ReportJson(*outcome);
+  if (outcome->best < 0) {
     if (json) out << report.dump(2) << "\n";
     return ReportError(
         err, command,
         Infeasible("no schedule fits --mem-limit " + values["mem-limit"].as<std::string>() +
                    " (the peak/1F1B column shows what each family needs)"));
   }
-  const Candidate& best = result->candidates[result->best];
-
-  std::optional<int64_t> schedule_id;
-  if (values.count("store")) {
-    auto stored =
-        StoreResult(values["store"].as<std::string>(), values["cluster"].as<std::string>(),
-                    values.count("job") ? values["job"].as<std::string>()
-                                        : std::filesystem::path(costs_path).stem().string(),
-                    costs_path, *costs, best);
-    if (!stored.ok()) return ReportError(err, command, stored.status());
-    schedule_id = *stored;
+  if (request->store) {
+    Status stored = tuner::StoreTuneOutcome(*request, *request->store, *outcome);
+    if (!stored.ok()) return ReportError(err, command, stored);
   }
   if (values.count("out")) {
     Status written =
-        WriteFileAtomically(values["out"].as<std::string>(), ScheduleToJson(best.schedule));
+        WriteFileAtomically(values["out"].as<std::string>(), ScheduleToJson(*outcome->chosen));
     if (!written.ok()) return ReportError(err, command, written);
   }
-
   if (json) {
-    if (schedule_id) report["schedule_id"] = *schedule_id;
+    if (outcome->schedule_id) report["schedule_id"] = *outcome->schedule_id;
     if (values.count("out")) report["out"] = values["out"].as<std::string>();
     out << report.dump(2) << "\n";
     return 0;
   }
-  out << "best: " << best.family << ", makespan " << FormatMs(best.schedule.predicted->makespan)
-      << " ms, bubble " << FormatFixed(best.schedule.predicted->bubble_rate, 4) << ", T/LB "
-      << FormatFixed(best.t_over_lb, 3) << "\n";
-  if (schedule_id) {
-    out << "stored as schedule " << *schedule_id << " in " << values["store"].as<std::string>()
-        << "\n";
-  }
-  if (values.count("out")) out << "wrote " << values["out"].as<std::string>() << "\n";
+  PrintTextSummary(*outcome, values, out);
   return 0;
 }
 

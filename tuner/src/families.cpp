@@ -6,7 +6,9 @@
 #include <cmath>
 #include <string>
 
-#include "zbkit/tuner/v_schedules.h"
+#include "zbkit/tuner/v_half_min.h"
+#include "zbkit/tuner/zb_auto.h"
+#include "zbkit/tuner/zb_v.h"
 
 namespace zb::tuner {
 namespace {

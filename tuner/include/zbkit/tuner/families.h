@@ -5,11 +5,15 @@
 //   1f1b-i   interleaved 1F1B with v chunks per rank (fused BW), loop placement, m % p == 0
 //   zb-h1    handcrafted zero-bubble, 1F1B's memory
 //   zb-h2    handcrafted zero-bubble, about twice 1F1B's memory, m >= 2p - 1
-//   zb-auto  the ZB paper's automatic heuristic (docs/schedules.md §4) over its 8 knob settings,
-//            under a per-rank memory cap
-//   zb-v     the ZB-V heuristic, V placement (v_schedules.h)
-//   v-half   V-Half, half of 1F1B's activation memory, V placement
-//   v-min    V-Min, a third of 1F1B's activation memory, V placement
+//   zb-auto  the ZB paper's automatic heuristic (docs/schedules.md §4) over its 8-setting knob
+//   grid,
+//            under a per-rank memory cap (zb_auto.h)
+//   zb-v     the ZB-V heuristic, V placement (zb_v.h)
+//   v-half   V-Half, half of 1F1B's activation memory, V placement (v_half_min.h)
+//   v-min    V-Min, a third of 1F1B's activation memory, V placement (v_half_min.h)
+//
+// The four handcrafted generators (1f1b, 1f1b-i, zb-h1, zb-h2) are declared here and live in
+// families.cpp; each heuristic family has its own header and source named after it.
 //
 // Every generator takes the per-rank cost profile (p stages, one per rank, as a profiler
 // measures a p-stage pipeline) and splits it into finer model chunks itself where the family
@@ -24,6 +28,7 @@
 
 #include "zbkit/schemas/status.h"
 #include "zbkit/schemas/types.h"
+#include "zbkit/tuner/zb_auto.h"  // ZbAuto, for callers that reach it through the family list
 
 namespace zb::tuner {
 
@@ -58,24 +63,6 @@ Expected<Schedule> OneFOneB(const CostProfile& costs, int microbatches);
 Expected<Schedule> ZbH1(const CostProfile& costs, int microbatches);
 Expected<Schedule> ZbH2(const CostProfile& costs, int microbatches);
 Expected<Schedule> Interleaved1F1B(const CostProfile& chunk_costs, int ranks, int microbatches);
-
-// The ZB automatic heuristic (docs/schedules.md §4) on p stages with per-stage caps
-// (`stage_caps` empty = the reference default of 3m * M_B per stage).
-struct ZbKnobs {
-  bool allow_bubble_before_first_b = false;
-  bool prioritize_b = false;
-  bool no_bubble_greedy = true;
-};
-struct ZbAutoResult {
-  Schedule schedule;               // ops in order with the heuristic's own start/end times
-  TimeNs cost = 0;                 // span convention, the heuristic's objective
-  std::vector<TimeNs> knob_costs;  // 8 entries, order TTT..FFF; -1 = "cannot fit memory"
-};
-Expected<Schedule> ZbManualOrder(const CostProfile& costs, int microbatches,
-                                 const std::vector<double>& stage_caps, const ZbKnobs& knobs,
-                                 TimeNs* cost);
-Expected<ZbAutoResult> ZbAuto(const CostProfile& costs, int microbatches,
-                              const std::vector<double>& stage_caps);
 
 }  // namespace zb::tuner
 

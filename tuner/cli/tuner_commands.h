@@ -1,17 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// The tuner's `zb` subcommands. Each takes its arguments (without the subcommand name), writes
-// results to `out` and a single error line to `err`, and returns the exit code:
-// 0 success, 2 usage error, 1 any other failure.
-#ifndef ZBKIT_TUNER_CLI_COMMANDS_H_
-#define ZBKIT_TUNER_CLI_COMMANDS_H_
+// The tuner's `zb` subcommands (the contract of zbkit/cli/options.h: arguments without the
+// subcommand name, results to `out`, one error line to `err`, the exit code returned).
+#ifndef ZBKIT_TUNER_CLI_TUNER_COMMANDS_H_
+#define ZBKIT_TUNER_CLI_TUNER_COMMANDS_H_
 
 #include <ostream>
-#include <string>
-#include <vector>
+
+#include "zbkit/cli/options.h"
 
 namespace zb::cli {
-
-using Args = std::vector<std::string>;
 
 int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err);
 int RunExportCommand(const Args& args, std::ostream& out, std::ostream& err);
@@ -21,4 +18,4 @@ int RunListCommand(const Args& args, std::ostream& out, std::ostream& err);
 
 }  // namespace zb::cli
 
-#endif  // ZBKIT_TUNER_CLI_COMMANDS_H_
+#endif  // ZBKIT_TUNER_CLI_TUNER_COMMANDS_H_

@@ -14,12 +14,12 @@
 // (local chunk 0), F1 forward of the second half (local chunk 1), B0 backward of the second half
 // (local chunk 1), B1 backward of the first half (local chunk 0), then the W ops: one combined W
 // list while reordering, or W0/W1 (the weight gradients of B0/B1) in the final grid.
+#include "zbkit/tuner/v_half_min.h"
+
 #include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include "zbkit/tuner/v_schedules.h"
 
 namespace zb::tuner {
 namespace {

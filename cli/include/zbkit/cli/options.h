@@ -1,22 +1,27 @@
 // SPDX-License-Identifier: Apache-2.0
-// Helpers shared by the `zb` subcommands: option parsing with one-line usage errors, error
-// reporting with the exit-code convention, and loading a schedule from a file or a store.
-#ifndef ZBKIT_TUNER_CLI_CLI_SUPPORT_H_
-#define ZBKIT_TUNER_CLI_CLI_SUPPORT_H_
+// The command-line contract every `zb` subcommand follows, whichever component it belongs to:
+// arguments without the subcommand name, results to `out`, one error line "zb <command>: ..." to
+// `err`, and the exit code 0 success, 2 usage error, 1 any other failure. Option parsing is
+// Boost.Program_options; --help prints the usage and the options.
+#ifndef ZBKIT_CLI_OPTIONS_H_
+#define ZBKIT_CLI_OPTIONS_H_
 
 #include <boost/program_options.hpp>
-#include <cstdint>
-#include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
-#include "commands.h"
 #include "zbkit/schemas/status.h"
-#include "zbkit/schemas/types.h"
 
 namespace zb::cli {
 
 namespace po = boost::program_options;
+
+// A subcommand's arguments (argv after the subcommand name).
+using Args = std::vector<std::string>;
+
+// The signature of every subcommand the front end dispatches to.
+using CommandFunction = int (*)(const Args& args, std::ostream& out, std::ostream& err);
 
 // Parses `args`; prints the usage to `out` for --help (returns 0 in `exit_code`) and one error
 // line to `err` for anything malformed (returns 2). Returns true when the command should run.
@@ -29,13 +34,6 @@ bool ParseCommandLine(const std::string& command, const std::string& usage, cons
 // Writes "zb <command>: <message>" and returns the exit code for the status.
 int ReportError(std::ostream& err, const std::string& command, const Status& status);
 
-// Adds the options that name one schedule: a zb-schedule/1 FILE (positional) or
-// --store DB --schedule ID.
-void AddScheduleSourceOptions(po::options_description& options,
-                              po::positional_options_description& positional);
-// Loads the schedule those options name.
-Expected<Schedule> LoadScheduleFromArguments(const po::variables_map& values);
-
 }  // namespace zb::cli
 
-#endif  // ZBKIT_TUNER_CLI_CLI_SUPPORT_H_
+#endif  // ZBKIT_CLI_OPTIONS_H_

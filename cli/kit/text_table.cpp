@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "text_table.h"
+#include "zbkit/cli/text_table.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// A plain-text table with aligned columns, for the human-readable output of `zb` commands.
-#ifndef ZBKIT_TUNER_CLI_TEXT_TABLE_H_
-#define ZBKIT_TUNER_CLI_TEXT_TABLE_H_
+// A plain-text table with aligned columns and the number formats of the `zb` commands'
+// human-readable output.
+#ifndef ZBKIT_CLI_TEXT_TABLE_H_
+#define ZBKIT_CLI_TEXT_TABLE_H_
 
 #include <ostream>
 #include <string>
@@ -21,10 +22,9 @@ class TextTable {
   std::vector<std::vector<std::string>> rows_;
 };
 
-// Fixed-point formatting helpers shared by the commands.
-std::string FormatFixed(double value, int decimals);
-std::string FormatMs(long long ns);  // "123.456"
+std::string FormatFixed(double value, int decimals);  // printf "%.*f"
+std::string FormatMs(long long ns);                   // nanoseconds as "123.456" milliseconds
 
 }  // namespace zb::cli
 
-#endif  // ZBKIT_TUNER_CLI_TEXT_TABLE_H_
+#endif  // ZBKIT_CLI_TEXT_TABLE_H_

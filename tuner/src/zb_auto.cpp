@@ -8,12 +8,12 @@
 // the first B), then runs 1F-1B, putting W's into gaps where they fit (knob: also into a smaller
 // gap when leaving it would raise the largest cumulative bubble) or to free memory. The grid over
 // the three knobs keeps the smallest cost, where cost is the paper's span convention.
+#include "zbkit/tuner/zb_auto.h"
+
 #include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
-
-#include "zbkit/tuner/families.h"
 
 namespace zb::tuner {
 namespace {

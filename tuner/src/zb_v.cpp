@@ -18,6 +18,8 @@
 // reference's rules assume uniform stages and assert where they break; below 1F1B's memory this
 // port fails there too (kInfeasible), at or above it the op is deferred instead (see
 // HeuristicPass), which leaves every run the reference completes unchanged.
+#include "zbkit/tuner/zb_v.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -27,8 +29,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include "zbkit/tuner/v_schedules.h"
 
 namespace zb::tuner {
 namespace {

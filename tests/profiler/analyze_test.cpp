@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+// zb::profiler::Analyze and StoreAnalysis called as the runtime and the adapters call them,
+// without the CLI: a hand-built two-rank trace in, costs, ops, timeline and the store out.
+#include "zbkit/profiler/analyze.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "zbkit/schemas/store.h"
+
+namespace zb::profiler {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Two ranks, two microbatches, F/B/W on each rank's one stage as CPU-only ranges (their own
+// duration is the op's time): F 700 ns, B 900 ns, W 400 ns on rank 0, twice that on rank 1.
+std::vector<RawTrace> TwoRankJob() {
+  std::vector<RawTrace> traces(2);
+  for (int rank = 0; rank < 2; ++rank) {
+    traces[rank].process.rank = rank;
+    traces[rank].process.pid = 100 + rank;
+    const TimeNs scale = rank + 1;
+    TimeNs t = 0;
+    for (int mb = 0; mb < 2; ++mb) {
+      const std::string suffix = ":s" + std::to_string(rank) + ":mb" + std::to_string(mb);
+      traces[rank].ranges.push_back({"zb:F" + suffix, "", 1, t, t + 700 * scale, 0});
+      t += 1000 * scale;
+      traces[rank].ranges.push_back({"zb:B" + suffix, "", 1, t, t + 900 * scale, 0});
+      t += 1000 * scale;
+      traces[rank].ranges.push_back({"zb:W" + suffix, "", 1, t, t + 400 * scale, 0});
+      t += 1000 * scale;
+    }
+  }
+  return traces;
+}
+
+TEST(Analyze, CostsOpsAndTimelineFromTraces) {
+  auto analysis = Analyze(TwoRankJob(), "two-rank job", {});
+  ASSERT_TRUE(analysis.ok()) << analysis.status().message();
+  EXPECT_EQ(analysis->source, "two-rank job");
+  EXPECT_EQ(analysis->processes, 2u);
+  EXPECT_EQ(analysis->ranges, 12u);
+  EXPECT_EQ(analysis->attribution.ops.size(), 12u);
+  EXPECT_EQ(analysis->report.ranks, 2);
+  EXPECT_TRUE(analysis->report.split);
+  ASSERT_EQ(analysis->costs.num_stages(), 2);
+  EXPECT_EQ(analysis->costs.stages[0].f, 700);
+  EXPECT_EQ(analysis->costs.stages[0].b, 900);
+  EXPECT_EQ(analysis->costs.stages[0].w, 400);
+  EXPECT_EQ(analysis->costs.stages[1].f, 1400);
+  EXPECT_EQ(analysis->costs, analysis->report.ToCostProfile());
+  EXPECT_EQ(analysis->report.timeline.kind, TimelineKind::kMeasured);
+  EXPECT_EQ(analysis->report.timeline.ops.size(), 12u);
+}
+
+TEST(Analyze, NothingRecognizedKeepsTheExactError) {
+  std::vector<RawTrace> traces(1);
+  traces[0].ranges.push_back({"optimizer.step", "", 1, 0, 100, 0});
+  auto analysis = Analyze(traces, "job.json", {});
+  ASSERT_FALSE(analysis.ok());
+  EXPECT_EQ(analysis.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_EQ(analysis.status().message().rfind(std::string(kNoPipelineOps) + " in job.json", 0), 0u)
+      << analysis.status().message();
+}
+
+TEST(Analyze, SkippingEveryIterationFailsNamingTheSource) {
+  AnalyzeSettings settings;
+  settings.costs.skip_iters = 1000;
+  auto analysis = Analyze(TwoRankJob(), "two-rank job", settings);
+  ASSERT_FALSE(analysis.ok());
+  EXPECT_EQ(analysis.status().message().rfind("two-rank job", 0), 0u)
+      << analysis.status().message();
+}
+
+class StoreAnalysisTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/zbkit_analyze_XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(StoreAnalysisTest, RunProfileAndMeasuredTimelineLandLinked) {
+  auto analysis = Analyze(TwoRankJob(), "two-rank job", {});
+  ASSERT_TRUE(analysis.ok()) << analysis.status().message();
+  const std::string path = dir_ + "/zb.db";
+  auto stored = StoreAnalysis(*analysis, {path, "lab", "job"}, {RunKind::kImport, "trace.json", 0});
+  ASSERT_TRUE(stored.ok()) << stored.status().message();
+
+  auto store = Store::Open(path, Store::Mode::kReadOnly);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  auto profiles = store->ListCostProfiles();
+  ASSERT_TRUE(profiles.ok());
+  ASSERT_EQ(profiles->size(), 1u);
+  EXPECT_EQ((*profiles)[0].id, stored->profile_id);
+  EXPECT_EQ((*profiles)[0].cluster, "lab");
+  EXPECT_EQ((*profiles)[0].job, "job");
+  EXPECT_EQ((*profiles)[0].name, "job");
+  ASSERT_TRUE((*profiles)[0].run_id.has_value());
+  EXPECT_EQ(*(*profiles)[0].run_id, stored->run_id);
+  auto costs = store->LoadCostProfile(stored->profile_id);
+  ASSERT_TRUE(costs.ok());
+  EXPECT_EQ(*costs, analysis->costs);
+  auto timeline = store->LoadTimeline(stored->timeline_id);
+  ASSERT_TRUE(timeline.ok()) << timeline.status().message();
+  EXPECT_EQ(timeline->ops.size(), analysis->report.timeline.ops.size());
+  auto runs = store->ListRuns();
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ((*runs)[0].id, stored->run_id);
+  EXPECT_EQ((*runs)[0].kind, RunKind::kImport);
+  EXPECT_EQ((*runs)[0].command, "trace.json");
+  EXPECT_EQ((*runs)[0].exit_code, std::optional<int>(0));
+}
+
+TEST_F(StoreAnalysisTest, ReadShardDirectorySkipsUnreadableShards) {
+  std::ofstream(dir_ + "/rank0.zbshard") << "not a shard";
+  std::vector<std::string> skipped;
+  auto traces = ReadShardDirectory(dir_, skipped);
+  ASSERT_TRUE(traces.ok()) << traces.status().message();
+  EXPECT_TRUE(traces->empty());
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].find("rank0.zbshard"), std::string::npos) << skipped[0];
+
+  std::vector<std::string> none;
+  EXPECT_FALSE(ReadShardDirectory(dir_ + "/absent", none).ok());
+}
+
+}  // namespace
+}  // namespace zb::profiler

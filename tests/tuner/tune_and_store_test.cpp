@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: Apache-2.0
+// zb::tuner::TuneAndStore called as the runtime and the adapters call it, without the CLI: the
+// comparison rows, the chosen schedule, what lands in the store, and nothing fitting the cap.
+#include "zbkit/tuner/tune_and_store.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+
+#include "zbkit/schemas/json_io.h"
+#include "zbkit/schemas/store.h"
+#include "zbkit/tuner/families.h"
+
+namespace zb::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TuneAndStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/zbkit_tune_and_store_XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    auto costs = ReadCostsFile(std::string(ZBKIT_TEST_DATA_DIR) + "/costs/hetero4.json");
+    ASSERT_TRUE(costs.ok()) << costs.status().message();
+    request_.costs = *costs;
+    request_.costs_name = "hetero4.json";
+    request_.microbatches = 8;
+    auto limit = ParseMemoryLimit("1.5x");
+    ASSERT_TRUE(limit.ok());
+    request_.options.memory_limit = *limit;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string dir_;
+  TuneRequest request_;
+};
+
+TEST_F(TuneAndStoreTest, RowsChosenScheduleAndStoreAgree) {
+  request_.store = StoreTarget{dir_ + "/zb.db", "lab", "hetero"};
+  auto outcome = TuneAndStore(request_);
+  ASSERT_TRUE(outcome.ok()) << outcome.status().message();
+  EXPECT_EQ(outcome->ranks, 4);
+  EXPECT_EQ(outcome->microbatches, 8);
+  EXPECT_EQ(outcome->memory_limit, "1.5x");
+  ASSERT_EQ(outcome->rows.size(), Families().size());
+  for (size_t i = 0; i < outcome->rows.size(); ++i) {
+    EXPECT_EQ(outcome->rows[i].family, Families()[i].name);
+    ASSERT_TRUE(outcome->rows[i].placement.has_value());
+    EXPECT_EQ(*outcome->rows[i].placement, Families()[i].placement);
+  }
+
+  ASSERT_GE(outcome->best, 0);
+  const ComparisonRow& best = outcome->rows[outcome->best];
+  EXPECT_TRUE(best.status.ok());
+  EXPECT_TRUE(best.fits);
+  for (const ComparisonRow& row : outcome->rows) {
+    if (row.status.ok() && row.fits) EXPECT_GE(row.makespan, best.makespan) << row.family;
+    if (row.status.ok()) EXPECT_GE(row.makespan, row.lower_bound) << row.family;
+  }
+  ASSERT_TRUE(outcome->chosen.has_value());
+  EXPECT_EQ(outcome->chosen->family, best.family);
+  ASSERT_TRUE(outcome->chosen->predicted.has_value());
+  EXPECT_EQ(outcome->chosen->predicted->makespan, best.makespan);
+  ASSERT_TRUE(outcome->chosen_cap.has_value());
+  EXPECT_GT(*outcome->chosen_cap, 0);
+
+  ASSERT_TRUE(outcome->schedule_id.has_value());
+  ASSERT_TRUE(outcome->cost_profile_id.has_value());
+  auto store = Store::Open(dir_ + "/zb.db", Store::Mode::kReadOnly);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  auto stored = store->LoadSchedule(*outcome->schedule_id);
+  ASSERT_TRUE(stored.ok()) << stored.status().message();
+  EXPECT_EQ(stored->family, best.family);
+  EXPECT_EQ(stored->programs, outcome->chosen->programs);
+  auto infos = store->ListSchedules();
+  ASSERT_TRUE(infos.ok());
+  ASSERT_EQ(infos->size(), 1u);
+  EXPECT_EQ((*infos)[0].cluster, "lab");
+  EXPECT_EQ((*infos)[0].job, "hetero");
+  ASSERT_TRUE((*infos)[0].memory_limit.has_value());
+  EXPECT_DOUBLE_EQ(*(*infos)[0].memory_limit, *outcome->chosen_cap);
+  auto costs = store->LoadCostProfile(*outcome->cost_profile_id);
+  ASSERT_TRUE(costs.ok()) << costs.status().message();
+  EXPECT_EQ(*costs, request_.costs);
+}
+
+TEST_F(TuneAndStoreTest, WithoutAStoreNothingIsRecorded) {
+  auto outcome = TuneAndStore(request_);
+  ASSERT_TRUE(outcome.ok()) << outcome.status().message();
+  EXPECT_GE(outcome->best, 0);
+  EXPECT_FALSE(outcome->schedule_id.has_value());
+  EXPECT_FALSE(outcome->cost_profile_id.has_value());
+  EXPECT_TRUE(fs::is_empty(dir_));
+}
+
+TEST_F(TuneAndStoreTest, NothingFittingIsAnOutcomeNotAnErrorAndStoresNothing) {
+  request_.options.memory_limit = *ParseMemoryLimit("0.1x");
+  request_.store = StoreTarget{dir_ + "/zb.db", "local", "hetero"};
+  auto outcome = TuneAndStore(request_);
+  ASSERT_TRUE(outcome.ok()) << outcome.status().message();
+  EXPECT_EQ(outcome->best, -1);
+  EXPECT_FALSE(outcome->chosen.has_value());
+  EXPECT_FALSE(outcome->schedule_id.has_value());
+  EXPECT_FALSE(fs::exists(dir_ + "/zb.db"));
+  for (const ComparisonRow& row : outcome->rows)
+    EXPECT_FALSE(row.status.ok() && row.fits) << row.family;
+}
+
+TEST_F(TuneAndStoreTest, BadRequestsFailWithTheirReason) {
+  request_.options.family = "no-such-family";
+  auto unknown = TuneAndStore(request_);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), ErrorCode::kUsage);
+  EXPECT_NE(unknown.status().message().find("no-such-family"), std::string::npos)
+      << unknown.status().message();
+
+  request_.options.family = "best";
+  request_.microbatches = 0;
+  auto no_microbatches = TuneAndStore(request_);
+  ASSERT_FALSE(no_microbatches.ok());
+  EXPECT_EQ(no_microbatches.status().code(), ErrorCode::kUsage);
+
+  request_.microbatches = 8;
+  request_.store = StoreTarget{dir_ + "/no/such/dir/zb.db", "local", "hetero"};
+  auto unwritable = TuneAndStore(request_);
+  EXPECT_FALSE(unwritable.ok());
+}
+
+}  // namespace
+}  // namespace zb::tuner

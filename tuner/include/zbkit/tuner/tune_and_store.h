@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+// The tuning use case as one library call, for `zb tune` and for in-process callers (the runtime
+// shim, the Python adapters): a cost profile, the microbatch count, the cap and the family or
+// placement to consider in; every candidate's figures as a comparison table, the chosen schedule
+// and, when a store is named, the ids it was recorded under out. Nothing is printed.
+#ifndef ZBKIT_TUNER_TUNE_AND_STORE_H_
+#define ZBKIT_TUNER_TUNE_AND_STORE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "zbkit/schemas/status.h"
+#include "zbkit/schemas/types.h"
+#include "zbkit/tuner/tune.h"
+
+namespace zb::tuner {
+
+// Where the chosen schedule is recorded: the store file, and the cluster and job it belongs to.
+struct StoreTarget {
+  std::string path;
+  std::string cluster = "local";
+  std::string job;
+};
+
+struct TuneRequest {
+  CostProfile costs;       // one stage per rank (the p-stage profile a profiler measures)
+  std::string costs_name;  // the cost profile's name in the store, e.g. the file it was read from
+  int microbatches = 0;
+  TuneOptions options;               // family or "best", placement, 1f1b-i chunks, memory cap
+  std::optional<StoreTarget> store;  // nullopt: nothing is stored
+};
+
+// One candidate family, one row of the comparison `zb tune` prints.
+struct ComparisonRow {
+  std::string family;
+  std::optional<Placement> placement;  // the family's placement
+  Status status;                       // why the family produced no schedule; then only caps set
+  std::vector<double> caps;            // per-rank cap the candidate is judged against (+inf none)
+  TimeNs makespan = 0;
+  TimeNs span = 0;
+  double bubble_rate = 0;
+  double paper_bubble_rate = 0;
+  std::vector<double> peak_memory;     // per rank
+  std::vector<double> peak_over_1f1b;  // per rank: peak / (p x M_B of the rank's share)
+  TimeNs lower_bound = 0;              // makespan lower bound under the same cap
+  double t_over_lb = 0;
+  bool fits = false;  // every rank's peak <= its cap
+};
+
+struct TuneOutcome {
+  int ranks = 0;
+  int microbatches = 0;
+  std::string memory_limit;          // the cap as MemoryLimit::ToString() spells it
+  std::vector<ComparisonRow> rows;   // in Families() order
+  int best = -1;                     // index into rows of the fastest that fits; -1 = none fits
+  std::optional<Schedule> chosen;    // rows[best]'s schedule, simulated; nullopt when none fits
+  std::optional<double> chosen_cap;  // the largest per-rank cap it was judged against, if finite
+  std::optional<int64_t> cost_profile_id;  // set by storing
+  std::optional<int64_t> schedule_id;      // set by storing
+};
+
+// Tunes and, when `request.store` is set and a schedule fits, records the input profile and the
+// chosen schedule (with its predicted timeline). Nothing fitting the cap is not an error here:
+// the outcome has best == -1 and the rows say what each family needs; nothing is stored then.
+// Errors: those of Tune (kUsage, kInvalidInput) and of the store.
+Expected<TuneOutcome> TuneAndStore(const TuneRequest& request);
+
+// The two halves of TuneAndStore, for a caller that reports the comparison before storing (as
+// `zb tune` does, so that its table is printed even when the store cannot be written).
+Expected<TuneOutcome> TuneAndCompare(const TuneRequest& request);
+// Records `outcome.chosen` in `target` and sets the ids; a no-op when nothing was chosen.
+Status StoreTuneOutcome(const TuneRequest& request, const StoreTarget& target,
+                        TuneOutcome& outcome);
+
+}  // namespace zb::tuner
+
+#endif  // ZBKIT_TUNER_TUNE_AND_STORE_H_

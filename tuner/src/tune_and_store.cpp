@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "zbkit/tuner/tune_and_store.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "zbkit/schemas/store.h"
+#include "zbkit/tuner/families.h"
+
+namespace zb::tuner {
+namespace {
+
+double MaxOf(const std::vector<double>& values) {
+  return values.empty() ? 0 : *std::max_element(values.begin(), values.end());
+}
+
+ComparisonRow RowFor(const Candidate& candidate) {
+  ComparisonRow row;
+  row.family = candidate.family;
+  if (const FamilyInfo* info = FindFamily(candidate.family)) row.placement = info->placement;
+  row.status = candidate.status;
+  row.caps = candidate.caps;
+  if (!candidate.status.ok()) return row;
+  const Prediction& predicted = *candidate.schedule.predicted;
+  row.makespan = predicted.makespan;
+  row.span = predicted.span;
+  row.bubble_rate = predicted.bubble_rate;
+  row.paper_bubble_rate = predicted.paper_bubble_rate;
+  row.peak_memory = predicted.peak_memory;
+  row.peak_over_1f1b = candidate.peak_over_1f1b;
+  row.lower_bound = candidate.bounds.makespan;
+  row.t_over_lb = candidate.t_over_lb;
+  row.fits = candidate.fits;
+  return row;
+}
+
+}  // namespace
+
+Expected<TuneOutcome> TuneAndCompare(const TuneRequest& request) {
+  ZB_ASSIGN_OR_RETURN(TuneResult result,
+                      Tune(request.costs, request.microbatches, request.options));
+  TuneOutcome outcome;
+  outcome.ranks = request.costs.num_stages();
+  outcome.microbatches = request.microbatches;
+  outcome.memory_limit = request.options.memory_limit.ToString();
+  for (const Candidate& candidate : result.candidates)
+    outcome.rows.push_back(RowFor(candidate));
+  outcome.best = result.best;
+  if (result.best >= 0) {
+    Candidate& best = result.candidates[result.best];
+    if (!std::isinf(MaxOf(best.caps))) outcome.chosen_cap = MaxOf(best.caps);
+    outcome.chosen = std::move(best.schedule);
+  }
+  return outcome;
+}
+
+Status StoreTuneOutcome(const TuneRequest& request, const StoreTarget& target,
+                        TuneOutcome& outcome) {
+  if (!outcome.chosen) return Status::Ok();
+  ZB_ASSIGN_OR_RETURN(Store store, Store::Open(target.path));
+  ZB_ASSIGN_OR_RETURN(int64_t cluster_id, store.EnsureCluster({target.cluster, "", "", "", ""}));
+  ZB_ASSIGN_OR_RETURN(int64_t job_id, store.EnsureJob(cluster_id, target.job));
+  ZB_ASSIGN_OR_RETURN(outcome.cost_profile_id,
+                      store.InsertCostProfile(job_id, request.costs_name, request.costs));
+  ZB_ASSIGN_OR_RETURN(outcome.schedule_id,
+                      store.InsertSchedule(job_id, *outcome.chosen, outcome.chosen_cap));
+  return Status::Ok();
+}
+
+Expected<TuneOutcome> TuneAndStore(const TuneRequest& request) {
+  ZB_ASSIGN_OR_RETURN(TuneOutcome outcome, TuneAndCompare(request));
+  if (request.store) ZB_RETURN_IF_ERROR(StoreTuneOutcome(request, *request.store, outcome));
+  return outcome;
+}
+
+}  // namespace zb::tuner
