@@ -18,24 +18,8 @@ namespace {
 
 using nlohmann::json;
 
-// Parses decimal digits at `pos`; advances it. nullopt when there are none.
-std::optional<int32_t> ParseDigits(std::string_view text, size_t& pos) {
-  const size_t begin = pos;
-  int64_t value = 0;
-  while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
-    value = value * 10 + (text[pos] - '0');
-    if (value > INT32_MAX) return std::nullopt;
-    ++pos;
-  }
-  if (pos == begin) return std::nullopt;
-  return static_cast<int32_t>(value);
-}
-
-bool Consume(std::string_view text, size_t& pos, std::string_view token) {
-  if (text.substr(pos, token.size()) != token) return false;
-  pos += token.size();
-  return true;
-}
+using range_scan::Consume;
+using range_scan::ParseDigits;
 
 RangeMatch Op(OpKind kind, const char* family) {
   RangeMatch match;

@@ -158,44 +158,30 @@ Status ShardWriter::Impl::Write(const Batch& out) {
       out.ranges.size(),
       [&](Statement& stmt, int param, size_t i) {
         const RangeRow& row = out.ranges[i];
-        stmt.BindInt(param, row.name_id);
-        stmt.BindInt(param + 1, row.domain_id);
-        stmt.BindInt(param + 2, row.thread);
-        stmt.BindInt(param + 3, row.start);
-        stmt.BindInt(param + 4, row.end);
-        stmt.BindInt(param + 5, row.depth);
+        stmt.BindInts(param,
+                      {row.name_id, row.domain_id, row.thread, row.start, row.end, row.depth});
       },
       "flush", "range"));
   ZB_RETURN_IF_ERROR(activities.Insert(
       out.activities.size(),
       [&](Statement& stmt, int param, size_t i) {
         const ActivityRow& row = out.activities[i];
-        stmt.BindInt(param, row.kind);
-        stmt.BindInt(param + 1, row.name_id);
-        stmt.BindInt(param + 2, row.device);
-        stmt.BindInt(param + 3, row.stream);
-        stmt.BindInt(param + 4, row.start);
-        stmt.BindInt(param + 5, row.end);
-        stmt.BindInt(param + 6, row.correlation);
-        stmt.BindInt(param + 7, row.bytes);
+        stmt.BindInts(param, {row.kind, row.name_id, row.device, row.stream, row.start, row.end,
+                              row.correlation, row.bytes});
       },
       "flush", "activity"));
   ZB_RETURN_IF_ERROR(launches.Insert(
       out.launches.size(),
       [&](Statement& stmt, int param, size_t i) {
         const Launch& row = out.launches[i];
-        stmt.BindInt(param, row.correlation);
-        stmt.BindInt(param + 1, row.thread);
-        stmt.BindInt(param + 2, row.time);
+        stmt.BindInts(param, {row.correlation, row.thread, row.time});
       },
       "flush", "launch"));
   ZB_RETURN_IF_ERROR(memory.Insert(
       out.memory.size(),
       [&](Statement& stmt, int param, size_t i) {
         const MemoryEvent& row = out.memory[i];
-        stmt.BindInt(param, row.time);
-        stmt.BindInt(param + 1, row.bytes);
-        stmt.BindInt(param + 2, row.device);
+        stmt.BindInts(param, {row.time, row.bytes, row.device});
       },
       "flush", "memory event"));
   if (out.dropped != 0) {

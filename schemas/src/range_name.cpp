@@ -6,10 +6,8 @@
 #include <climits>
 
 namespace zb {
-namespace {
 
-// Decimal digits at `pos`, advancing it; nullopt when there are none or the value overflows
-// int32.
+namespace range_scan {
 std::optional<int32_t> ParseDigits(std::string_view text, size_t& pos) {
   const size_t begin = pos;
   int64_t value = 0;
@@ -27,6 +25,13 @@ bool Consume(std::string_view text, size_t& pos, std::string_view token) {
   pos += token.size();
   return true;
 }
+
+}  // namespace range_scan
+
+namespace {
+
+using range_scan::Consume;
+using range_scan::ParseDigits;
 
 const char* CommToken(CommDirection direction) {
   switch (direction) {

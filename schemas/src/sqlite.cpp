@@ -60,6 +60,10 @@ void Statement::Check(int rc) {
 void Statement::BindInt(int index, int64_t value) {
   Check(sqlite3_bind_int64(stmt_, index, value));
 }
+void Statement::BindInts(int first, std::initializer_list<int64_t> values) {
+  for (int64_t value : values)
+    BindInt(first++, value);
+}
 void Statement::BindDouble(int index, double value) {
   Check(sqlite3_bind_double(stmt_, index, value));
 }

@@ -23,6 +23,7 @@ if str(PACKAGE_ROOT) not in sys.path:
 
 from zbkit import _zbrt, runtime  # noqa: E402
 from zbkit.runtime import Recorder, ZbrtError  # noqa: E402
+from conftest import schedule_from_json  # noqa: E402
 from zbkit.schedule import Op, Schedule  # noqa: E402
 
 PAPER_COSTS = REPO_ROOT / "tuner" / "data" / "paper" / "1.5B-p8-m24.json"
@@ -65,23 +66,7 @@ def tuned(tmp_path_factory, lib):
 
 def _from_json(path: Path) -> Schedule:
     """The zb-schedule/1 document read directly, for comparison."""
-    doc = json.loads(path.read_text())
-    ranks = sorted(doc["ranks"], key=lambda r: r["rank"])
-    return Schedule(
-        ranks=int(doc["stages"]),
-        microbatches=int(doc["microbatches"]),
-        chunks=int(doc["chunks"]),
-        placement=str(doc["placement"]),
-        stages=tuple(tuple(int(s) for s in r["stages"]) for r in ranks),
-        ops=tuple(
-            tuple(
-                Op(o["type"], int(r["stages"][o.get("chunk", 0)]), int(o["mb"])) for o in r["ops"]
-            )
-            for r in ranks
-        ),
-        family=str(doc.get("family", "")),
-        predicted_makespan_ms=(doc.get("predicted") or {}).get("makespan"),
-    )
+    return schedule_from_json(json.loads(path.read_text()))
 
 
 def test_abi_version(lib):

@@ -4,8 +4,8 @@
 //
 // Parsing validates as it reads: every error is one line that names the source and the JSON path
 // of the offending field, e.g. `costs.json: stages[2].B: must be a finite number >= 0, got -1`.
-#ifndef ZBKIT_MODEL_JSON_IO_H_
-#define ZBKIT_MODEL_JSON_IO_H_
+#ifndef ZBKIT_SCHEMAS_JSON_IO_H_
+#define ZBKIT_SCHEMAS_JSON_IO_H_
 
 #include <string>
 
@@ -35,4 +35,4 @@ Status WriteFileAtomically(const std::string& path, const std::string& content);
 
 }  // namespace zb
 
-#endif  // ZBKIT_MODEL_JSON_IO_H_
+#endif  // ZBKIT_SCHEMAS_JSON_IO_H_

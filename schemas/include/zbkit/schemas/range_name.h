@@ -11,8 +11,8 @@
 // any placement; all numbers are decimal, at most INT32_MAX. The writer never emits leading zeros;
 // the parser accepts them (the profiler always has). Qt-, CUDA- and NVTX-free on purpose: the
 // runtime, the profiler and tests share it.
-#ifndef ZBKIT_MODEL_RANGE_NAME_H_
-#define ZBKIT_MODEL_RANGE_NAME_H_
+#ifndef ZBKIT_SCHEMAS_RANGE_NAME_H_
+#define ZBKIT_SCHEMAS_RANGE_NAME_H_
 
 #include <cstdint>
 #include <optional>
@@ -57,6 +57,16 @@ std::string FormatIterationRangeName(int32_t iteration);
 // missing or extra field, a number over INT32_MAX) is nullopt.
 std::optional<RangeName> ParseRangeName(std::string_view name);
 
+// Scanning steps shared by this parser and the profiler's parsers of other naming conventions
+// (profiler/src/rules.cpp).
+namespace range_scan {
+// Decimal digits at `pos`, advancing it; nullopt when there are none or the value overflows
+// int32.
+std::optional<int32_t> ParseDigits(std::string_view text, size_t& pos);
+// Whether `token` stands at `pos`; advances past it when it does.
+bool Consume(std::string_view text, size_t& pos, std::string_view token);
+}  // namespace range_scan
+
 }  // namespace zb
 
-#endif  // ZBKIT_MODEL_RANGE_NAME_H_
+#endif  // ZBKIT_SCHEMAS_RANGE_NAME_H_

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,6 +54,8 @@ class Statement {
   explicit operator bool() const { return stmt_ != nullptr; }
 
   void BindInt(int index, int64_t value);
+  // Binds `values` to the parameters first, first + 1, ...: one call for a row of integers.
+  void BindInts(int first, std::initializer_list<int64_t> values);
   void BindDouble(int index, double value);
   void BindNull(int index);
   // Copies the text.

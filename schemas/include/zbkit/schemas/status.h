@@ -4,8 +4,8 @@
 // Library code never throws across its public API and never prints; it returns a Status that
 // carries a category and a one-line message naming the file/field at fault. Front ends (the `zb`
 // command) map the category to an exit code: kUsage -> 2, everything else -> 1.
-#ifndef ZBKIT_MODEL_STATUS_H_
-#define ZBKIT_MODEL_STATUS_H_
+#ifndef ZBKIT_SCHEMAS_STATUS_H_
+#define ZBKIT_SCHEMAS_STATUS_H_
 
 #include <cassert>
 #include <optional>
@@ -125,4 +125,4 @@ class [[nodiscard]] Expected {
   if (!tmp.ok()) return tmp.status();            \
   lhs = std::move(tmp).value()
 
-#endif  // ZBKIT_MODEL_STATUS_H_
+#endif  // ZBKIT_SCHEMAS_STATUS_H_

@@ -13,8 +13,8 @@
 //  - No method throws; errors are one line naming the store file and what failed.
 //  - The SQL goes through zbkit/schemas/sqlite.h; the implementation is split by table group
 //    (src/store.cpp, store_costs.cpp, store_schedules.cpp, store_timelines.cpp, store_runs.cpp).
-#ifndef ZBKIT_MODEL_STORE_H_
-#define ZBKIT_MODEL_STORE_H_
+#ifndef ZBKIT_SCHEMAS_STORE_H_
+#define ZBKIT_SCHEMAS_STORE_H_
 
 #include <cstdint>
 #include <memory>
@@ -217,4 +217,4 @@ class Store {
 
 }  // namespace zb
 
-#endif  // ZBKIT_MODEL_STORE_H_
+#endif  // ZBKIT_SCHEMAS_STORE_H_

@@ -14,8 +14,8 @@
 // proportion to busy time and leaves the rest as background, so idle time stays visible at every
 // zoom, and an op never vanishes: every op touching a column is counted in it (docs/zbview.md §2).
 // Cost: O(log n + ops in range + columns) per lane.
-#ifndef ZBKIT_MODEL_TIMELINE_INDEX_H_
-#define ZBKIT_MODEL_TIMELINE_INDEX_H_
+#ifndef ZBKIT_SCHEMAS_TIMELINE_INDEX_H_
+#define ZBKIT_SCHEMAS_TIMELINE_INDEX_H_
 
 #include <array>
 #include <cstdint>
@@ -255,4 +255,4 @@ bool OpsDiffer(const OpMatch& match, const TimelineIndex& a, const TimelineIndex
 
 }  // namespace zb
 
-#endif  // ZBKIT_MODEL_TIMELINE_INDEX_H_
+#endif  // ZBKIT_SCHEMAS_TIMELINE_INDEX_H_

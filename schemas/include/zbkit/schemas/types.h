@@ -6,8 +6,8 @@
 // (exact sums, no drift when a 24-microbatch schedule adds up 72 costs); JSON carries milliseconds.
 // Memory is a double in whatever unit the cost profile uses (bytes from a profiler, or the
 // relative units of the paper's analytic model); integer-valued inputs stay exact.
-#ifndef ZBKIT_MODEL_TYPES_H_
-#define ZBKIT_MODEL_TYPES_H_
+#ifndef ZBKIT_SCHEMAS_TYPES_H_
+#define ZBKIT_SCHEMAS_TYPES_H_
 
 #include <cstdint>
 #include <optional>
@@ -200,4 +200,4 @@ Timeline TimelineFromSchedule(const Schedule& schedule);
 
 }  // namespace zb
 
-#endif  // ZBKIT_MODEL_TYPES_H_
+#endif  // ZBKIT_SCHEMAS_TYPES_H_

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Structural validation of model objects, independent of how they were read.
-#ifndef ZBKIT_MODEL_VALIDATE_H_
-#define ZBKIT_MODEL_VALIDATE_H_
+#ifndef ZBKIT_SCHEMAS_VALIDATE_H_
+#define ZBKIT_SCHEMAS_VALIDATE_H_
 
 #include "zbkit/schemas/status.h"
 #include "zbkit/schemas/types.h"
@@ -19,4 +19,4 @@ Status ValidateSchedule(const Schedule& schedule);
 
 }  // namespace zb
 
-#endif  // ZBKIT_MODEL_VALIDATE_H_
+#endif  // ZBKIT_SCHEMAS_VALIDATE_H_
