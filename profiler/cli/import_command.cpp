@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // zb import FILE|DIR [--format nsys|chrome|shards] [--store DB] [--pp P] [--rules FILE] ...:
 // the per-stage cost table from an Nsight Systems SQLite export, a PyTorch profiler / torchtitan
-// Chrome trace (plain or gzip), or a directory of zbkit shards (what `zb profile --shard-dir`
-// kept).
+// Chrome trace (plain or gzip) or a directory of them (one per rank), or a directory of zbkit
+// shards (what `zb profile --shard-dir` kept).
 #include <sys/stat.h>
 
 #include "analysis.h"
@@ -15,8 +15,10 @@ int RunImportCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const std::string command = "import";
   po::options_description options("options");
   po::positional_options_description positional;
-  options.add_options()("file", po::value<std::string>()->required(),
-                        "trace file, or a directory of *.zbshard (also positional)")(
+  options.add_options()(
+      "file", po::value<std::string>()->required(),
+      "trace file, or a directory of *.zbshard (or of per-rank Chrome traces with --format "
+      "chrome) (also positional)")(
       "format", po::value<std::string>()->default_value("auto"),
       "nsys (SQLite export), chrome (Chrome trace / Kineto JSON, .gz ok), shards, or auto");
   positional.add("file", 1);
@@ -39,7 +41,14 @@ int RunImportCommand(const Args& args, std::ostream& out, std::ostream& err) {
   input.run_kind = RunKind::kImport;
   input.command = path;
   input.default_name = DefaultNameFor(path);
-  if (format_name == "shards" || (format_name == "auto" && is_dir)) {
+  if (is_dir && format_name == "chrome") {
+    std::vector<std::string> skipped;
+    auto traces = profiler::ImportChromeTraceDirectory(path, skipped);
+    if (!traces.ok()) return ReportError(err, command, traces.status());
+    for (const std::string& problem : skipped)
+      err << "zb import: warning: " << problem << "\n";
+    input.traces = std::move(*traces);
+  } else if (format_name == "shards" || (format_name == "auto" && is_dir)) {
     std::vector<std::string> skipped;
     auto traces = profiler::ReadShardDirectory(path, skipped);
     if (!traces.ok()) return ReportError(err, command, traces.status());

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
@@ -342,6 +343,10 @@ Expected<std::vector<RawTrace>> ParseChromeTrace(const std::string& text,
   std::vector<DeviceActivity> activities;
   std::vector<TraceRange> gpu_ranges;
   std::map<std::pair<int64_t, int64_t>, std::vector<const Event*>> open_begins;
+  // Host allocations ("Device Id" -1) per pid: the measured memory of a CPU-only job, unused
+  // where the trace has device activity (then host buffers are not what a stage's activations
+  // cost).
+  std::map<int64_t, std::vector<MemoryEvent>> host_memory;
   // Events with unreadable or negative times are skipped: one broken event should not cost the
   // whole trace.
 
@@ -405,9 +410,14 @@ Expected<std::vector<RawTrace>> ParseChromeTrace(const std::string& text,
       if (event.name == "[memory]" && event.memory_bytes.present) {
         const int64_t device = IntOf(event.memory_device, -1);
         auto ts = ToNs(event.ts);
-        if (device >= 0 && ts) {
-          host(event.pid).memory.push_back(
-              {base + *ts, IntOf(event.memory_bytes, 0), static_cast<int32_t>(device)});
+        if (ts) {
+          const MemoryEvent memory{base + *ts, IntOf(event.memory_bytes, 0),
+                                   static_cast<int32_t>(device)};
+          if (device >= 0) {
+            host(event.pid).memory.push_back(memory);
+          } else {
+            host_memory[event.pid].push_back(memory);
+          }
         }
       }
     }
@@ -417,6 +427,14 @@ Expected<std::vector<RawTrace>> ParseChromeTrace(const std::string& text,
       return InvalidInput(source + ": no trace events (expected traceEvents with X or B/E events)");
     }
     host(0);
+  }
+
+  bool device_memory = false;
+  for (const auto& [pid, trace] : processes)
+    device_memory = device_memory || !trace.memory.empty();
+  if (activities.empty() && !device_memory) {
+    for (auto& [pid, events] : host_memory)
+      host(pid).memory = std::move(events);
   }
 
   // Device activities belong to the process that launched them.
@@ -455,6 +473,67 @@ Expected<std::vector<RawTrace>> ParseChromeTrace(const std::string& text,
 Expected<std::vector<RawTrace>> ImportChromeTrace(const std::string& path) {
   ZB_ASSIGN_OR_RETURN(std::string text, ReadMaybeGzipFile(path));
   return ParseChromeTrace(text, path);
+}
+
+namespace {
+
+bool IsChromeTraceName(const std::string& name) {
+  auto ends_with = [&](std::string_view suffix) {
+    return name.size() > suffix.size() &&
+           name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return ends_with(".json") || ends_with(".json.gz");
+}
+
+// N of the first "rank<N>" in a file name, or -1.
+int32_t RankFromFileName(const std::string& name) {
+  for (size_t at = name.find("rank"); at != std::string::npos; at = name.find("rank", at + 1)) {
+    size_t digit = at + 4;
+    int64_t rank = 0;
+    size_t end = digit;
+    while (end < name.size() && end - digit < 9 &&
+           std::isdigit(static_cast<unsigned char>(name[end]))) {
+      rank = rank * 10 + (name[end] - '0');
+      ++end;
+    }
+    if (end > digit) return static_cast<int32_t>(rank);
+  }
+  return -1;
+}
+
+}  // namespace
+
+Expected<std::vector<RawTrace>> ImportChromeTraceDirectory(const std::string& dir,
+                                                           std::vector<std::string>& skipped) {
+  std::error_code error;
+  std::vector<std::filesystem::path> paths;
+  for (std::filesystem::directory_iterator it(dir, error), end; !error && it != end;
+       it.increment(error)) {
+    if (it->is_regular_file() && IsChromeTraceName(it->path().filename().string())) {
+      paths.push_back(it->path());
+    }
+  }
+  if (error) return NotFound(dir + ": cannot list the directory: " + error.message());
+  if (paths.empty()) return NotFound(dir + ": no Chrome traces (*.json, *.json.gz) in it");
+  std::sort(paths.begin(), paths.end());
+  std::vector<RawTrace> traces;
+  for (const std::filesystem::path& path : paths) {
+    auto file_traces = ImportChromeTrace(path.string());
+    if (!file_traces.ok()) {
+      skipped.push_back(file_traces.status().message());
+      continue;
+    }
+    const int32_t named_rank = RankFromFileName(path.filename().string());
+    for (RawTrace& trace : *file_traces) {
+      if (trace.process.rank < 0 && file_traces->size() == 1) trace.process.rank = named_rank;
+      traces.push_back(std::move(trace));
+    }
+  }
+  if (traces.empty()) {
+    return InvalidInput(dir + ": none of its " + std::to_string(paths.size()) +
+                        " Chrome traces could be read");
+  }
+  return traces;
 }
 
 Expected<TraceFormat> ParseTraceFormat(std::string_view name) {

@@ -229,6 +229,105 @@ TEST(ChromeImport, Errors) {
   EXPECT_EQ(ParseTraceFormat("perfetto").status().code(), ErrorCode::kUsage);
 }
 
+// A CPU-only trace of one pipeline rank of 2 (one stage each): per iteration F of two
+// microbatches that allocate `f_bytes` each (host "[memory]" events, Device Id -1), B and W that
+// release them. `with_rank` writes distributedInfo; without it the file name must say the rank.
+std::string CpuRankTrace(int rank, int64_t f_bytes, bool with_rank) {
+  nlohmann::json events = nlohmann::json::array();
+  double t = 100.0;
+  auto memory = [&](double ts, int64_t bytes) {
+    events.push_back({{"ph", "i"},
+                      {"name", "[memory]"},
+                      {"pid", 10 + rank},
+                      {"tid", 10 + rank},
+                      {"ts", ts},
+                      {"s", "t"},
+                      {"args", {{"Device Id", -1}, {"Bytes", bytes}}}});
+  };
+  auto op = [&](const std::string& name, double dur, int64_t bytes) {
+    events.push_back({{"ph", "X"},
+                      {"cat", "user_annotation"},
+                      {"name", name},
+                      {"pid", 10 + rank},
+                      {"tid", 10 + rank},
+                      {"ts", t},
+                      {"dur", dur}});
+    if (bytes != 0) memory(t + dur / 2, bytes);
+    t += dur + 1;
+  };
+  for (int iteration = 0; iteration < 2; ++iteration) {
+    events.push_back({{"ph", "X"},
+                      {"cat", "user_annotation"},
+                      {"name", "ProfilerStep#" + std::to_string(iteration)},
+                      {"pid", 10 + rank},
+                      {"tid", 10 + rank},
+                      {"ts", t - 0.5},
+                      {"dur", 200}});
+    const std::string s = std::to_string(rank);
+    op("PP:" + s + "F0", 10, f_bytes);
+    op("PP:" + s + "F1", 10, f_bytes);
+    op("PP:" + s + "I0", 20, -f_bytes / 4);
+    op("PP:" + s + "W0", 10, -3 * f_bytes / 4);
+    op("PP:" + s + "I1", 20, -f_bytes / 4);
+    op("PP:" + s + "W1", 10, -3 * f_bytes / 4);
+    t += 100;
+  }
+  nlohmann::json doc = {{"traceEvents", events}};
+  if (with_rank) doc["distributedInfo"] = {{"rank", rank}, {"world_size", 2}};
+  return doc.dump();
+}
+
+TEST(ChromeImport, DirectoryOfRankTracesWithHostMemory) {
+  TempDir dir;
+  WriteGzip(dir.Path("rank0.json.gz"), CpuRankTrace(0, 4096, true));
+  WriteText(dir.Path("trace-rank1.json"), CpuRankTrace(1, 1024, false));
+  WriteText(dir.Path("notes.txt"), "not a trace");
+  WriteText(dir.Path("broken.json"), "{");
+  std::vector<std::string> skipped;
+  auto traces = ImportChromeTraceDirectory(dir.Path(""), skipped);
+  ASSERT_TRUE(traces.ok()) << traces.status().message();
+  ASSERT_EQ(traces->size(), 2u);
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].find("broken.json"), std::string::npos) << skipped[0];
+  std::map<int32_t, const RawTrace*> by_rank;
+  for (const RawTrace& trace : *traces)
+    by_rank[trace.process.rank] = &trace;
+  ASSERT_EQ(by_rank.size(), 2u);
+  ASSERT_TRUE(by_rank.count(0) && by_rank.count(1));
+  EXPECT_EQ(by_rank[1]->memory.size(), 12u);  // host memory kept: the trace has no device work
+
+  AttributionOptions options;
+  options.pp = 2;
+  auto attribution = Attribute(*traces, RuleSet(), options);
+  ASSERT_TRUE(attribution.ok()) << attribution.status().message();
+  auto report = BuildCostReport(*attribution, {});
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(report->memory, MemorySource::kMeasured);
+  EXPECT_EQ(report->stages[0].m_b, 4096);
+  EXPECT_EQ(report->stages[1].m_b, 1024);
+  EXPECT_EQ(report->stages[0].f.samples, 4);
+  EXPECT_EQ(report->stages[1].w.samples, 4);
+
+  TempDir empty;
+  auto none = ImportChromeTraceDirectory(empty.Path(""), skipped);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no Chrome traces"), std::string::npos);
+}
+
+TEST(ChromeImport, HostMemoryIgnoredWhereTheTraceHasDeviceWork) {
+  nlohmann::json doc = nlohmann::json::parse(SmallKinetoTrace(false));
+  doc["traceEvents"].push_back({{"ph", "i"},
+                                {"name", "[memory]"},
+                                {"pid", 77},
+                                {"tid", 77},
+                                {"ts", 1005.0},
+                                {"args", {{"Device Id", -1}, {"Bytes", 512}}}});
+  auto traces = ParseChromeTrace(doc.dump(), "gpu.json");
+  ASSERT_TRUE(traces.ok()) << traces.status().message();
+  ASSERT_EQ(traces->size(), 1u);
+  EXPECT_TRUE((*traces)[0].memory.empty());
+}
+
 // ---- nsys ----------------------------------------------------------------------------------
 
 void Exec(sqlite3* db, const std::string& sql) {

@@ -12,8 +12,9 @@
 //    "gpu_user_annotation", used only by user rules naming that domain), kernel / gpu_memcpy /
 //    gpu_memset activities (device = args.device or pid, stream = args.stream or tid,
 //    args.correlation), cuda_runtime / cuda_driver calls as launches, "[memory]" instant events
-//    as allocations, distributedInfo.rank / world_size as the process's rank. Times are exact:
-//    the microsecond decimals are parsed as text, and Kineto's baseTimeNanoseconds is added.
+//    as allocations (host ones, "Device Id" -1, only in a trace without device activity: the
+//    memory of a CPU-only job), distributedInfo.rank / world_size as the process's rank. Times are
+//    exact: the microsecond decimals are parsed as text, and Kineto's baseTimeNanoseconds is added.
 #ifndef ZBKIT_PROFILER_IMPORT_H_
 #define ZBKIT_PROFILER_IMPORT_H_
 
@@ -40,6 +41,12 @@ Expected<std::vector<RawTrace>> ImportChromeTrace(const std::string& path);
 // `source` names the input in errors and in RawTrace::source ("chrome:<source>").
 Expected<std::vector<RawTrace>> ParseChromeTrace(const std::string& text,
                                                  const std::string& source);
+// Every Chrome trace in a directory (*.json, *.json.gz; one per rank, as PyTorch's profiler or
+// zbkit's torch hook writes them), in name order. A trace without distributedInfo takes its rank
+// from a "rank<N>" in its file name. A file that cannot be read or parsed is skipped and its error
+// added to `skipped`; fails when the directory cannot be listed or no trace in it could be read.
+Expected<std::vector<RawTrace>> ImportChromeTraceDirectory(const std::string& dir,
+                                                           std::vector<std::string>& skipped);
 Expected<std::vector<RawTrace>> ImportTrace(const std::string& path,
                                             TraceFormat format = TraceFormat::kAuto);
 
