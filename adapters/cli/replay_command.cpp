@@ -12,7 +12,6 @@
 // Only problems before CMD starts are zb's own: 2 for usage, 1 otherwise.
 #include <errno.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -26,33 +25,12 @@
 #include "zbkit/cli/child_process.h"
 #include "zbkit/cli/options.h"
 #include "zbkit/cli/schedule_source.h"
+#include "zbkit/cli/torch_hook.h"
 #include "zbkit/tuner/torch_export.h"
 
 namespace zb::cli {
-namespace {
 
 namespace fs = std::filesystem;
-
-bool IsDirectory(const std::string& path) {
-  struct stat info {};
-  return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
-// The directory holding the shim's sitecustomize.py: ZBKIT_TORCH_HOOK_DIR when set, else the
-// source tree's (compiled in).
-Expected<std::string> HookDirectory() {
-  if (const char* env = std::getenv("ZBKIT_TORCH_HOOK_DIR"); env != nullptr && *env != '\0') {
-    if (IsDirectory(env)) return std::string(env);
-    return NotFound(std::string("ZBKIT_TORCH_HOOK_DIR=") + env + " is not a directory");
-  }
-#ifdef ZBKIT_TORCH_HOOK_BUILD_DIR
-  if (IsDirectory(ZBKIT_TORCH_HOOK_BUILD_DIR)) return std::string(ZBKIT_TORCH_HOOK_BUILD_DIR);
-#endif
-  return NotFound(
-      "the PyTorch shim (adapters/pytorch/zbkit/_hook) was not found; set ZBKIT_TORCH_HOOK_DIR");
-}
-
-}  // namespace
 
 int RunReplayCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const std::string command_name = "replay";
@@ -78,7 +56,7 @@ int RunReplayCommand(const Args& args, std::ostream& out, std::ostream& err) {
   if (!schedule.ok()) return ReportError(err, command_name, schedule.status());
   auto csv = tuner::ExportTorchCsv(*schedule, tuner::TorchCsvFormat::kComputeOnly);
   if (!csv.ok()) return ReportError(err, command_name, csv.status());
-  auto hook = HookDirectory();
+  auto hook = TorchHookDirectory();
   if (!hook.ok()) return ReportError(err, command_name, hook.status());
 
   EnvironmentOverrides env;
@@ -108,11 +86,8 @@ int RunReplayCommand(const Args& args, std::ostream& out, std::ostream& err) {
     unlink(path.c_str());
     return ReportError(err, command_name, IoError("cannot write " + path));
   }
-  const char* python_path = std::getenv("PYTHONPATH");
   env.emplace_back("ZBKIT_SCHEDULE", path);
-  env.emplace_back(
-      "PYTHONPATH",
-      *hook + (python_path && *python_path ? std::string(":") + python_path : std::string()));
+  env.push_back(PythonPathWithHook(*hook));
   env.emplace_back("ZBKIT_ZB_BINARY", SelfPath());
   const int code = RunChildCommand(command_name, command, env);
   unlink(path.c_str());

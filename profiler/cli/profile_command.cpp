@@ -9,6 +9,13 @@
 // aggregated as `zb import` does. The exit code is always CMD's (128 + signal if it was killed):
 // profiling problems are one warning line, never a different exit code, so that wrapping a job
 // in `zb profile` cannot change what its scheduler sees.
+//
+// With --torch (CPU jobs, or wherever CUPTI is not wanted) the job is a PyTorch one and is
+// profiled by torch.profiler instead: the PyTorch adapter's startup hook goes first on PYTHONPATH
+// with ZBKIT_TORCH_PROFILE=<dir>, every rank writes <dir>/rank<R>.json.gz for a window of
+// --torch-iters steps after --torch-skip, and the traces are analysed as `zb import <dir>
+// --format chrome` does (PyTorch's PP:<action> ranges; the hook labels the schedules that
+// record none).
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -20,6 +27,8 @@
 #include "analysis.h"
 #include "profiler_commands.h"
 #include "zbkit/cli/child_process.h"
+#include "zbkit/cli/torch_hook.h"
+#include "zbkit/profiler/import.h"
 #include "zbkit/profiler/shard.h"
 
 namespace zb::cli {
@@ -69,6 +78,18 @@ std::string NameFromCommand(const std::vector<std::string>& command) {
   return fs::path(command[0]).filename().string();
 }
 
+bool HoldsChromeTraces(const std::string& dir) {
+  std::error_code error;
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() > 5 && (name.rfind(".json") == name.size() - 5 ||
+                            (name.size() > 8 && name.rfind(".json.gz") == name.size() - 8))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
@@ -78,7 +99,11 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
   po::options_description options("options");
   AddAnalysisOptions(options);
   options.add_options()("shard-dir", po::value<std::string>(),
-                        "keep the shards in this directory (default: a temporary one, removed)");
+                        "keep the shards in this directory (default: a temporary one, removed)")(
+      "torch", po::bool_switch(),
+      "profile a PyTorch job with torch.profiler (CPU jobs) instead of the injection library")(
+      "torch-skip", po::value<int>()->default_value(1), "with --torch: steps before the window")(
+      "torch-iters", po::value<int>()->default_value(3), "with --torch: steps in the window");
   po::variables_map values;
   int exit_code = 0;
   if (!ParseCommandLine(command_name, usage, own_args, options, {}, values, out, err, exit_code)) {
@@ -103,10 +128,10 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
                          IoError("--shard-dir " + shard_dir + ": " + error.message()));
     }
     auto existing = profiler::ListShards(shard_dir);
-    if (existing.ok() && !existing->empty()) {
+    if ((existing.ok() && !existing->empty()) || HoldsChromeTraces(shard_dir)) {
       return ReportError(err, command_name,
                          UsageError("--shard-dir " + shard_dir +
-                                    " already holds shards of an earlier run; remove them, or "
+                                    " already holds traces of an earlier run; remove them, or "
                                     "analyze them with zb import " +
                                     shard_dir));
     }
@@ -123,10 +148,24 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
     temporary = true;
   }
 
+  const bool torch = values["torch"].as<bool>();
+  const int torch_skip = values["torch-skip"].as<int>();
+  const int torch_iters = values["torch-iters"].as<int>();
+  if (torch_skip < 0 || torch_iters < 1) {
+    return ReportError(err, command_name,
+                       UsageError("--torch-skip must be >= 0 and --torch-iters >= 1"));
+  }
   std::string why;
-  const std::string library = FindInjectionLibrary(why);
+  const std::string library = torch ? std::string() : FindInjectionLibrary(why);
   EnvironmentOverrides env = {{"ZBKIT_SHARD_DIR", shard_dir}};
-  if (!library.empty()) {
+  if (torch) {
+    auto hook = TorchHookDirectory();
+    if (!hook.ok()) return ReportError(err, command_name, hook.status());
+    env = {{"ZBKIT_TORCH_PROFILE", shard_dir},
+           {"ZBKIT_PROFILE_SKIP", std::to_string(torch_skip)},
+           {"ZBKIT_PROFILE_ITERS", std::to_string(torch_iters)},
+           PythonPathWithHook(*hook)};
+  } else if (!library.empty()) {
     env.emplace_back("CUDA_INJECTION64_PATH", library);
     env.emplace_back("NVTX_INJECTION64_PATH", library);
   } else {
@@ -138,13 +177,18 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
 
   // From here on the command's exit code is what zb returns.
   std::vector<std::string> skipped;
-  auto traces = profiler::ReadShardDirectory(shard_dir, skipped);
+  auto traces = torch ? profiler::ImportChromeTraceDirectory(shard_dir, skipped)
+                      : profiler::ReadShardDirectory(shard_dir, skipped);
   if (temporary) {
     std::error_code error;
     fs::remove_all(shard_dir, error);
   }
   if (!traces.ok() || traces->empty()) {
-    if (library.empty()) {
+    if (torch) {
+      err << "zb profile: warning: nothing was recorded (no process of the command ran "
+             "torch.distributed.pipelining steps through the torch hook"
+          << (traces.ok() ? "" : ": " + traces.status().message()) << ")\n";
+    } else if (library.empty()) {
       out << "zb profile: nothing was recorded (no injection library)\n";
     } else {
       err << "zb profile: warning: nothing was recorded (no process of the command initialized "
