@@ -34,6 +34,8 @@ constexpr Subcommand kSubcommands[] = {
     {"costs", zb::cli::RunCostsCommand, "export (zb-costs/1) or list stored cost profiles"},
     {"replay", zb::cli::RunReplayCommand,
      "run a torch.distributed.pipelining job with a zbkit schedule (zb replay ... -- CMD ...)"},
+    {"demo", zb::cli::RunDemoCommand,
+     "profile -> tune -> replay -> measure the bundled PyTorch job against torch's schedules"},
 };
 
 void PrintUsage(std::ostream& out) {

@@ -16,6 +16,11 @@ namespace zb::cli {
 // returns its exit code.
 int RunReplayCommand(const Args& args, std::ostream& out, std::ostream& err);
 
+// zb demo [options]: profile the bundled PyTorch job under torch's Schedule1F1B, tune, replay the
+// tuned schedule through the shim and through zbkit's executor next to torch's own schedules, and
+// report measured against predicted (demo_command.cpp says how).
+int RunDemoCommand(const Args& args, std::ostream& out, std::ostream& err);
+
 }  // namespace zb::cli
 
 #endif  // ZBKIT_ADAPTERS_CLI_ADAPTER_COMMANDS_H_

@@ -2,6 +2,7 @@
 #include "zbkit/cli/child_process.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -91,7 +92,16 @@ std::string SelfPath() {
 }
 
 int RunChildCommand(const std::string& who, const std::vector<std::string>& command,
-                    const EnvironmentOverrides& overrides) {
+                    const EnvironmentOverrides& overrides, const std::string& output_path) {
+  int output_fd = -1;
+  if (!output_path.empty()) {
+    output_fd = open(output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (output_fd < 0) {
+      std::fprintf(stderr, "zb %s: cannot open %s: %s\n", who.c_str(), output_path.c_str(),
+                   std::strerror(errno));
+      return 127;
+    }
+  }
   std::vector<std::string> env_strings = JobEnvironment(overrides);
   std::vector<char*> envp = NullTerminated(env_strings);
   std::vector<std::string> argv_strings = command;
@@ -121,6 +131,10 @@ int RunChildCommand(const std::string& who, const std::vector<std::string>& comm
   const pid_t child = fork();
   if (child == 0) {
     restore_signals();
+    if (output_fd >= 0) {
+      dup2(output_fd, STDOUT_FILENO);
+      dup2(output_fd, STDERR_FILENO);
+    }
     execvpe(argv[0], argv.data(), envp.data());
     const std::string message = cannot_run + std::strerror(errno) + "\n";
     if (write(STDERR_FILENO, message.data(), message.size()) < 0) {
@@ -144,6 +158,7 @@ int RunChildCommand(const std::string& who, const std::vector<std::string>& comm
     std::fprintf(stderr, "zb %s: fork: %s\n", who.c_str(), std::strerror(errno));
   }
   restore_signals();
+  if (output_fd >= 0) close(output_fd);
   return exit_code;
 }
 

@@ -35,8 +35,10 @@ using EnvironmentOverrides = std::vector<std::pair<std::string, std::string>>;
 // group anyway, is not sent twice. Returns the job's exit code, 128 + the signal when it was
 // killed, or 127 when it could not be started (the child then writes "zb <who>: cannot run ..."
 // to stderr).
+// With `output_path`, the job's stdout and stderr are appended to that file instead (zb demo
+// keeps its own output to its report); a file that cannot be opened gives 127 and a message.
 int RunChildCommand(const std::string& who, const std::vector<std::string>& command,
-                    const EnvironmentOverrides& overrides);
+                    const EnvironmentOverrides& overrides, const std::string& output_path = "");
 
 }  // namespace zb::cli
 

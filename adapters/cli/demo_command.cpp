@@ -1,0 +1,599 @@
+// SPDX-License-Identifier: Apache-2.0
+// zb demo [--store DB] [--dir DIR] [--iters K] [--rounds R] [--mem-limit L|auto] [--quick] [--json]
+//
+// The whole loop on the bundled PyTorch job (adapters/pytorch/examples), 2 ranks on CPU (gloo, one
+// thread each) or one GPU each:
+//   1. profile: train_pipelining.py under torch's own Schedule1F1B, unmodified, through the
+//      adapter's torch.profiler hook; the per-rank traces give the per-stage F/B/W, comm and
+//      activation memory (profiler::Analyze), stored as a profile run;
+//   2. memory: each of torch's built-in schedules once with the hook's saved-tensor accounting
+//      (ZBKIT_MEMORY_REPORT), for its peak activation memory per rank;
+//   3. tune: every family and placement under the cap (default "auto": the best torch schedule's
+//      measured peak as a multiple of Schedule1F1B's, at least 1x), stored;
+//   4. replay and measure: R rounds, each running every schedule once in turn (so that machine
+//      noise hits all alike): torch's built-ins, the tuned schedule through the shim in the
+//      unmodified script, and through zbkit's executor (train_zbkit.py), whose first round is
+//      recorded through libzbrt and stored as a measured run of the tuned schedule;
+//   5. check: the tuned schedule's final parameters and losses, through the shim and through the
+//      executor, against one unpipelined process (reference.py --compare);
+//   6. report: per schedule, median iteration time over every measured iteration (the slowest
+//      rank's), throughput, peak activation memory per rank, predicted iteration time and the
+//      ratio; zbview draws predicted against measured; one JSON line ends the output.
+// Every job's own output goes to DIR/logs/*.log. Exit 0 when everything ran, 1 when a job failed
+// (its log is named), 2 for usage.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "adapter_commands.h"
+#include "zbkit/cli/child_process.h"
+#include "zbkit/cli/options.h"
+#include "zbkit/cli/text_table.h"
+#include "zbkit/cli/torch_hook.h"
+#include "zbkit/profiler/analyze.h"
+#include "zbkit/profiler/import.h"
+#include "zbkit/schemas/store.h"
+#include "zbkit/tuner/torch_export.h"
+#include "zbkit/tuner/tune_and_store.h"
+
+namespace zb::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr int kRanks = 2;
+constexpr const char* kTuned = "zbkit";  // the tuned schedule's row prefix
+
+// torch's built-in schedules the bundled job runs, and the zbkit family that predicts each
+// (empty: none models it).
+struct TorchSchedule {
+  const char* name;    // train_pipelining.py --schedule
+  const char* family;  // zbkit family with the same order, for the predicted column
+};
+constexpr TorchSchedule kTorchSchedules[] = {
+    {"1F1B", "1f1b"},
+    {"Interleaved1F1B", "1f1b-i"},
+    {"InterleavedZeroBubble", ""},
+    {"ZBVZeroBubble", "zb-v"},
+    {"DualPipeV", ""},
+};
+
+std::string EnvOr(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? std::string(value) : fallback;
+}
+
+struct DemoSettings {
+  std::string store;
+  fs::path dir;
+  int iters = 6;
+  int warmup = 1;
+  int rounds = 2;
+  std::string mem_limit = "auto";
+  std::vector<std::string> model_flags;  // model size, batch and microbatches, for every job
+  int microbatches = 8;
+  int batch = 16;
+  bool json = false;
+};
+
+// What one run of a schedule measured.
+struct Measurement {
+  std::vector<double> iteration_s;  // slowest rank's time of each measured iteration
+  std::vector<double> peak_bytes;   // per rank; empty when not measured
+};
+
+// One schedule of the demo: its jobs' measurements over the rounds, and its prediction.
+struct DemoRow {
+  std::string name;
+  std::optional<double> predicted_ms;
+  Measurement measured;
+  double median_ms() const {
+    std::vector<double> values = measured.iteration_s;
+    if (values.empty()) return 0;
+    std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+    return values[values.size() / 2] * 1e3;
+  }
+};
+
+class Demo {
+ public:
+  Demo(DemoSettings settings, std::ostream& out, std::ostream& err)
+      : settings_(std::move(settings)), out_(out), err_(err) {}
+
+  Status Run();
+
+ private:
+  // Runs the bundled job `script` on kRanks ranks; `tag` names its log and summary files.
+  Status RunJob(const std::string& tag, const std::string& script,
+                const std::vector<std::string>& args, EnvironmentOverrides env);
+  Expected<Measurement> ReadMeasurement(const std::string& tag, bool memory_from_hook) const;
+  Expected<profiler::Analysis> Profile();
+  Status MeasureTorchMemory();
+  Expected<tuner::TuneOutcome> TuneSchedule(const CostProfile& costs);
+  Status MeasureRound(int round, const Schedule& tuned, int64_t schedule_id);
+  Expected<bool> CheckResults();
+  void Report(const tuner::TuneOutcome& outcome, bool results_match);
+  std::vector<std::string> ShimArgs(const Schedule& tuned) const;
+  void Draw(int64_t schedule_id);
+
+  fs::path Log(const std::string& tag) const { return settings_.dir / "logs" / (tag + ".log"); }
+  fs::path Summary(const std::string& tag) const { return settings_.dir / "summaries" / tag; }
+
+  DemoSettings settings_;
+  std::ostream& out_;
+  std::ostream& err_;
+  std::string python_;
+  fs::path examples_;
+  std::string hook_;
+  std::string tuned_csv_;
+  std::map<std::string, DemoRow> rows_;
+  std::vector<std::string> order_;  // row names in report order
+  std::optional<int64_t> measured_timeline_;
+};
+
+void Note(std::ostream& err, const std::string& text) {
+  err << "zb demo: " << text << "\n";
+  err.flush();
+}
+
+Status Demo::RunJob(const std::string& tag, const std::string& script,
+                    const std::vector<std::string>& args, EnvironmentOverrides env) {
+  std::error_code error;
+  fs::create_directories(Summary(tag), error);
+  std::vector<std::string> command = {python_,
+                                      "-m",
+                                      "torch.distributed.run",
+                                      "--standalone",
+                                      "--nproc-per-node",
+                                      std::to_string(kRanks),
+                                      (examples_ / script).string()};
+  command.insert(command.end(), settings_.model_flags.begin(), settings_.model_flags.end());
+  command.insert(command.end(), args.begin(), args.end());
+  command.push_back("--summary-out");
+  command.push_back((Summary(tag) / "rank{rank}.json").string());
+  env.emplace_back("OMP_NUM_THREADS", "1");  // one core per rank: the 2-core machines' shape
+  env.emplace_back("ZBKIT_ZB_BINARY", SelfPath());
+#ifdef ZBKIT_ZBRT_BUILD_PATH
+  env.emplace_back("ZBKIT_ZBRT_LIBRARY", EnvOr("ZBKIT_ZBRT_LIBRARY", ZBKIT_ZBRT_BUILD_PATH));
+#endif
+  const std::string log = Log(tag).string();
+  std::ofstream(log, std::ios::app) << "$ " << JoinCommand(command) << "\n";
+  const int code = RunChildCommand("demo", command, env, log);
+  if (code != 0) {
+    return InternalError(tag + " exited with " + std::to_string(code) + "; see " + log);
+  }
+  return Status::Ok();
+}
+
+Expected<Measurement> Demo::ReadMeasurement(const std::string& tag, bool memory_from_hook) const {
+  Measurement measurement;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    const fs::path path = Summary(tag) / ("rank" + std::to_string(rank) + ".json");
+    std::ifstream in(path);
+    json summary = json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!summary.is_object() || !summary.contains("iter_s")) {
+      return InvalidInput(path.string() + ": no job summary with iter_s");
+    }
+    const auto& times = summary["iter_s"];
+    if (measurement.iteration_s.size() < times.size()) measurement.iteration_s.resize(times.size());
+    for (size_t i = 0; i < times.size(); ++i)
+      measurement.iteration_s[i] = std::max(measurement.iteration_s[i], times[i].get<double>());
+    std::optional<double> peak;
+    if (memory_from_hook) {
+      std::ifstream report(Summary(tag) / ("memory.rank" + std::to_string(rank) + ".json"));
+      json memory = json::parse(report, nullptr, false);
+      if (memory.is_object() && memory.contains("peak_activation_bytes")) {
+        peak = memory["peak_activation_bytes"].get<double>();
+      }
+    } else if (summary.contains("peak_activation_bytes") &&
+               summary["peak_activation_bytes"].is_number()) {
+      peak = summary["peak_activation_bytes"].get<double>();
+    }
+    if (peak) measurement.peak_bytes.push_back(*peak);
+  }
+  if (measurement.peak_bytes.size() != kRanks) measurement.peak_bytes.clear();
+  return measurement;
+}
+
+Expected<profiler::Analysis> Demo::Profile() {
+  const fs::path traces = settings_.dir / "profile";
+  std::error_code error;
+  fs::remove_all(traces, error);
+  constexpr int kSkip = 1, kWindow = 3;
+  Note(err_, "1/6 profiling the bundled job under torch's Schedule1F1B (torch.profiler, " +
+                 std::to_string(kWindow) + " iterations)");
+  ZB_RETURN_IF_ERROR(
+      RunJob("profile-1F1B", "train_pipelining.py",
+             {"--schedule", "1F1B", "--iters", std::to_string(kSkip + kWindow), "--warmup", "0"},
+             {{"ZBKIT_TORCH_PROFILE", traces.string()},
+              {"ZBKIT_PROFILE_SKIP", std::to_string(kSkip)},
+              {"ZBKIT_PROFILE_ITERS", std::to_string(kWindow)},
+              PythonPathWithHook(hook_)}));
+  std::vector<std::string> skipped;
+  ZB_ASSIGN_OR_RETURN(std::vector<profiler::RawTrace> raw,
+                      profiler::ImportChromeTraceDirectory(traces.string(), skipped));
+  profiler::AnalyzeSettings analyze;
+  analyze.attribution.pp = kRanks;
+  ZB_ASSIGN_OR_RETURN(profiler::Analysis analysis,
+                      profiler::Analyze(raw, traces.string(), analyze));
+  if (analysis.costs.num_stages() != kRanks) {
+    return InvalidInput(traces.string() + ": the profile has " +
+                        std::to_string(analysis.costs.num_stages()) + " stages, expected " +
+                        std::to_string(kRanks));
+  }
+  ZB_RETURN_IF_ERROR(profiler::StoreAnalysis(analysis, {settings_.store, "local", "bundled-gpt"},
+                                             {RunKind::kProfile,
+                                              "zb demo: train_pipelining.py "
+                                              "--schedule 1F1B",
+                                              0})
+                         .status());
+  return analysis;
+}
+
+Status Demo::MeasureTorchMemory() {
+  Note(err_, "2/6 peak activation memory of torch's built-in schedules");
+  for (const TorchSchedule& schedule : kTorchSchedules) {
+    const std::string tag = std::string("memory-") + schedule.name;
+    ZB_RETURN_IF_ERROR(RunJob(
+        tag, "train_pipelining.py", {"--schedule", schedule.name, "--iters", "2", "--warmup", "1"},
+        {{"ZBKIT_MEMORY_REPORT", Summary(tag).string()}, PythonPathWithHook(hook_)}));
+    ZB_ASSIGN_OR_RETURN(Measurement measured, ReadMeasurement(tag, true));
+    DemoRow& row = rows_[schedule.name];
+    row.name = schedule.name;
+    row.measured.peak_bytes = measured.peak_bytes;
+  }
+  return Status::Ok();
+}
+
+// The "auto" cap: the fastest torch schedule's measured peak over Schedule1F1B's, the larger of
+// the two ranks' ratios, at least 1x; a first short timed round ranks torch's schedules.
+Expected<std::string> AutoCap(const std::map<std::string, DemoRow>& rows, std::string& best) {
+  double best_ms = 0;
+  for (const TorchSchedule& schedule : kTorchSchedules) {
+    const DemoRow& row = rows.at(schedule.name);
+    if (!row.measured.iteration_s.empty() && (best.empty() || row.median_ms() < best_ms)) {
+      best = schedule.name;
+      best_ms = row.median_ms();
+    }
+  }
+  const DemoRow& base = rows.at("1F1B");
+  const DemoRow& chosen = rows.at(best);
+  if (base.measured.peak_bytes.size() != kRanks || chosen.measured.peak_bytes.size() != kRanks) {
+    return InvalidInput("no peak memory was measured; pass --mem-limit");
+  }
+  double ratio = 1;
+  for (int r = 0; r < kRanks; ++r)
+    ratio = std::max(ratio, chosen.measured.peak_bytes[r] / base.measured.peak_bytes[r]);
+  // Rounded down to 0.05x: the cap must not exceed what the torch schedule used.
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2fx", std::floor(ratio * 20) / 20);
+  return std::string(text);
+}
+
+Expected<tuner::TuneOutcome> Demo::TuneSchedule(const CostProfile& costs) {
+  std::string cap = settings_.mem_limit;
+  std::string best_torch;
+  if (cap == "auto") {
+    ZB_ASSIGN_OR_RETURN(cap, AutoCap(rows_, best_torch));
+  }
+  Note(err_, "3/6 tuning every family and placement under --mem-limit " + cap +
+                 (best_torch.empty() ? "" : " (" + best_torch + "'s measured peak)"));
+  tuner::TuneRequest request;
+  request.costs = costs;
+  request.costs_name = "bundled-gpt (zb demo profile)";
+  request.microbatches = settings_.microbatches;
+  ZB_ASSIGN_OR_RETURN(request.options.memory_limit, tuner::ParseMemoryLimit(cap));
+  request.store = tuner::StoreTarget{settings_.store, "local", "bundled-gpt"};
+  ZB_ASSIGN_OR_RETURN(tuner::TuneOutcome outcome, tuner::TuneAndStore(request));
+  if (!outcome.chosen || !outcome.schedule_id) {
+    return InvalidInput("no schedule fits --mem-limit " + cap);
+  }
+  for (const TorchSchedule& schedule : kTorchSchedules) {
+    for (const tuner::ComparisonRow& row : outcome.rows) {
+      if (row.family == schedule.family && row.status.ok()) {
+        rows_[schedule.name].predicted_ms = static_cast<double>(row.makespan) / 1e6;
+      }
+    }
+  }
+  return outcome;
+}
+
+// train_pipelining.py's stage layout for the tuned schedule's placement.
+std::vector<std::string> Demo::ShimArgs(const Schedule& tuned) const {
+  if (tuned.placement == Placement::kV) return {"--schedule", "ZBVZeroBubble"};
+  if (tuned.chunks == 1) return {"--schedule", "1F1B"};
+  return {"--schedule", "Interleaved1F1B", "--stages-per-rank", std::to_string(tuned.chunks)};
+}
+
+Status Demo::MeasureRound(int round, const Schedule& tuned, int64_t schedule_id) {
+  const std::vector<std::string> timing = {"--iters", std::to_string(settings_.iters), "--warmup",
+                                           std::to_string(settings_.warmup)};
+  auto add = [&](const std::string& name, const std::string& tag) -> Status {
+    ZB_ASSIGN_OR_RETURN(Measurement measured, ReadMeasurement(tag, false));
+    DemoRow& row = rows_[name];
+    row.name = name;
+    row.measured.iteration_s.insert(row.measured.iteration_s.end(), measured.iteration_s.begin(),
+                                    measured.iteration_s.end());
+    if (!measured.peak_bytes.empty()) row.measured.peak_bytes = measured.peak_bytes;
+    return Status::Ok();
+  };
+  const std::string suffix = "-round" + std::to_string(round);
+  for (const TorchSchedule& schedule : kTorchSchedules) {
+    std::vector<std::string> args = {"--schedule", schedule.name};
+    args.insert(args.end(), timing.begin(), timing.end());
+    ZB_RETURN_IF_ERROR(RunJob(schedule.name + suffix, "train_pipelining.py", args, {}));
+    ZB_RETURN_IF_ERROR(add(schedule.name, schedule.name + suffix));
+  }
+  const std::string shim = std::string(kTuned) + " " + tuned.family + " (shim)";
+  const std::string executor = std::string(kTuned) + " " + tuned.family + " (executor)";
+  std::vector<std::string> args = ShimArgs(tuned);
+  args.insert(args.end(), timing.begin(), timing.end());
+  if (round == 1) {
+    args.insert(args.end(), {"--dump", (settings_.dir / "dump-shim").string()});
+  }
+  ZB_RETURN_IF_ERROR(RunJob("shim" + suffix, "train_pipelining.py", args,
+                            {{"ZBKIT_SCHEDULE", tuned_csv_}, PythonPathWithHook(hook_)}));
+  ZB_RETURN_IF_ERROR(add(shim, "shim" + suffix));
+
+  args = {"--store", settings_.store, "--schedule-id", std::to_string(schedule_id)};
+  args.insert(args.end(), timing.begin(), timing.end());
+  if (round == 1) {
+    const fs::path record = settings_.dir / "record";
+    std::error_code error;
+    fs::remove_all(record, error);
+    args.insert(args.end(), {"--record-dir", record.string(), "--dump",
+                             (settings_.dir / "dump-executor").string()});
+  }
+  ZB_RETURN_IF_ERROR(RunJob("executor" + suffix, "train_zbkit.py", args, {}));
+  ZB_RETURN_IF_ERROR(add(executor, "executor" + suffix));
+  if (round == 1) {
+    std::ifstream in(Summary("executor" + suffix) / "rank0.json");
+    json summary = json::parse(in, nullptr, false);
+    if (summary.is_object() && summary.contains("run_id")) {
+      auto store = Store::Open(settings_.store);
+      if (store.ok()) {
+        auto timelines = store->ListRunTimelines(summary["run_id"].get<int64_t>());
+        if (timelines.ok() && !timelines->empty()) measured_timeline_ = timelines->front().id;
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// reference.py --compare: the dumps against one unpipelined process, as one JSON line.
+Expected<bool> Demo::CheckResults() {
+  Note(err_, "5/6 comparing the tuned schedule's parameters and losses with one process");
+  bool all_equal = true;
+  for (const char* dump : {"dump-shim", "dump-executor"}) {
+    const std::string tag = std::string("compare-") + dump;
+    const fs::path result = settings_.dir / (tag + ".json");
+    std::vector<std::string> command = {python_, (examples_ / "reference.py").string()};
+    command.insert(command.end(), settings_.model_flags.begin(), settings_.model_flags.end());
+    command.insert(command.end(),
+                   {"--iters", std::to_string(settings_.iters), "--compare",
+                    (settings_.dir / dump).string(), "--compare-out", result.string()});
+    // Exit 1 means "not equal", with the verdict written; anything else without one failed.
+    const int code =
+        RunChildCommand("demo", command, {{"OMP_NUM_THREADS", "1"}}, Log(tag).string());
+    std::ifstream in(result);
+    json verdict = json::parse(in, nullptr, false);
+    if (!verdict.is_object() || !verdict.contains("equal")) {
+      return InternalError(tag + " exited with " + std::to_string(code) + " and no verdict; see " +
+                           Log(tag).string());
+    }
+    if (!verdict["equal"].get<bool>()) {
+      Note(err_, tag + ": " + verdict.value("problem", std::string("not equal")));
+    }
+    all_equal = all_equal && verdict["equal"].get<bool>();
+  }
+  return all_equal;
+}
+
+void Demo::Draw(int64_t schedule_id) {
+#ifdef ZBKIT_ZBVIEW_BUILD_PATH
+  if (!measured_timeline_ || !fs::exists(ZBKIT_ZBVIEW_BUILD_PATH)) return;
+  const fs::path picture = settings_.dir / "predicted-vs-measured.png";
+  const int code = RunChildCommand(
+      "demo",
+      {ZBKIT_ZBVIEW_BUILD_PATH, "--screenshot", picture.string(), settings_.store, "--schedule",
+       "s" + std::to_string(schedule_id), "--compare", "t" + std::to_string(*measured_timeline_)},
+      {}, Log("zbview").string());
+  if (code == 0) Note(err_, "zbview drew " + picture.string());
+#else
+  (void)schedule_id;
+#endif
+}
+
+std::string FormatBytes(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f MiB", bytes / (1024.0 * 1024.0));
+  return text;
+}
+
+void Demo::Report(const tuner::TuneOutcome& outcome, bool results_match) {
+  const double samples = settings_.batch;
+  TextTable table({"schedule", "iter_ms", "samples/s", "peak act. r0", "peak act. r1",
+                   "predicted_ms", "measured/pred"});
+  std::string best_torch;
+  for (const std::string& name : order_) {
+    const DemoRow& row = rows_.at(name);
+    const bool torch = row.name.rfind(kTuned, 0) != 0;
+    if (torch && (best_torch.empty() || row.median_ms() < rows_.at(best_torch).median_ms())) {
+      best_torch = name;
+    }
+    std::vector<std::string> cells = {name, FormatFixed(row.median_ms(), 1),
+                                      FormatFixed(samples / (row.median_ms() / 1e3), 1)};
+    for (int r = 0; r < kRanks; ++r) {
+      cells.push_back(
+          row.measured.peak_bytes.size() == kRanks ? FormatBytes(row.measured.peak_bytes[r]) : "-");
+    }
+    cells.push_back(row.predicted_ms ? FormatFixed(*row.predicted_ms, 1) : "-");
+    cells.push_back(row.predicted_ms ? FormatFixed(row.median_ms() / *row.predicted_ms, 2) : "-");
+    table.AddRow(cells);
+  }
+  const DemoRow& base = rows_.at("1F1B");
+  const DemoRow& shim = rows_.at(order_[order_.size() - 2]);
+  const double throughput_1f1b = samples / (base.median_ms() / 1e3);
+  const double throughput_tuned = samples / (shim.median_ms() / 1e3);
+  const double throughput_torch = samples / (rows_.at(best_torch).median_ms() / 1e3);
+  std::optional<double> predicted_1f1b = base.predicted_ms;
+  const double predicted_tuned = static_cast<double>(outcome.chosen->predicted->makespan) / 1e6;
+  const double predicted_gain = predicted_1f1b ? *predicted_1f1b / predicted_tuned - 1 : 0;
+  const double measured_gain = throughput_tuned / throughput_1f1b - 1;
+  if (!settings_.json) {
+    out_ << "zb demo: the bundled GPT on " << kRanks << " ranks, " << settings_.microbatches
+         << " microbatches of " << settings_.batch / settings_.microbatches << " samples; "
+         << settings_.rounds << " rounds of " << settings_.iters - settings_.warmup
+         << " measured iterations per schedule (the slowest rank's time; median)\n";
+    table.Render(out_);
+    out_ << "tuned: " << outcome.chosen->family << " (schedule " << *outcome.schedule_id << ", cap "
+         << outcome.memory_limit << "), predicted gain over 1F1B "
+         << FormatFixed(predicted_gain * 100, 1) << "%, measured "
+         << FormatFixed(measured_gain * 100, 1) << "%; best torch schedule: " << best_torch << "\n";
+  }
+  json line = {{"schedule", outcome.chosen->family},
+               {"throughput_1f1b", throughput_1f1b},
+               {"throughput_tuned", throughput_tuned},
+               {"best_torch_schedule", best_torch},
+               {"throughput_best_torch", throughput_torch},
+               {"predicted_gain", predicted_gain},
+               {"measured_gain", measured_gain},
+               {"grads_match", results_match}};
+  out_ << line.dump() << "\n";
+}
+
+Status Demo::Run() {
+  python_ = EnvOr("ZBKIT_PYTHON", "");
+#ifdef ZBKIT_VENV_PYTHON
+  if (python_.empty() && fs::exists(ZBKIT_VENV_PYTHON)) python_ = ZBKIT_VENV_PYTHON;
+#endif
+  if (python_.empty()) python_ = "python3";
+  examples_ = EnvOr("ZBKIT_TORCH_EXAMPLES", ZBKIT_TORCH_EXAMPLES_BUILD_DIR);
+  if (!fs::exists(examples_ / "train_pipelining.py")) {
+    return NotFound(examples_.string() +
+                    ": the bundled job (train_pipelining.py) is not there; set "
+                    "ZBKIT_TORCH_EXAMPLES to adapters/pytorch/examples");
+  }
+  ZB_ASSIGN_OR_RETURN(hook_, TorchHookDirectory());
+  std::error_code error;
+  fs::create_directories(settings_.dir / "logs", error);
+  if (error) return IoError(settings_.dir.string() + ": " + error.message());
+
+  ZB_ASSIGN_OR_RETURN(profiler::Analysis analysis, Profile());
+  ZB_RETURN_IF_ERROR(MeasureTorchMemory());
+  // A first timed round of torch's schedules alone ranks them for the "auto" cap.
+  for (const TorchSchedule& schedule : kTorchSchedules) {
+    const std::string tag = std::string(schedule.name) + "-round0";
+    ZB_RETURN_IF_ERROR(
+        RunJob(tag, "train_pipelining.py",
+               {"--schedule", schedule.name, "--iters", std::to_string(settings_.iters), "--warmup",
+                std::to_string(settings_.warmup)},
+               {}));
+    ZB_ASSIGN_OR_RETURN(Measurement measured, ReadMeasurement(tag, false));
+    rows_[schedule.name].measured.iteration_s = measured.iteration_s;
+  }
+  ZB_ASSIGN_OR_RETURN(tuner::TuneOutcome outcome, TuneSchedule(analysis.costs));
+  // Only the alternating rounds below count, for torch's schedules as for zbkit's.
+  for (auto& [name, row] : rows_)
+    row.measured.iteration_s.clear();
+  const Schedule& tuned = *outcome.chosen;
+  ZB_ASSIGN_OR_RETURN(std::string csv,
+                      tuner::ExportTorchCsv(tuned, tuner::TorchCsvFormat::kComputeOnly));
+  tuned_csv_ = (settings_.dir / "tuned.csv").string();
+  std::ofstream(tuned_csv_) << csv;
+
+  Note(err_, "4/6 " + std::to_string(settings_.rounds) +
+                 " rounds over torch's schedules and the tuned " + tuned.family +
+                 " (shim and executor)");
+  // The tuned schedule's peak memory through the shim, with the same accounting as torch's.
+  const std::string shim_memory = "memory-shim";
+  std::vector<std::string> args = ShimArgs(tuned);
+  args.insert(args.end(), {"--iters", "2", "--warmup", "1"});
+  ZB_RETURN_IF_ERROR(RunJob(shim_memory, "train_pipelining.py", args,
+                            {{"ZBKIT_SCHEDULE", tuned_csv_},
+                             {"ZBKIT_MEMORY_REPORT", Summary(shim_memory).string()},
+                             PythonPathWithHook(hook_)}));
+  ZB_ASSIGN_OR_RETURN(Measurement shim_peak, ReadMeasurement(shim_memory, true));
+  for (int round = 1; round <= settings_.rounds; ++round)
+    ZB_RETURN_IF_ERROR(MeasureRound(round, tuned, *outcome.schedule_id));
+  for (const TorchSchedule& schedule : kTorchSchedules)
+    order_.push_back(schedule.name);
+  order_.push_back(std::string(kTuned) + " " + tuned.family + " (shim)");
+  order_.push_back(std::string(kTuned) + " " + tuned.family + " (executor)");
+  DemoRow& shim_row = rows_[order_[order_.size() - 2]];
+  shim_row.measured.peak_bytes = shim_peak.peak_bytes;
+  const double predicted = static_cast<double>(tuned.predicted->makespan) / 1e6;
+  shim_row.predicted_ms = predicted;
+  rows_[order_.back()].predicted_ms = predicted;
+
+  ZB_ASSIGN_OR_RETURN(bool results_match, CheckResults());
+  Note(err_, "6/6 report");
+  Draw(*outcome.schedule_id);
+  Report(outcome, results_match);
+  if (!results_match) {
+    return InternalError(
+        "the tuned schedule's parameters differ from the unpipelined reference; see " +
+        (settings_.dir / "compare-dump-shim.json").string());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+int RunDemoCommand(const Args& args, std::ostream& out, std::ostream& err) {
+  const std::string command_name = "demo";
+  po::options_description options("options");
+  options.add_options()("store", po::value<std::string>()->default_value("zbkit-demo.db"),
+                        "the SQLite store: profile, tuned schedule and measured run go here")(
+      "dir", po::value<std::string>()->default_value("zbkit-demo"),
+      "working directory: traces, summaries, logs of every job, the picture")(
+      "iters", po::value<int>()->default_value(6), "iterations per job (the first is warm-up)")(
+      "rounds", po::value<int>()->default_value(2), "timed rounds over all schedules")(
+      "mem-limit", po::value<std::string>()->default_value("auto"),
+      "the tuning cap (1x, 1.5x, 24MiB, none), or auto: the fastest torch schedule's peak")(
+      "quick", po::bool_switch(), "a tiny model, 3 iterations, 1 round: a smoke test")(
+      "json", po::bool_switch(), "print only the final JSON line on stdout");
+  po::variables_map values;
+  int exit_code = 0;
+  if (!ParseCommandLine(command_name, "[options]", args, options, {}, values, out, err,
+                        exit_code)) {
+    return exit_code;
+  }
+  DemoSettings settings;
+  settings.store = values["store"].as<std::string>();
+  settings.dir = values["dir"].as<std::string>();
+  settings.iters = values["iters"].as<int>();
+  settings.rounds = values["rounds"].as<int>();
+  settings.mem_limit = values["mem-limit"].as<std::string>();
+  settings.json = values["json"].as<bool>();
+  if (values["quick"].as<bool>()) {
+    settings.iters = 3;
+    settings.rounds = 1;
+    settings.batch = 8;
+    settings.microbatches = 4;
+    settings.model_flags = {"--layers", "4",     "--dim", "32",      "--heads",
+                            "2",        "--seq", "16",    "--vocab", "64"};
+  }
+  if (settings.iters < 2 || settings.rounds < 1) {
+    return ReportError(err, command_name, UsageError("--iters must be >= 2 and --rounds >= 1"));
+  }
+  settings.model_flags.insert(settings.model_flags.end(),
+                              {"--batch", std::to_string(settings.batch), "--microbatches",
+                               std::to_string(settings.microbatches)});
+  Demo demo(settings, out, err);
+  Status status = demo.Run();
+  if (!status.ok()) return ReportError(err, command_name, status);
+  return 0;
+}
+
+}  // namespace zb::cli
