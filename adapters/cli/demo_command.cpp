@@ -577,8 +577,8 @@ int RunDemoCommand(const Args& args, std::ostream& out, std::ostream& err) {
   settings.mem_limit = values["mem-limit"].as<std::string>();
   settings.json = values["json"].as<bool>();
   if (values["quick"].as<bool>()) {
-    settings.iters = 3;
-    settings.rounds = 1;
+    if (values["iters"].defaulted()) settings.iters = 3;
+    if (values["rounds"].defaulted()) settings.rounds = 1;
     settings.batch = 8;
     settings.microbatches = 4;
     settings.model_flags = {"--layers", "4",     "--dim", "32",      "--heads",

@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`zb profile --torch -- torchrun ... train.py`: an unmodified torch job profiled through
+torch.profiler and the adapter's hook, analysed in one command (per-rank traces of a window of
+iterations -> per-stage F/B/W, hops and measured activation memory), with the job's exit code."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from test_shim import MODEL, job_env, require_zb, run, torchrun_command
+
+pytest.importorskip("torch")
+
+WINDOW = 2
+
+
+def profile(tmp_path, *script_args: str, extra=()):
+    command = [str(require_zb()), "profile", "--torch", "--torch-skip", "1", "--torch-iters",
+               str(WINDOW), "--pp", "2", "--json", "--shard-dir", str(tmp_path / "traces"),
+               *extra, "--", *torchrun_command(*script_args)]  # fmt: skip
+    return run(command, job_env())
+
+
+def test_profiles_an_unmodified_zbv_job_with_measured_memory(tmp_path):
+    args = MODEL + ["--batch", "8", "--microbatches", "4", "--iters", "3", "--warmup", "0",
+                    "--schedule", "ZBVZeroBubble"]  # fmt: skip
+    done = profile(tmp_path, *args, extra=("--layout", "v"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    # The job's own lines come first on stdout (it is not redirected); zb's report is the
+    # indented JSON document at the end.
+    lines = done.stdout.splitlines()
+    start = max(i for i, line in enumerate(lines) if line == "{")
+    report = json.loads("\n".join(lines[start:]))
+    assert report["ranks"] == 2
+    assert report["memory_source"] == "measured"
+    assert report["iterations"]["used"] == WINDOW
+    # V placement: rank 0 holds stages 0 and 3, rank 1 stages 1 and 2.
+    assert {s["stage"]: s["rank"] for s in report["stages"]} == {0: 0, 1: 1, 2: 1, 3: 0}
+    for stage in report["stages"]:
+        for kind in ("F", "B", "W"):
+            assert stage[kind]["samples"] == 4 * WINDOW, stage
+            assert stage[kind]["median"] > 0, stage
+        assert stage["M_B"] > 0, stage
+    assert sorted(p.name for p in (tmp_path / "traces").iterdir()) == [
+        "rank0.json.gz", "rank1.json.gz",
+    ]  # fmt: skip
+
+
+def test_the_jobs_exit_code_is_kept_and_nothing_recorded_is_one_warning(tmp_path):
+    # The script refuses an unknown schedule name before any step; zb returns what torchrun does.
+    alone = run(torchrun_command("--schedule", "NoSuchSchedule"), job_env())
+    assert alone.returncode != 0
+    done = profile(tmp_path, "--schedule", "NoSuchSchedule")
+    assert done.returncode == alone.returncode
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("zb profile: warning")]
+    assert len(warnings) == 1 and "nothing was recorded" in warnings[0], done.stderr[-2000:]
