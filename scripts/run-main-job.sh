@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The README's main job, as far as the landed components reach: set up and build, recompute the
-# ZB paper's Table 5, then tune the paper's twelve settings (bundled cost profiles from its
-# Table 6) at the ZB-1p (1x) and ZB-2p (2x) memory budgets into the embedded SQLite store, list
-# what was stored, and show one tuned timeline. Output store: out/zbkit.db (ZBKIT_STORE).
+# The README's main job: set up and build, recompute the ZB paper's Table 5, tune the paper's
+# twelve settings (bundled cost profiles from its Table 6) at the ZB-1p (1x) and ZB-2p (2x)
+# memory budgets into the embedded SQLite store, show one tuned timeline, then `zb demo`: profile
+# the bundled PyTorch job, tune, replay and measure it. Output store: out/zbkit.db (ZBKIT_STORE).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
@@ -50,28 +50,9 @@ else
 fi
 
 echo
-echo "== zb profile -> zb costs export -> zb tune: a bundled CPU job, profiled without changing it"
-# zbkit_nvtx_job is a 2-rank stand-in for a pipeline job (it spawns its ranks like torchrun and
-# marks F/B/W with the ZB fork's NVTX names); the injection library records it, zb derives the
-# per-stage costs (memory from the analytic model of the given dimensions), and zb tune picks a
-# schedule for them.
-build="${ZBKIT_BUILD_DIR:-$root/build}"
-job="$build/tests/inject/zbkit_nvtx_job"
-cpu_store="$root/out/cpu-demo.db"
-if [[ -x "$job" && -f "$build/profiler/inject/libzbkit_inject.so" ]]; then
-  rm -f "$cpu_store" "$cpu_store-wal" "$cpu_store-shm"
-  "$zb" profile --store "$cpu_store" --name cpu-demo --pp 2 --skip-iters 1 \
-    --hidden 1024 --heads 16 --seq 1024 --micro-batch-size 1 --layers 8 \
-    -- "$job" --workers 2 --iters 4 --microbatches 8
-  "$zb" costs export --store "$cpu_store" --format json -o "$root/out/cpu-demo-costs.json"
-  "$zb" tune --costs "$root/out/cpu-demo-costs.json" --microbatches 8 --mem-limit 2x \
-    --store "$cpu_store" --job cpu-demo --out "$root/out/cpu-demo-schedule.json"
-  "$zb" export --store "$cpu_store" --schedule 1 --format torch-csv -o "$root/out/cpu-demo-schedule.csv"
-  if [[ -x "$zbview" ]]; then
-    # Fresh store: the measured run is timeline 1, the tuned schedule is schedule 1.
-    "$zbview" --screenshot "$root/out/cpu-demo-measured.png" "$cpu_store" --schedule t1
-    "$zbview" --screenshot "$root/out/cpu-demo-tuned.png" "$cpu_store" --schedule s1
-  fi
-else
-  echo "skipped: the injection library and the demo job need the CUDA Toolkit at build time"
-fi
+echo "== zb demo: profile the bundled PyTorch job -> tune -> replay -> measure (2 ranks, CPU)"
+# The loop on a real torch job (adapters/pytorch/examples): profiled unmodified under torch's
+# Schedule1F1B, tuned under the best torch schedule's measured memory, replayed through the shim
+# in the unmodified script and through zbkit's executor, alternating with torch's own schedules;
+# every job's log is in out/demo/logs, the predicted-vs-measured picture in out/demo.
+"$zb" demo --store "$store" --dir "$root/out/demo"
