@@ -10,8 +10,9 @@ per rank for 1F1B, `--stages-per-rank` (default 2) in loop placement (stage s on
 Interleaved1F1B and InterleavedZeroBubble, two stages in V placement (rank r holds r and 2P-1-r)
 for ZBVZeroBubble and DualPipeV. Every iteration prints its time and, on the rank with the last
 stage, the mean microbatch loss; the last line of every rank is one JSON object with the median
-iteration time after `--warmup` iterations. `--dump PREFIX` writes PREFIX.rank<R>.pt with the
-losses and the rank's final parameters (named as in the whole model) for comparisons.
+iteration time after `--warmup` iterations (and those times themselves, `iter_s`), which
+`--summary-out PATH` also writes to PATH with `{rank}` replaced by the rank. `--dump PREFIX` writes PREFIX.rank<R>.pt
+with the losses and the rank's final parameters (named as in the whole model) for comparisons.
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ def parse_args(argv=None):
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dump", metavar="PREFIX", help="write PREFIX.rank<R>.pt at the end")
+    parser.add_argument(
+        "--summary-out", metavar="PATH", help="also write the summary to PATH ({rank}: the rank)"
+    )
     return parser.parse_args(argv)
 
 
@@ -132,9 +136,16 @@ def main(argv=None) -> int:
         "microbatches": args.microbatches,
         "iters": len(measured),
         "median_iter_s": statistics.median(measured),
+        "iter_s": measured,
     }
     sys.stdout.write(json.dumps(summary) + "\n")
     sys.stdout.flush()
+    if args.summary_out:
+        # str.replace, not format: a path may hold other braces.
+        path = args.summary_out.replace("{rank}", str(rank))
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "w") as handle:
+            handle.write(json.dumps(summary) + "\n")
     dist.destroy_process_group()
     return 0
 

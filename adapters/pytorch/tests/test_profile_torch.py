@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Profiling an unmodified torch job on CPU: the shim's ZBKIT_TORCH_PROFILE window writes one
 Chrome trace per rank, and `zb import` derives per-stage F/B/W costs and hop times from the
-`PP:<action>` ranges PyTorch's runtime records."""
+`PP:<action>` ranges PyTorch's runtime records, or, for Schedule1F1B, which records none, the
+ranges the shim adds."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from test_shim import HOOK_DIR, MODEL, job_env, require_zb, run, torchrun_command, zb
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 
 ITERS, SKIP, WINDOW = 3, 1, 2
 
@@ -69,3 +70,58 @@ def test_zb_import_reads_the_whole_directory_with_memory(trace_dir):
     report = json.loads(done.stdout)
     assert report["ranks"] == 2
     assert report["memory_source"] == "measured"
+
+
+# Schedule1F1B (PipelineScheduleSingle) records no PP: ranges; the shim labels its stages.
+ONE_F_ONE_B = MODEL + ["--batch", "8", "--microbatches", "4", "--iters", str(ITERS), "--warmup",
+                       "0", "--schedule", "1F1B"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def trace_dir_1f1b(tmp_path_factory):
+    require_zb()
+    directory = tmp_path_factory.mktemp("traces-1f1b")
+    env = job_env(
+        PYTHONPATH=str(HOOK_DIR),
+        ZBKIT_TORCH_PROFILE=str(directory / "traces"),
+        ZBKIT_PROFILE_SKIP=str(SKIP),
+        ZBKIT_PROFILE_ITERS=str(WINDOW),
+    )
+    done = run(torchrun_command(*ONE_F_ONE_B, "--dump", str(directory / "dump")), env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "replaying" not in done.stderr
+    return directory
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_zb_import_derives_f_b_w_and_hops_from_a_profiled_1f1b_job(trace_dir_1f1b, rank):
+    trace = trace_dir_1f1b / "traces" / f"rank{rank}.json.gz"
+    done = zb("import", str(trace), "--format", "chrome", "--pp", "2", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["iterations"]["used"] == WINDOW
+    stages = {s["stage"]: s for s in report["stages"]}
+    for kind in ("F", "B", "W"):  # B and W apart: the shim splits each full backward
+        figures = stages[rank].get(kind)
+        assert figures is not None, f"stage {rank} has no {kind}: {stages[rank]}"
+        assert figures["samples"] == 4 * WINDOW
+        assert figures["median"] > 0
+    # The sends and receives are labelled too: both hops of 2 stages, every microbatch.
+    hops = {(h["from"], h["to"]): h for h in report["hops"]}
+    assert set(hops) == {(0, 1), (1, 0)}, report["hops"]
+    assert all(h["samples"] == 4 * WINDOW for h in hops.values()), report["hops"]
+
+
+def test_profiling_1f1b_leaves_the_trained_parameters_alone(trace_dir_1f1b, tmp_path):
+    # The window's split backward (I then W) must compute the gradients the full one does.
+    plain = tmp_path / "plain"
+    done = run(torchrun_command(*ONE_F_ONE_B, "--dump", str(plain)), job_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    for rank in range(2):
+        profiled = torch.load(f"{trace_dir_1f1b / 'dump'}.rank{rank}.pt")
+        reference = torch.load(f"{plain}.rank{rank}.pt")
+        assert profiled["params"].keys() == reference["params"].keys()
+        assert profiled["params"], f"rank {rank} dumped no parameters"
+        for name, value in reference["params"].items():
+            assert torch.allclose(profiled["params"][name], value, rtol=1e-5), name
+        assert profiled["losses"] == pytest.approx(reference["losses"], rel=1e-5)

@@ -17,7 +17,16 @@ nothing unless one of these is set:
 - `ZBKIT_TORCH_PROFILE=DIR`: `step()` runs under torch.profiler for `ZBKIT_PROFILE_ITERS`
   (default 3) iterations after skipping `ZBKIT_PROFILE_SKIP` (default 1), and each rank writes
   DIR/rank<R>.json.gz, a Chrome trace whose `PP:<action>` ranges `zb import DIR --format chrome`
-  attributes to pipeline ops.
+  attributes to pipeline ops. Schedules that record no such ranges themselves (Schedule1F1B,
+  ScheduleGPipe: anything not run by `_PipelineScheduleRuntime`) get them from the shim during the
+  window: it wraps the script's stage objects so that each forward is `PP:<s>F<mb>`, each full
+  backward runs as `PP:<s>I<mb>` then `PP:<s>W<mb>` (split, so that the profile gives B and W
+  apart; the gradients are the same) and each batch of sends and receives is posted under
+  `PP:<s>SEND_F<mb>`, `PP:<s>RECV_B<mb>`, ... (the ranges torch's runtime records).
+- `ZBKIT_MEMORY_REPORT=DIR`: every `step()` runs under `saved_tensors_hooks` that track the bytes
+  of the tensors autograd saves (parameters and leaves that require grad left out; each storage
+  counted once while a saved reference to it lives), and at exit each rank writes
+  DIR/memory.rank<R>.json: {"rank": R, "peak_activation_bytes": N, "steps": K}.
 
 The patch is applied when torch.distributed.pipelining.schedules is first imported (an import
 hook), so processes that never import it (torchrun itself, tools) do not pay for importing torch.
@@ -34,6 +43,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 SCHEDULES_MODULE = "torch.distributed.pipelining.schedules"
@@ -258,8 +268,9 @@ def _wrap_step(original_step):
             if runtime is not self:
                 # The delegate's own step is this wrapper too: run the unwrapped one.
                 inner = type(runtime).step
-                return _profiled(runtime, getattr(inner, "__wrapped__", inner), args, kwargs)
-        return _profiled(self, original_step, args, kwargs)
+                inner = getattr(inner, "__wrapped__", inner)
+                return _measured(runtime, inner, args, kwargs)
+        return _measured(self, original_step, args, kwargs)
 
     step._zbkit_patched = True
     return step
@@ -341,10 +352,219 @@ def _profiled(target, step_function, args, kwargs):
             directory, _env_int("ZBKIT_PROFILE_SKIP", 1), _env_int("ZBKIT_PROFILE_ITERS", 3)
         )
     _window.before()
+    labels = None
     try:
+        if _window.profiler is not None and not _records_pp_ranges(target):
+            labels = _StageLabels(target)
         return step_function(target, *args, **kwargs)
     finally:
+        if labels is not None:
+            labels.remove()
         _window.after()
+
+
+def _records_pp_ranges(schedule) -> bool:
+    from torch.distributed.pipelining import schedules as torch_schedules  # noqa: PLC0415
+
+    return isinstance(schedule, torch_schedules._PipelineScheduleRuntime)
+
+
+class _StageLabels:
+    """`PP:<action>` ranges for a schedule whose own loop records none, for one step: the local
+    stages' compute and send/receive methods are wrapped on the instances (the class, shared with
+    any other schedule of the process, is left alone), and the schedules module's `_batch_p2p`,
+    which posts every batch of sends and receives, opens one range per labelled op of the batch.
+    remove() puts everything back."""
+
+    METHODS = (
+        "forward_one_chunk", "backward_one_chunk", "backward_weight_one_chunk",
+        "get_fwd_send_ops", "get_fwd_recv_ops", "get_bwd_send_ops", "get_bwd_recv_ops",
+    )  # fmt: skip
+
+    def __init__(self, schedule):
+        from torch.distributed.pipelining import schedules as module  # noqa: PLC0415
+        from torch.profiler import record_function  # noqa: PLC0415
+
+        self.module = module
+        self.saved = []
+        for stage in _local_stages(schedule):
+            for name in self.METHODS:
+                self.saved.append((stage, name, stage.__dict__.get(name, _ABSENT)))
+            self._wrap(stage, record_function)
+        self.batch_p2p = module.__dict__["_batch_p2p"]
+        module._batch_p2p = _labelled_batch_p2p(self.batch_p2p, record_function)
+
+    @staticmethod
+    def _wrap(stage, record_function) -> None:
+        forward, backward = stage.forward_one_chunk, stage.backward_one_chunk
+        weight = stage.backward_weight_one_chunk
+        s = stage.stage_index
+
+        def forward_one_chunk(fwd_chunk_id, *args, **kwargs):
+            with record_function(f"PP:{s}F{fwd_chunk_id}"):
+                return forward(fwd_chunk_id, *args, **kwargs)
+
+        def backward_one_chunk(bwd_chunk_id, loss=None, full_backward=True, last_backward=False):
+            if not stage.has_backward:
+                return backward(
+                    bwd_chunk_id, loss=loss, full_backward=full_backward, last_backward=last_backward
+                )
+            if not full_backward:
+                with record_function(f"PP:{s}I{bwd_chunk_id}"):
+                    return backward(
+                        bwd_chunk_id, loss=loss, full_backward=False, last_backward=last_backward
+                    )
+            # As _PipelineScheduleRuntime runs an I then a W: the DP gradient sync that
+            # last_backward asks for belongs to the W, which completes the gradients.
+            with record_function(f"PP:{s}I{bwd_chunk_id}"):
+                backward(bwd_chunk_id, loss=loss, full_backward=False, last_backward=False)
+            with record_function(f"PP:{s}W{bwd_chunk_id}"):
+                weight(bwd_chunk_id, last_backward=last_backward)
+
+        def backward_weight_one_chunk(bwd_chunk_id, last_backward=False):
+            with record_function(f"PP:{s}W{bwd_chunk_id}"):
+                return weight(bwd_chunk_id, last_backward=last_backward)
+
+        stage.forward_one_chunk = forward_one_chunk
+        stage.backward_one_chunk = backward_one_chunk
+        stage.backward_weight_one_chunk = backward_weight_one_chunk
+        for name, token in (("get_fwd_send_ops", "SEND_F"), ("get_fwd_recv_ops", "RECV_F"),
+                            ("get_bwd_send_ops", "SEND_B"), ("get_bwd_recv_ops", "RECV_B")):  # fmt: skip
+            setattr(stage, name, _labelled_ops(getattr(stage, name), f"PP:{s}{token}"))
+
+    def remove(self) -> None:
+        self.module._batch_p2p = self.batch_p2p
+        for stage, name, previous in reversed(self.saved):
+            if previous is _ABSENT:
+                stage.__dict__.pop(name, None)
+            else:
+                stage.__dict__[name] = previous
+
+
+_ABSENT = object()
+
+
+def _labelled_ops(get_ops, prefix: str):
+    def labelled(chunk_id):
+        ops = get_ops(chunk_id)
+        for op in ops:
+            op._zbkit_label = f"{prefix}{chunk_id}"
+        return ops
+
+    return labelled
+
+
+def _labelled_batch_p2p(batch_p2p, record_function):
+    import contextlib  # noqa: PLC0415
+
+    def labelled(p2p_ops, *args, **kwargs):
+        labels = dict.fromkeys(getattr(op, "_zbkit_label", None) for op in p2p_ops)
+        labels.pop(None, None)
+        # One call posts the whole batch (1F1B fuses a send with the next receive so that NCCL
+        # cannot deadlock), so each of its ops gets a range over that call: nested, the same span.
+        with contextlib.ExitStack() as ranges:
+            for label in labels:
+                ranges.enter_context(record_function(label))
+            return batch_p2p(p2p_ops, *args, **kwargs)
+
+    return labelled
+
+
+# ---------------------------------------------------------------------------------------------
+# Activation memory
+
+
+class _Saved:
+    """What the pack hook stores in place of a counted tensor; its release is the tensor's."""
+
+    __slots__ = ("tensor", "key", "report")
+
+    def __init__(self, tensor, key, report):
+        self.tensor, self.key, self.report = tensor, key, report
+
+    def __del__(self):
+        self.report.release(self.key)
+
+
+class _MemoryReport:
+    """The peak, over this process's steps, of the bytes autograd holds saved for backward."""
+
+    def __init__(self, directory: str):
+        self.directory = directory
+        # The autograd engine may drop saved tensors on its device threads.
+        self.lock = threading.Lock()
+        self.live: Dict[tuple, List[int]] = {}  # storage -> [saved references, bytes]
+        self.bytes = self.peak = self.steps = 0
+        self.rank: Optional[int] = None
+        atexit.register(self.write)
+
+    def pack(self, tensor):
+        import torch  # noqa: PLC0415
+
+        # A view of a parameter (mm saves weight.t()) is the parameter's memory, not an activation.
+        base = tensor._base if tensor._base is not None else tensor
+        if isinstance(base, torch.nn.Parameter) or (base.requires_grad and base.is_leaf):
+            return tensor
+        try:
+            storage = tensor.untyped_storage()
+            # data_ptr is unique while the storage lives, which our reference guarantees.
+            key = (storage.device.type, storage.device.index, storage.data_ptr())
+            size = storage.nbytes()
+        except (RuntimeError, NotImplementedError):  # no plain storage (sparse, functional ...)
+            return tensor
+        with self.lock:
+            entry = self.live.get(key)
+            if entry is None:
+                self.live[key] = [1, size]
+                self.bytes += size
+                self.peak = max(self.peak, self.bytes)
+            else:
+                entry[0] += 1
+        return _Saved(tensor, key, self)
+
+    @staticmethod
+    def unpack(packed):
+        return packed.tensor if type(packed) is _Saved else packed
+
+    def release(self, key) -> None:
+        with self.lock:
+            entry = self.live[key]
+            entry[0] -= 1
+            if entry[0] == 0:
+                del self.live[key]
+                self.bytes -= entry[1]
+
+    def write(self) -> None:
+        import json  # noqa: PLC0415
+
+        rank = self.rank if self.rank is not None else _rank()
+        os.makedirs(self.directory, exist_ok=True)
+        target = os.path.join(self.directory, f"memory.rank{rank}.json")
+        report = {"rank": rank, "peak_activation_bytes": self.peak, "steps": self.steps}
+        with open(target, "w") as handle:
+            json.dump(report, handle)
+            handle.write("\n")
+
+
+_memory: Optional[_MemoryReport] = None
+
+
+def _measured(target, step_function, args, kwargs):
+    """Runs one step under the memory hooks (ZBKIT_MEMORY_REPORT) and the profile window."""
+    global _memory
+    directory = os.environ.get("ZBKIT_MEMORY_REPORT")
+    if not directory:
+        return _profiled(target, step_function, args, kwargs)
+    import torch  # noqa: PLC0415
+
+    if _memory is None:
+        _memory = _MemoryReport(directory)
+    if _memory.rank is None:
+        _memory.rank = _rank()  # at exit the process group may be gone
+    with torch.autograd.graph.saved_tensors_hooks(_memory.pack, _MemoryReport.unpack):
+        result = _profiled(target, step_function, args, kwargs)
+    _memory.steps += 1
+    return result
 
 
 # ---------------------------------------------------------------------------------------------
@@ -386,10 +606,13 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
         return spec
 
 
+ACTIVATING = ("ZBKIT_SCHEDULE", "ZBKIT_TORCH_PROFILE", "ZBKIT_MEMORY_REPORT")
+
+
 def install() -> bool:
-    """Activates the shim when ZBKIT_SCHEDULE or ZBKIT_TORCH_PROFILE is set; returns whether it
-    did. Safe to call more than once."""
-    if not (os.environ.get("ZBKIT_SCHEDULE") or os.environ.get("ZBKIT_TORCH_PROFILE")):
+    """Activates the shim when one of ACTIVATING is set; returns whether it did. Safe to call more
+    than once."""
+    if not any(os.environ.get(name) for name in ACTIVATING):
         return False
     if SCHEDULES_MODULE in sys.modules:
         patch_schedules(sys.modules[SCHEDULES_MODULE])
