@@ -129,7 +129,7 @@ def test_tuned_schedule_trains_like_the_reference(zb, tmp_path, family, stages):
     prefix = tmp_path / "dump"
     pattern = str(tmp_path / "summary.rank{rank}.json")
     done = run_job("--schedule-file", str(schedule), *JOB, "--dump", str(prefix),
-                   "--summary-out", str(tmp_path / "summary.rank{rank}.json"))  # fmt: skip
+                   "--summary-out", pattern)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert_matches_reference(prefix)
     for rank in range(2):
