@@ -58,11 +58,6 @@ def test_zb_import_derives_per_stage_costs_and_hops_from_each_rank(trace_dir, ra
     assert any(h.get("samples", 0) > 0 for h in report["hops"]), report["hops"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="zb import reads one Chrome trace per call; a directory of per-rank traces and CPU "
-    "[memory] events (Device Id -1) are profiler/cli's to add",
-)
 def test_zb_import_reads_the_whole_directory_with_memory(trace_dir):
     done = zb("import", str(trace_dir), "--format", "chrome", "--pp", "2", "--layout", "v",
               "--json")  # fmt: skip
