@@ -3,9 +3,11 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "zbkit/profiler/attribution.h"
@@ -66,6 +68,30 @@ zb::Status AddShard(const std::string& path, const zb::Schedule& schedule,
   }
   seen_ranks[rank] = true;
   const std::vector<int32_t>& stages = schedule.programs[rank].stages;
+  // The recorder's iteration ranges ("zb:iter:<n>", runtime/README.md): an op belongs to the one
+  // it starts in.
+  struct IterationSpan {
+    zb::TimeNs start, end;
+    int64_t number;
+  };
+  std::vector<IterationSpan> iterations;
+  constexpr std::string_view kIterationPrefix = "zb:iter:";
+  for (const zb::profiler::TraceRange& range : trace.ranges) {
+    if (range.name.compare(0, kIterationPrefix.size(), kIterationPrefix) != 0) continue;
+    int64_t number = 0;
+    const char* first = range.name.data() + kIterationPrefix.size();
+    const char* last = range.name.data() + range.name.size();
+    const auto parsed = std::from_chars(first, last, number);
+    if (parsed.ec == std::errc() && parsed.ptr == last && number >= 0) {
+      iterations.push_back({range.start, range.end, number});
+    }
+  }
+  auto iteration_of = [&](zb::TimeNs start) -> int64_t {
+    for (const IterationSpan& span : iterations) {
+      if (span.start <= start && start <= span.end) return span.number;
+    }
+    return 0;
+  };
   for (const zb::profiler::TraceRange& range : trace.ranges) {
     const zb::profiler::RangeMatch match = zb::profiler::MatchBuiltIn(range.name, range.domain);
     // Iterations and names of other conventions (a shard that also went through the injection
@@ -87,8 +113,8 @@ zb::Status AddShard(const std::string& path, const zb::Schedule& schedule,
     if (range.end < range.start) {
       return zb::InvalidInput(path + ": range " + range.name + " ends before it begins");
     }
-    timeline.ops.push_back(
-        {rank, match.stage, match.kind, match.microbatch, range.start, range.end});
+    timeline.ops.push_back({rank, match.stage, match.kind, match.microbatch, range.start, range.end,
+                            static_cast<int32_t>(iteration_of(range.start))});
   }
   int64_t held = 0;  // the shard keeps deltas (runtime/README.md)
   for (const zb::profiler::MemoryEvent& event : trace.memory) {
@@ -130,9 +156,14 @@ zb::Expected<int64_t> Merge(const std::string& store_path, int64_t schedule_id,
     origin = std::min(origin, op.start);
   for (const zb::MemorySample& sample : timeline.memory)
     origin = std::min(origin, sample.time);
+  // Iterations from 0 at the run's first, as the store numbers a measured run's steps.
+  int32_t first_iteration = std::numeric_limits<int32_t>::max();
+  for (const zb::TimelineOp& op : timeline.ops)
+    first_iteration = std::min(first_iteration, op.iteration);
   for (zb::TimelineOp& op : timeline.ops) {
     op.start -= origin;
     op.end -= origin;
+    op.iteration -= first_iteration;
   }
   for (zb::MemorySample& sample : timeline.memory)
     sample.time -= origin;

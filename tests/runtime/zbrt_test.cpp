@@ -458,8 +458,13 @@ TEST_F(Zbrt, RecordedReplayMergesIntoOneRunOfTheSchedule) {
 
     // Every op of the schedule, once per iteration, with begin <= end and at least its spin.
     std::map<OpKey, int> seen;
+    std::map<std::pair<OpKey, int32_t>, int> seen_in_iteration;  // each op once per iteration
     zb::TimeNs first = INT64_MAX;
     for (const zb::TimelineOp& op : timeline->ops) {
+      ++seen_in_iteration[{{op.rank, op.stage, static_cast<int32_t>(op.kind), op.microbatch},
+                           op.iteration}];
+      EXPECT_GE(op.iteration, 0);
+      EXPECT_LT(op.iteration, kIterations);
       EXPECT_LE(op.start, op.end);
       EXPECT_GE(op.end - op.start, spin[static_cast<int>(op.kind)]);
       first = std::min(first, op.start);
@@ -474,6 +479,8 @@ TEST_F(Zbrt, RecordedReplayMergesIntoOneRunOfTheSchedule) {
                         op.microbatch};
         EXPECT_EQ(seen[key], kIterations)
             << "rank " << rank << " " << zb::OpKindName(op.kind) << " mb " << op.microbatch;
+        for (int32_t iteration = 0; iteration < kIterations; ++iteration)
+          EXPECT_EQ((seen_in_iteration[{key, iteration}]), 1) << "iteration " << iteration;
       }
     }
     // Ops by rank, then start; ranks recorded one after another never go back in time.
