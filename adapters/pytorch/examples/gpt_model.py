@@ -14,6 +14,7 @@ backward into input- and weight-gradient parts: every op is a plain autograd op.
 
 from __future__ import annotations
 
+import argparse
 import math
 from dataclasses import dataclass
 from typing import List
@@ -167,3 +168,22 @@ def synthetic_batch(config: GptConfig, batch: int, iteration: int, seed: int = 0
     positions = torch.arange(config.seq + 1).unsqueeze(0)
     sequence = (start + step * positions) % config.vocab
     return sequence[:, :-1].contiguous(), sequence[:, 1:].contiguous()
+
+
+def add_job_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags every version of the bundled job takes alike (model size, data, optimizer and
+    output), so that the same flags give the same model and data under any driver."""
+    parser.add_argument("--batch", type=int, default=16, help="samples per iteration")
+    parser.add_argument("--iters", type=int, default=6)
+    parser.add_argument("--warmup", type=int, default=1, help="iterations left out of the median")
+    parser.add_argument("--layers", type=int, default=8)
+    parser.add_argument("--dim", type=int, default=128)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--seq", type=int, default=64)
+    parser.add_argument("--vocab", type=int, default=512)
+    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dump", metavar="PREFIX", help="write PREFIX.rank<R>.pt at the end")
+    parser.add_argument(
+        "--summary-out", metavar="PATH", help="also write the summary to PATH ({rank}: the rank)"
+    )

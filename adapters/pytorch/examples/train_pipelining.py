@@ -30,7 +30,14 @@ from torch.distributed.pipelining import PipelineStage
 from torch.distributed.pipelining import schedules
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpt_model import Gpt, GptConfig, lm_loss, split_stages, synthetic_batch  # noqa: E402
+from gpt_model import (  # noqa: E402
+    Gpt,
+    GptConfig,
+    add_job_arguments,
+    lm_loss,
+    split_stages,
+    synthetic_batch,
+)
 
 SCHEDULES = {
     # name: (class, placement, stages per rank or None for --stages-per-rank)
@@ -46,21 +53,8 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--schedule", choices=sorted(SCHEDULES), default="1F1B")
     parser.add_argument("--microbatches", type=int, default=8)
-    parser.add_argument("--batch", type=int, default=16, help="samples per iteration")
-    parser.add_argument("--iters", type=int, default=6)
-    parser.add_argument("--warmup", type=int, default=1, help="iterations left out of the median")
     parser.add_argument("--stages-per-rank", type=int, default=2, help="for the interleaved ones")
-    parser.add_argument("--layers", type=int, default=8)
-    parser.add_argument("--dim", type=int, default=128)
-    parser.add_argument("--heads", type=int, default=4)
-    parser.add_argument("--seq", type=int, default=64)
-    parser.add_argument("--vocab", type=int, default=512)
-    parser.add_argument("--lr", type=float, default=0.05)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--dump", metavar="PREFIX", help="write PREFIX.rank<R>.pt at the end")
-    parser.add_argument(
-        "--summary-out", metavar="PATH", help="also write the summary to PATH ({rank}: the rank)"
-    )
+    add_job_arguments(parser)
     return parser.parse_args(argv)
 
 

@@ -36,7 +36,14 @@ import torch.distributed as dist
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))  # the zbkit package (adapters/pytorch), uninstalled
-from gpt_model import Gpt, GptConfig, lm_loss, split_stages, synthetic_batch  # noqa: E402
+from gpt_model import (  # noqa: E402
+    Gpt,
+    GptConfig,
+    add_job_arguments,
+    lm_loss,
+    split_stages,
+    synthetic_batch,
+)
 from zbkit import runtime  # noqa: E402
 from zbkit.executor import PipelineExecutor  # noqa: E402
 
@@ -51,19 +58,8 @@ def parse_args(argv=None):
         "--microbatches", type=int, default=None,
         help="must equal the schedule's (default: the schedule's)",
     )  # fmt: skip
-    parser.add_argument("--batch", type=int, default=16, help="samples per iteration")
-    parser.add_argument("--iters", type=int, default=6)
-    parser.add_argument("--warmup", type=int, default=1, help="iterations left out of the median")
-    parser.add_argument("--layers", type=int, default=8)
-    parser.add_argument("--dim", type=int, default=128)
-    parser.add_argument("--heads", type=int, default=4)
-    parser.add_argument("--seq", type=int, default=64)
-    parser.add_argument("--vocab", type=int, default=512)
-    parser.add_argument("--lr", type=float, default=0.05)
-    parser.add_argument("--seed", type=int, default=0)
+    add_job_arguments(parser)
     parser.add_argument("--timeout-s", type=float, default=300, help="per receive, see executor")
-    parser.add_argument("--dump", metavar="PREFIX", help="write PREFIX.rank<R>.pt at the end")
-    parser.add_argument("--summary-out", metavar="PATH", help="also write the summary ({rank})")
     parser.add_argument("--record-dir", metavar="D", help="record ops into D/rank<R>.zbshard")
     args = parser.parse_args(argv)
     if args.store is not None and args.schedule_id is None:

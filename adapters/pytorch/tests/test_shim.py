@@ -74,20 +74,30 @@ def zb(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(require_zb()), *args], capture_output=True, text=True, timeout=60)
 
 
-def tuned_schedule(tmp_path: Path, family: str, microbatches: int = 4) -> Path:
-    """A zb-schedule/1 file of `family` for 2 ranks, tuned by the real zb on uniform costs."""
-    costs = tmp_path / "costs.json"
+def tune_uniform(folder: Path, family: str, microbatches: int = 4, store: Path = None):
+    """A zb-schedule/1 file of `family` for 2 ranks, tuned by the real zb on uniform costs, and
+    its schedule id when also stored in `store` (else None)."""
+    costs = folder / "costs.json"
     costs.write_text(
         json.dumps(
             {"format": "zb-costs/1", "name": "bundled job", "comm": 0.05, "count": 2,
              "stages": [{"F": 1.0, "B": 1.0, "W": 0.8, "M_B": 1000, "M_W": 300}]}
         )
     )  # fmt: skip
-    out = tmp_path / f"{family}.json"
-    done = zb("tune", "--costs", str(costs), "-m", str(microbatches), "--mem-limit", "none",
-              "--family", family, "-o", str(out))  # fmt: skip
+    out = folder / f"{family}.json"
+    args = ["tune", "--costs", str(costs), "-m", str(microbatches), "--mem-limit", "none",
+            "--family", family, "-o", str(out)]  # fmt: skip
+    if store is not None:
+        args += ["--store", str(store)]
+    done = zb(*args)
     assert done.returncode == 0, done.stderr
-    return out
+    found = re.search(r"stored as schedule (\d+) in ", done.stdout)
+    assert (store is None) == (found is None), done.stdout
+    return out, int(found.group(1)) if found else None
+
+
+def tuned_schedule(tmp_path: Path, family: str, microbatches: int = 4) -> Path:
+    return tune_uniform(tmp_path, family, microbatches)[0]
 
 
 def assert_matches_reference(prefix: Path, job_args: list) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -21,6 +20,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from conftest import zb_binary  # noqa: E402
+from test_shim import free_port, tune_uniform  # noqa: E402
 from zbkit import _zbrt, runtime  # noqa: E402
 from zbkit.runtime import ZbrtError  # noqa: E402
 
@@ -59,29 +59,8 @@ def zb() -> Path:
 
 def tune(zb: Path, folder: Path, family: str, store: Path = None):
     """A zb-schedule/1 file of `family` for 2 ranks, m = 4, and its id when stored in `store`."""
-    costs = folder / "costs.json"
-    costs.write_text(
-        json.dumps(
-            {"format": "zb-costs/1", "name": "bundled job", "comm": 0.05, "count": 2,
-             "stages": [{"F": 1.0, "B": 1.0, "W": 0.8, "M_B": 1000, "M_W": 300}]}
-        )
-    )  # fmt: skip
-    out = folder / f"{family}.json"
-    cmd = [str(zb), "tune", "--costs", str(costs), "-m", "4", "--mem-limit", "none",
-           "--family", family, "-o", str(out)]  # fmt: skip
-    if store is not None:
-        cmd += ["--store", str(store)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    found = re.search(r"stored as schedule (\d+) in ", done.stdout)
-    assert (store is None) == (found is None), done.stdout
-    return out, int(found.group(1)) if found else None
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    assert zb.exists()
+    return tune_uniform(folder, family, 4, store)
 
 
 def job_env() -> dict:
