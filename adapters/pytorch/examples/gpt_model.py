@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from dataclasses import dataclass
 from typing import List
 
 import torch
 import torch.nn.functional as F
+import torch.distributed as dist
 from torch import nn
 
 
@@ -187,3 +189,14 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--summary-out", metavar="PATH", help="also write the summary to PATH ({rank}: the rank)"
     )
+
+
+def init_distributed():
+    """Joins the job's process group (torchrun's env://): NCCL with one GPU per rank where CUDA
+    is available, else gloo on CPU. Returns (rank, world size, this rank's device)."""
+    use_cuda = torch.cuda.is_available()
+    dist.init_process_group(backend="nccl" if use_cuda else "gloo")
+    device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if use_cuda else "cpu")
+    if use_cuda:
+        torch.cuda.set_device(device)
+    return dist.get_rank(), dist.get_world_size(), device

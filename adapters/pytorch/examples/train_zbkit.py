@@ -40,6 +40,7 @@ from gpt_model import (  # noqa: E402
     Gpt,
     GptConfig,
     add_job_arguments,
+    init_distributed,
     lm_loss,
     split_stages,
     synthetic_batch,
@@ -194,12 +195,7 @@ def merge(args, rank: int):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    use_cuda = torch.cuda.is_available()
-    dist.init_process_group(backend="nccl" if use_cuda else "gloo")
-    rank, ranks = dist.get_rank(), dist.get_world_size()
-    device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if use_cuda else "cpu")
-    if use_cuda:
-        torch.cuda.set_device(device)
+    rank, ranks, device = init_distributed()
 
     schedule = load_schedule(args)
     check_fits(args, schedule, ranks)
