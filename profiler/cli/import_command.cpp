@@ -41,16 +41,11 @@ int RunImportCommand(const Args& args, std::ostream& out, std::ostream& err) {
   input.run_kind = RunKind::kImport;
   input.command = path;
   input.default_name = DefaultNameFor(path);
-  if (is_dir && format_name == "chrome") {
+  const bool chrome_dir = is_dir && format_name == "chrome";
+  if (chrome_dir || format_name == "shards" || (format_name == "auto" && is_dir)) {
     std::vector<std::string> skipped;
-    auto traces = profiler::ImportChromeTraceDirectory(path, skipped);
-    if (!traces.ok()) return ReportError(err, command, traces.status());
-    for (const std::string& problem : skipped)
-      err << "zb import: warning: " << problem << "\n";
-    input.traces = std::move(*traces);
-  } else if (format_name == "shards" || (format_name == "auto" && is_dir)) {
-    std::vector<std::string> skipped;
-    auto traces = profiler::ReadShardDirectory(path, skipped);
+    auto traces = chrome_dir ? profiler::ImportChromeTraceDirectory(path, skipped)
+                             : profiler::ReadShardDirectory(path, skipped);
     if (!traces.ok()) return ReportError(err, command, traces.status());
     for (const std::string& problem : skipped)
       err << "zb import: warning: " << problem << "\n";

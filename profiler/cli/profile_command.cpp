@@ -81,11 +81,7 @@ std::string NameFromCommand(const std::vector<std::string>& command) {
 bool HoldsChromeTraces(const std::string& dir) {
   std::error_code error;
   for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
-    const std::string name = it->path().filename().string();
-    if (name.size() > 5 && (name.rfind(".json") == name.size() - 5 ||
-                            (name.size() > 8 && name.rfind(".json.gz") == name.size() - 8))) {
-      return true;
-    }
+    if (profiler::IsChromeTraceFileName(it->path().filename().string())) return true;
   }
   return false;
 }

@@ -477,14 +477,6 @@ Expected<std::vector<RawTrace>> ImportChromeTrace(const std::string& path) {
 
 namespace {
 
-bool IsChromeTraceName(const std::string& name) {
-  auto ends_with = [&](std::string_view suffix) {
-    return name.size() > suffix.size() &&
-           name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  return ends_with(".json") || ends_with(".json.gz");
-}
-
 // N of the first "rank<N>" in a file name, or -1.
 int32_t RankFromFileName(const std::string& name) {
   for (size_t at = name.find("rank"); at != std::string::npos; at = name.find("rank", at + 1)) {
@@ -503,13 +495,21 @@ int32_t RankFromFileName(const std::string& name) {
 
 }  // namespace
 
+bool IsChromeTraceFileName(const std::string& name) {
+  auto ends_with = [&](std::string_view suffix) {
+    return name.size() > suffix.size() &&
+           name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return ends_with(".json") || ends_with(".json.gz");
+}
+
 Expected<std::vector<RawTrace>> ImportChromeTraceDirectory(const std::string& dir,
                                                            std::vector<std::string>& skipped) {
   std::error_code error;
   std::vector<std::filesystem::path> paths;
   for (std::filesystem::directory_iterator it(dir, error), end; !error && it != end;
        it.increment(error)) {
-    if (it->is_regular_file() && IsChromeTraceName(it->path().filename().string())) {
+    if (it->is_regular_file() && IsChromeTraceFileName(it->path().filename().string())) {
       paths.push_back(it->path());
     }
   }

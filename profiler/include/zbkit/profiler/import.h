@@ -41,6 +41,9 @@ Expected<std::vector<RawTrace>> ImportChromeTrace(const std::string& path);
 // `source` names the input in errors and in RawTrace::source ("chrome:<source>").
 Expected<std::vector<RawTrace>> ParseChromeTrace(const std::string& text,
                                                  const std::string& source);
+// A file name ImportChromeTraceDirectory reads: *.json or *.json.gz.
+bool IsChromeTraceFileName(const std::string& name);
+
 // Every Chrome trace in a directory (*.json, *.json.gz; one per rank, as PyTorch's profiler or
 // zbkit's torch hook writes them), in name order. A trace without distributedInfo takes its rank
 // from a "rank<N>" in its file name. A file that cannot be read or parsed is skipped and its error
