@@ -94,7 +94,6 @@ struct Measurement {
 
 // One schedule of the demo: its jobs' measurements over the rounds, and its prediction.
 struct DemoRow {
-  std::string name;
   std::optional<double> predicted_ms;
   Measurement measured;
   double median_ms() const {
@@ -120,6 +119,11 @@ class Demo {
   Expected<profiler::Analysis> Profile();
   Status MeasureTorchMemory();
   Expected<tuner::TuneOutcome> TuneSchedule(const CostProfile& costs);
+  // Runs `script` with `args` and the demo's iteration counts, and adds what it measured to
+  // `row`'s iterations (and peak memory, where the job reports it).
+  Status TimeJob(const std::string& row, const std::string& tag, const std::string& script,
+                 std::vector<std::string> args, EnvironmentOverrides env = {});
+  Status TimeTorchSchedules(int round);
   Status MeasureRound(int round, const Schedule& tuned, int64_t schedule_id);
   Expected<bool> CheckResults();
   void Report(const tuner::TuneOutcome& outcome, bool results_match);
@@ -248,9 +252,7 @@ Status Demo::MeasureTorchMemory() {
         tag, "train_pipelining.py", {"--schedule", schedule.name, "--iters", "2", "--warmup", "1"},
         {{"ZBKIT_MEMORY_REPORT", Summary(tag).string()}, PythonPathWithHook(hook_)}));
     ZB_ASSIGN_OR_RETURN(Measurement measured, ReadMeasurement(tag, true));
-    DemoRow& row = rows_[schedule.name];
-    row.name = schedule.name;
-    row.measured.peak_bytes = measured.peak_bytes;
+    rows_[schedule.name].measured.peak_bytes = measured.peak_bytes;
   }
   return Status::Ok();
 }
@@ -315,38 +317,41 @@ std::vector<std::string> Demo::ShimArgs(const Schedule& tuned) const {
   return {"--schedule", "Interleaved1F1B", "--stages-per-rank", std::to_string(tuned.chunks)};
 }
 
-Status Demo::MeasureRound(int round, const Schedule& tuned, int64_t schedule_id) {
-  const std::vector<std::string> timing = {"--iters", std::to_string(settings_.iters), "--warmup",
-                                           std::to_string(settings_.warmup)};
-  auto add = [&](const std::string& name, const std::string& tag) -> Status {
-    ZB_ASSIGN_OR_RETURN(Measurement measured, ReadMeasurement(tag, false));
-    DemoRow& row = rows_[name];
-    row.name = name;
-    row.measured.iteration_s.insert(row.measured.iteration_s.end(), measured.iteration_s.begin(),
-                                    measured.iteration_s.end());
-    if (!measured.peak_bytes.empty()) row.measured.peak_bytes = measured.peak_bytes;
-    return Status::Ok();
-  };
-  const std::string suffix = "-round" + std::to_string(round);
+Status Demo::TimeJob(const std::string& row, const std::string& tag, const std::string& script,
+                     std::vector<std::string> args, EnvironmentOverrides env) {
+  args.insert(args.end(), {"--iters", std::to_string(settings_.iters), "--warmup",
+                           std::to_string(settings_.warmup)});
+  ZB_RETURN_IF_ERROR(RunJob(tag, script, args, std::move(env)));
+  ZB_ASSIGN_OR_RETURN(Measurement measured, ReadMeasurement(tag, false));
+  Measurement& kept = rows_[row].measured;
+  kept.iteration_s.insert(kept.iteration_s.end(), measured.iteration_s.begin(),
+                          measured.iteration_s.end());
+  if (!measured.peak_bytes.empty()) kept.peak_bytes = measured.peak_bytes;
+  return Status::Ok();
+}
+
+Status Demo::TimeTorchSchedules(int round) {
   for (const TorchSchedule& schedule : kTorchSchedules) {
-    std::vector<std::string> args = {"--schedule", schedule.name};
-    args.insert(args.end(), timing.begin(), timing.end());
-    ZB_RETURN_IF_ERROR(RunJob(schedule.name + suffix, "train_pipelining.py", args, {}));
-    ZB_RETURN_IF_ERROR(add(schedule.name, schedule.name + suffix));
+    ZB_RETURN_IF_ERROR(TimeJob(schedule.name,
+                               std::string(schedule.name) + "-round" + std::to_string(round),
+                               "train_pipelining.py", {"--schedule", schedule.name}));
   }
+  return Status::Ok();
+}
+
+Status Demo::MeasureRound(int round, const Schedule& tuned, int64_t schedule_id) {
+  ZB_RETURN_IF_ERROR(TimeTorchSchedules(round));
+  const std::string suffix = "-round" + std::to_string(round);
   const std::string shim = std::string(kTuned) + " " + tuned.family + " (shim)";
   const std::string executor = std::string(kTuned) + " " + tuned.family + " (executor)";
   std::vector<std::string> args = ShimArgs(tuned);
-  args.insert(args.end(), timing.begin(), timing.end());
   if (round == 1) {
     args.insert(args.end(), {"--dump", (settings_.dir / "dump-shim").string()});
   }
-  ZB_RETURN_IF_ERROR(RunJob("shim" + suffix, "train_pipelining.py", args,
-                            {{"ZBKIT_SCHEDULE", tuned_csv_}, PythonPathWithHook(hook_)}));
-  ZB_RETURN_IF_ERROR(add(shim, "shim" + suffix));
+  ZB_RETURN_IF_ERROR(TimeJob(shim, "shim" + suffix, "train_pipelining.py", args,
+                             {{"ZBKIT_SCHEDULE", tuned_csv_}, PythonPathWithHook(hook_)}));
 
   args = {"--store", settings_.store, "--schedule-id", std::to_string(schedule_id)};
-  args.insert(args.end(), timing.begin(), timing.end());
   if (round == 1) {
     const fs::path record = settings_.dir / "record";
     std::error_code error;
@@ -354,8 +359,7 @@ Status Demo::MeasureRound(int round, const Schedule& tuned, int64_t schedule_id)
     args.insert(args.end(), {"--record-dir", record.string(), "--dump",
                              (settings_.dir / "dump-executor").string()});
   }
-  ZB_RETURN_IF_ERROR(RunJob("executor" + suffix, "train_zbkit.py", args, {}));
-  ZB_RETURN_IF_ERROR(add(executor, "executor" + suffix));
+  ZB_RETURN_IF_ERROR(TimeJob(executor, "executor" + suffix, "train_zbkit.py", args));
   if (round == 1) {
     std::ifstream in(Summary("executor" + suffix) / "rank0.json");
     json summary = json::parse(in, nullptr, false);
@@ -427,7 +431,7 @@ void Demo::Report(const tuner::TuneOutcome& outcome, bool results_match) {
   std::string best_torch;
   for (const std::string& name : order_) {
     const DemoRow& row = rows_.at(name);
-    const bool torch = row.name.rfind(kTuned, 0) != 0;
+    const bool torch = name.rfind(kTuned, 0) != 0;
     if (torch && (best_torch.empty() || row.median_ms() < rows_.at(best_torch).median_ms())) {
       best_torch = name;
     }
@@ -492,16 +496,7 @@ Status Demo::Run() {
   ZB_ASSIGN_OR_RETURN(profiler::Analysis analysis, Profile());
   ZB_RETURN_IF_ERROR(MeasureTorchMemory());
   // A first timed round of torch's schedules alone ranks them for the "auto" cap.
-  for (const TorchSchedule& schedule : kTorchSchedules) {
-    const std::string tag = std::string(schedule.name) + "-round0";
-    ZB_RETURN_IF_ERROR(
-        RunJob(tag, "train_pipelining.py",
-               {"--schedule", schedule.name, "--iters", std::to_string(settings_.iters), "--warmup",
-                std::to_string(settings_.warmup)},
-               {}));
-    ZB_ASSIGN_OR_RETURN(Measurement measured, ReadMeasurement(tag, false));
-    rows_[schedule.name].measured.iteration_s = measured.iteration_s;
-  }
+  ZB_RETURN_IF_ERROR(TimeTorchSchedules(0));
   ZB_ASSIGN_OR_RETURN(tuner::TuneOutcome outcome, TuneSchedule(analysis.costs));
   // Only the alternating rounds below count, for torch's schedules as for zbkit's.
   for (auto& [name, row] : rows_)
