@@ -81,7 +81,7 @@ struct DemoSettings {
   int rounds = 2;
   std::string mem_limit = "auto";
   std::vector<std::string> model_flags;  // model size, batch and microbatches, for every job
-  int microbatches = 8;
+  int microbatches = 4;
   int batch = 16;
   bool json = false;
 };

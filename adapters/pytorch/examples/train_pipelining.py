@@ -53,7 +53,7 @@ SCHEDULES = {
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--schedule", choices=sorted(SCHEDULES), default="1F1B")
-    parser.add_argument("--microbatches", type=int, default=8)
+    parser.add_argument("--microbatches", type=int, default=4)
     parser.add_argument("--stages-per-rank", type=int, default=2, help="for the interleaved ones")
     add_job_arguments(parser)
     return parser.parse_args(argv)
