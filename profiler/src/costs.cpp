@@ -289,6 +289,8 @@ CostProfile CostReport::ToCostProfile() const {
     if (stats.b.samples > 0) {
       cost.b = stats.b.median;
       cost.w = stats.w.median;
+      // A profile that ran some backwards split and some fused measured both ways.
+      if (stats.bw.samples > 0) cost.bw = stats.bw.median;
     } else {
       cost.b = stats.bw.median;
       cost.w = stats.w.samples > 0 ? stats.w.median : 0;

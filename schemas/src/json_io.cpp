@@ -124,13 +124,17 @@ Expected<CostProfile> ParseCostsObject(const json& value, const std::string& pat
   }
   for (size_t i = 0; i < stages->size(); ++i) {
     Reader stage_reader((*stages)[i], reader.FieldPath("stages") + "[" + std::to_string(i) + "]");
-    ZB_RETURN_IF_ERROR(stage_reader.ExpectObject({"F", "B", "W", "M_B", "M_W"}));
+    ZB_RETURN_IF_ERROR(stage_reader.ExpectObject({"F", "B", "W", "BW", "M_B", "M_W"}));
     ZB_ASSIGN_OR_RETURN(double f, stage_reader.Number("F", 0, /*min_exclusive=*/true));
     ZB_ASSIGN_OR_RETURN(double b, stage_reader.Number("B", 0));
     ZB_ASSIGN_OR_RETURN(double w, stage_reader.Number("W", 0));
     ZB_ASSIGN_OR_RETURN(double m_b, stage_reader.Number("M_B", 0));
     ZB_ASSIGN_OR_RETURN(double m_w, stage_reader.Number("M_W", 0));
-    costs.stages.push_back({MsToNs(f), MsToNs(b), MsToNs(w), m_b, m_w});
+    double bw = 0;  // optional: absent = not measured
+    if (stage_reader.Has("BW")) {
+      ZB_ASSIGN_OR_RETURN(bw, stage_reader.Number("BW", 0));
+    }
+    costs.stages.push_back({MsToNs(f), MsToNs(b), MsToNs(w), m_b, m_w, MsToNs(bw)});
     if (costs.stages.back().f <= 0) {
       return InvalidInput(stage_reader.FieldPath("F") + ": must be at least 1 ns");
     }
@@ -151,11 +155,13 @@ json CostsBody(const CostProfile& costs) {
   json body = json::object();
   body["comm"] = NsToMs(costs.comm);
   auto stage_json = [](const StageCost& stage) {
-    return json{{"F", NsToMs(stage.f)},
-                {"B", NsToMs(stage.b)},
-                {"W", NsToMs(stage.w)},
-                {"M_B", stage.m_b},
-                {"M_W", stage.m_w}};
+    json entry{{"F", NsToMs(stage.f)},
+               {"B", NsToMs(stage.b)},
+               {"W", NsToMs(stage.w)},
+               {"M_B", stage.m_b},
+               {"M_W", stage.m_w}};
+    if (stage.bw > 0) entry["BW"] = NsToMs(stage.bw);
+    return entry;
   };
   if (costs.num_stages() > 1 && costs.IsUniform()) {
     body["count"] = costs.num_stages();

@@ -25,6 +25,7 @@ extern const char* const kZbkitStoreSql;
 extern const char* const kZbkitMigration002Sql;
 extern const char* const kZbkitMigration003Sql;
 extern const char* const kZbkitMigration004Sql;
+extern const char* const kZbkitMigration005Sql;
 
 namespace zb {
 namespace {
@@ -47,6 +48,7 @@ constexpr Migration kMigrations[] = {
     {2, &kZbkitMigration002Sql},  // timeline_ops.kind accepts 'COMM'
     {3, &kZbkitMigration003Sql},  // runs, measured cost profiles: run link, memory source, spread
     {4, &kZbkitMigration004Sql},  // timeline_ops.iteration
+    {5, &kZbkitMigration005Sql},  // cost_profile_stages.bw_ns
 };
 static_assert(kMigrations[std::size(kMigrations) - 1].version == Store::kSchemaVersion,
               "the last migration step must produce Store::kSchemaVersion");

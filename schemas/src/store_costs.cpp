@@ -82,7 +82,8 @@ Expected<int64_t> Store::Impl::WriteCostProfile(int64_t job_id, const std::strin
 
   ZB_ASSIGN_OR_RETURN(Statement stage, conn.Prepare("INSERT INTO cost_profile_stages"
                                                     " (profile_id, stage, f_ns, b_ns, w_ns, m_b,"
-                                                    " m_w) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                                                    " m_w, bw_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6,"
+                                                    " ?7, ?8)",
                                                     what));
   stage.BindInt(1, id);
   for (size_t s = 0; s < costs.stages.size(); ++s) {
@@ -94,6 +95,7 @@ Expected<int64_t> Store::Impl::WriteCostProfile(int64_t job_id, const std::strin
     stage.BindInt(5, cost.w);
     stage.BindDouble(6, cost.m_b);
     stage.BindDouble(7, cost.m_w);
+    stage.BindInt(8, cost.bw);
     ZB_RETURN_IF_ERROR(stage.Run(std::string(what) + ": stage " + std::to_string(s)));
   }
   if (details == nullptr) return id;
@@ -125,7 +127,7 @@ Expected<CostProfile> Store::Impl::ReadCostProfile(int64_t id, std::string_view 
   costs.comm = *comm;
   ZB_RETURN_IF_ERROR(sqlite::QueryInto(
       conn,
-      "SELECT stage, f_ns, b_ns, w_ns, m_b, m_w FROM cost_profile_stages"
+      "SELECT stage, f_ns, b_ns, w_ns, m_b, m_w, bw_ns FROM cost_profile_stages"
       " WHERE profile_id = ?1 ORDER BY stage",
       what, bind_id,
       [&](const Statement& row) -> Expected<StageCost> {
@@ -133,7 +135,8 @@ Expected<CostProfile> Store::Impl::ReadCostProfile(int64_t id, std::string_view 
           return Inconsistent(what, "cost profile " + std::to_string(id) + " has no stage " +
                                         std::to_string(costs.stages.size()));
         }
-        return StageCost{row.Int(1), row.Int(2), row.Int(3), row.Double(4), row.Double(5)};
+        return StageCost{row.Int(1),    row.Int(2),    row.Int(3),
+                         row.Double(4), row.Double(5), row.Int(6)};
       },
       costs.stages));
   return costs;

@@ -58,6 +58,7 @@ CostProfile CostProfile::SplitStages(int parts) const {
       sub.f = share(stage.f);
       sub.b = share(stage.b);
       sub.w = share(stage.w);
+      sub.bw = share(stage.bw);
       sub.m_b = stage.m_b / parts;
       sub.m_w = stage.m_w / parts;
       split.stages.push_back(sub);

@@ -24,6 +24,7 @@ Status ValidateCostProfile(const CostProfile& costs) {
     if (stage.f <= 0) return InvalidInput(path + "F: must be > 0");
     if (stage.b < 0) return InvalidInput(path + "B: must be >= 0");
     if (stage.w < 0) return InvalidInput(path + "W: must be >= 0");
+    if (stage.bw < 0) return InvalidInput(path + "BW: must be >= 0");
     if (!std::isfinite(stage.m_b) || stage.m_b < 0) {
       return InvalidInput(path + "M_B: must be a finite number >= 0");
     }

@@ -150,6 +150,35 @@ TEST(CostReport, NoSplitExportsBwAsBAndZeroW) {
   EXPECT_TRUE(noted);
 }
 
+// The torch hook's profile window: odd microbatches run their backward fused, even ones split.
+TEST(CostReport, SplitAndFusedBackwardsGiveBWAndWAndBW) {
+  Attribution a;
+  a.ranks = 1;
+  a.num_stages = 1;
+  a.split = true;
+  for (int iteration = 0; iteration < 3; ++iteration) {
+    for (int mb = 0; mb < 4; ++mb) {
+      a.ops.push_back(Op(0, 0, OpKind::kF, mb, iteration, 100));
+      if (mb % 2 == 1) {
+        a.ops.push_back(Op(0, 0, OpKind::kBW, mb, iteration, 170 + iteration));
+      } else {
+        a.ops.push_back(Op(0, 0, OpKind::kB, mb, iteration, 110));
+        a.ops.push_back(Op(0, 0, OpKind::kW, mb, iteration, 80));
+      }
+    }
+  }
+  auto report = BuildCostReport(a, {});
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  const CostProfile costs = report->ToCostProfile();
+  EXPECT_EQ(costs.stages[0].b, 110);
+  EXPECT_EQ(costs.stages[0].w, 80);
+  EXPECT_EQ(costs.stages[0].bw, 171);  // median of 170, 170, 171, 171, 172, 172
+  EXPECT_EQ(costs.stages[0].Duration(OpKind::kBW), 171);
+  EXPECT_TRUE(ValidateCostProfile(costs).ok());
+  // A split-only profile keeps BW unmeasured.
+  EXPECT_EQ(BuildCostReport(SplitJob(), {})->ToCostProfile().stages[0].bw, 0);
+}
+
 TEST(CostReport, ChunksAreSummedPerRank) {
   Attribution a;
   a.ranks = 2;

@@ -54,6 +54,25 @@ TEST(CostsJsonTest, CountExpandsOneEntryAndRoundTrips) {
   EXPECT_EQ(*round_trip, *heterogeneous);
 }
 
+TEST(CostsJsonTest, FusedBackwardIsOptionalAndRoundTrips) {
+  auto costs = ParseCostsJson(
+      R"({"format": "zb-costs/1", "stages": [{"F": 1, "B": 2, "W": 1.5, "BW": 3, "M_B": 2, "M_W": 1},
+                                            {"F": 1, "B": 2, "W": 1.5, "M_B": 2, "M_W": 1}]})",
+      "c.json");
+  ASSERT_TRUE(costs.ok()) << costs.status().message();
+  EXPECT_EQ(costs->stages[0].bw, 3'000'000);
+  EXPECT_EQ(costs->stages[0].Duration(OpKind::kBW), 3'000'000);  // measured: shorter than B + W
+  EXPECT_EQ(costs->stages[1].bw, 0);
+  EXPECT_EQ(costs->stages[1].Duration(OpKind::kBW), 3'500'000);  // not measured: B + W
+  const std::string written = CostsToJson(*costs);
+  EXPECT_EQ(written.find("\"BW\""), written.rfind("\"BW\"")) << "written once: " << written;
+  auto again = ParseCostsJson(written, "again");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *costs);
+  EXPECT_EQ(ErrorOf(R"({"format": "zb-costs/1", "stages": [{"F": 1, "B": 1, "W": 1, "BW": -1, "M_B": 2, "M_W": 1}]})"),
+            "c.json: stages[0].BW: must be a finite number >= 0, got -1");
+}
+
 TEST(CostsJsonTest, BadInputNamesTheField) {
   EXPECT_EQ(ErrorOf(R"({"format": "zb-costs/1", "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 2}]})"),
             "c.json: stages[0].M_W: missing field");

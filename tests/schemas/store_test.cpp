@@ -294,11 +294,14 @@ TEST_F(StoreTest, CostProfileRoundTripsAndIsListed) {
   ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
   ZB_ASSERT_OK_AND_ASSIGN(int64_t cluster, store.EnsureCluster(Cluster("node-a")));
   ZB_ASSERT_OK_AND_ASSIGN(int64_t job, store.EnsureJob(cluster, "gpt"));
-  const CostProfile costs = MakeVSchedule().costs;
+  CostProfile costs = MakeVSchedule().costs;
+  costs.stages[2].bw = 123'456;  // a measured fused backward on one stage, "not measured" on the rest
   ZB_ASSERT_OK_AND_ASSIGN(int64_t id, store.InsertCostProfile(job, "measured", costs));
   ZB_ASSERT_OK_AND_ASSIGN(CostProfile loaded, store.LoadCostProfile(id));
   EXPECT_EQ(loaded, costs);
   EXPECT_EQ(loaded.stages[1].m_b, 0.1);  // bit-exact doubles, not "close"
+  EXPECT_EQ(loaded.stages[2].bw, 123'456);
+  EXPECT_EQ(loaded.stages[1].bw, 0);
 
   ZB_ASSERT_OK_AND_ASSIGN(auto infos, store.ListCostProfiles());
   ASSERT_EQ(infos.size(), 1u);
@@ -1184,7 +1187,7 @@ TEST_F(StoreTest, VersionThreeStoreMigratesToVersionFourWithIterationZero) {
               0);
   }
   ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
-  EXPECT_EQ(store.schema_version(), 4);
+  EXPECT_EQ(store.schema_version(), Store::kSchemaVersion);
   ZB_ASSERT_OK_AND_ASSIGN(Timeline loaded, store.LoadTimeline(7));
   ASSERT_EQ(loaded.ops.size(), 3u);
   for (const TimelineOp& op : loaded.ops)
@@ -1194,7 +1197,7 @@ TEST_F(StoreTest, VersionThreeStoreMigratesToVersionFourWithIterationZero) {
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].kind, RunKind::kProfile);
   RawDb raw(path);
-  EXPECT_EQ(raw.Int("PRAGMA user_version"), 4);
+  EXPECT_EQ(raw.Int("PRAGMA user_version"), Store::kSchemaVersion);
   EXPECT_EQ(raw.Text("PRAGMA integrity_check"), "ok");
   EXPECT_EQ(raw.Int("SELECT count(*) FROM timeline_ops WHERE iteration = 0"), 3);
   // The new column keeps the table's rule that nothing is negative.
@@ -1226,6 +1229,38 @@ TEST_F(StoreTest, FailedVersionFourMigrationLeavesVersionThree) {
   RawDb raw(path);
   EXPECT_EQ(raw.Int("PRAGMA user_version"), 3);
   EXPECT_EQ(raw.Int("SELECT count(*) FROM timeline_ops"), 3);
+}
+
+// ---- Version 5: the fused backward's cost ---------------------------------------------------
+
+void MakeVersionFourStore(const std::string& path) {
+  MakeVersionThreeStore(path);
+  const std::string step = ReadBytes(std::string(ZBKIT_TEST_DATA_DIR) +
+                                     "/../../schemas/migrations/004_timeline_op_iteration.sql");
+  ASSERT_NE(step.find("ADD COLUMN iteration"), std::string::npos);
+  RawDb raw(path);
+  raw.Exec(step);
+  raw.Exec("PRAGMA user_version = 4");
+}
+
+TEST_F(StoreTest, VersionFourStoreMigratesToVersionFiveWithUnmeasuredFusedBackward) {
+  const std::string path = PathOf("v4.db");
+  MakeVersionFourStore(path);
+  ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
+  EXPECT_EQ(store.schema_version(), 5);
+  ZB_ASSERT_OK_AND_ASSIGN(CostProfile loaded, store.LoadCostProfile(4));
+  ASSERT_EQ(loaded.stages.size(), 1u);
+  EXPECT_EQ(loaded.stages[0].f, 10);
+  EXPECT_EQ(loaded.stages[0].w, 30);
+  EXPECT_EQ(loaded.stages[0].bw, 0);                            // not measured ...
+  EXPECT_EQ(loaded.stages[0].Duration(OpKind::kBW), 20 + 30);  // ... so BW lasts B + W
+  RawDb raw(path);
+  EXPECT_EQ(raw.Text("PRAGMA integrity_check"), "ok");
+  char* error = nullptr;
+  EXPECT_NE(sqlite3_exec(raw.get(), "UPDATE cost_profile_stages SET bw_ns = -1", nullptr, nullptr,
+                         &error),
+            SQLITE_OK);
+  sqlite3_free(error);
 }
 
 // A measured timeline of two iterations on two ranks.

@@ -414,6 +414,14 @@ class _StageLabels:
                     return backward(
                         bwd_chunk_id, loss=loss, full_backward=False, last_backward=last_backward
                     )
+            if bwd_chunk_id % 2 == 1:
+                # Every other microbatch runs fused, as the script asked, so that the profile
+                # measures the fused backward (BW) beside its split into I and W: on some
+                # hardware the split costs more than the fused pass (docs/cost-model.md §2).
+                with record_function(f"PP:{s}B{bwd_chunk_id}"):
+                    return backward(
+                        bwd_chunk_id, loss=loss, full_backward=True, last_backward=last_backward
+                    )
             # As _PipelineScheduleRuntime runs an I then a W: the DP gradient sync that
             # last_backward asks for belongs to the W, which completes the gradients.
             with record_function(f"PP:{s}I{bwd_chunk_id}"):

@@ -142,7 +142,7 @@ class Store {
   // 3: runs carry command and exit code; cost profiles link to their run, say where their
   //    memory figures come from and keep per-stage spread and per-hop comm (side tables).
   // 4: timeline_ops.iteration (TimelineOp::iteration; 0 for ops stored before).
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
 
   enum class Mode {
     kReadWrite,  // create the file if missing, migrate it to kSchemaVersion

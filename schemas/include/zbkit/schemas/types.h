@@ -40,6 +40,11 @@ struct StageCost {
   TimeNs w = 0;
   double m_b = 0;  // activation memory held from F until B
   double m_w = 0;  // part of it still held from B until W
+  // The fused backward (B and W in one pass) where it was measured; 0: not measured, b + w.
+  // Fusing saves the split's own overhead (a second walk of the graph), which on some hardware
+  // makes BW shorter than B + W (docs/cost-model.md §2). Last, so that {f, b, w, m_b, m_w}
+  // initializers keep their meaning.
+  TimeNs bw = 0;
 
   TimeNs Duration(OpKind kind) const {
     switch (kind) {
@@ -50,7 +55,7 @@ struct StageCost {
       case OpKind::kW:
         return w;
       case OpKind::kBW:
-        return b + w;
+        return bw > 0 ? bw : b + w;
       case OpKind::kComm:
         return 0;
     }
@@ -74,7 +79,8 @@ struct StageCost {
     return 0;
   }
   bool operator==(const StageCost& other) const {
-    return f == other.f && b == other.b && w == other.w && m_b == other.m_b && m_w == other.m_w;
+    return f == other.f && b == other.b && w == other.w && bw == other.bw && m_b == other.m_b &&
+           m_w == other.m_w;
   }
 };
 
