@@ -69,8 +69,10 @@ TEST(CostsJsonTest, FusedBackwardIsOptionalAndRoundTrips) {
   auto again = ParseCostsJson(written, "again");
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, *costs);
-  EXPECT_EQ(ErrorOf(R"({"format": "zb-costs/1", "stages": [{"F": 1, "B": 1, "W": 1, "BW": -1, "M_B": 2, "M_W": 1}]})"),
-            "c.json: stages[0].BW: must be a finite number >= 0, got -1");
+  EXPECT_EQ(
+      ErrorOf(
+          R"({"format": "zb-costs/1", "stages": [{"F": 1, "B": 1, "W": 1, "BW": -1, "M_B": 2, "M_W": 1}]})"),
+      "c.json: stages[0].BW: must be a finite number >= 0, got -1");
 }
 
 TEST(CostsJsonTest, BadInputNamesTheField) {

@@ -295,7 +295,8 @@ TEST_F(StoreTest, CostProfileRoundTripsAndIsListed) {
   ZB_ASSERT_OK_AND_ASSIGN(int64_t cluster, store.EnsureCluster(Cluster("node-a")));
   ZB_ASSERT_OK_AND_ASSIGN(int64_t job, store.EnsureJob(cluster, "gpt"));
   CostProfile costs = MakeVSchedule().costs;
-  costs.stages[2].bw = 123'456;  // a measured fused backward on one stage, "not measured" on the rest
+  costs.stages[2].bw =
+      123'456;  // a measured fused backward on one stage, "not measured" on the rest
   ZB_ASSERT_OK_AND_ASSIGN(int64_t id, store.InsertCostProfile(job, "measured", costs));
   ZB_ASSERT_OK_AND_ASSIGN(CostProfile loaded, store.LoadCostProfile(id));
   EXPECT_EQ(loaded, costs);
@@ -1252,7 +1253,7 @@ TEST_F(StoreTest, VersionFourStoreMigratesToVersionFiveWithUnmeasuredFusedBackwa
   ASSERT_EQ(loaded.stages.size(), 1u);
   EXPECT_EQ(loaded.stages[0].f, 10);
   EXPECT_EQ(loaded.stages[0].w, 30);
-  EXPECT_EQ(loaded.stages[0].bw, 0);                            // not measured ...
+  EXPECT_EQ(loaded.stages[0].bw, 0);                           // not measured ...
   EXPECT_EQ(loaded.stages[0].Duration(OpKind::kBW), 20 + 30);  // ... so BW lasts B + W
   RawDb raw(path);
   EXPECT_EQ(raw.Text("PRAGMA integrity_check"), "ok");
