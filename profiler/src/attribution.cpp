@@ -367,10 +367,11 @@ void AddMemory(const RawTrace& trace, ProcessOps& proc, Attribution& result) {
     auto lo =
         std::lower_bound(events.begin(), events.end(), std::make_pair(op.cpu_start, INT64_MIN));
     auto hi = std::upper_bound(events.begin(), events.end(), std::make_pair(op.cpu_end, INT64_MAX));
-    if (hi > lo) {
-      op.has_memory = true;
-      op.memory_net = prefix[hi - events.begin()] - prefix[lo - events.begin()];
-    }
+    // The trace records every allocation of the process, so an op with none inside it measured
+    // a net change of 0 (a first stage's B, which has no input gradient to compute, frees
+    // nothing: everything its forward saved stays for W, M_W = M_B).
+    op.has_memory = true;
+    op.memory_net = hi > lo ? prefix[hi - events.begin()] - prefix[lo - events.begin()] : 0;
   }
 }
 

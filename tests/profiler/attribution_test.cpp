@@ -497,6 +497,14 @@ TEST(Attribution, MemoryNetInsideOps) {
   EXPECT_EQ(a->ops[0].memory_net, 1300);
   EXPECT_EQ(a->ops[1].memory_net, -800);
   EXPECT_EQ(a->ops[2].memory_net, -500);
+
+  // A B with no allocation inside it (a first stage's: no input gradient) measured 0, not
+  // "unknown": what the F saved stays for W.
+  trace.memory = {{150, 1000, 0}, {550, -1000, 0}};
+  auto empty_b = Attribute({trace}, RuleSet());
+  ASSERT_TRUE(empty_b.ok());
+  EXPECT_TRUE(empty_b->ops[1].has_memory);
+  EXPECT_EQ(empty_b->ops[1].memory_net, 0);
 }
 
 TEST(Attribution, NothingRecognizedGivesNoOps) {

@@ -74,6 +74,7 @@ nlohmann::json ReportJson(const TuneOutcome& outcome) {
       entry["lower_bound"] = NsToMs(row.lower_bound);
       entry["t_over_lb"] = row.t_over_lb;
       entry["fits"] = row.fits;
+      entry["fused_backwards"] = row.fused_backwards;
     }
     report["candidates"].push_back(entry);
   }
@@ -85,7 +86,12 @@ nlohmann::json ReportJson(const TuneOutcome& outcome) {
 void PrintTextSummary(const TuneOutcome& outcome, const po::variables_map& values,
                       std::ostream& out) {
   const ComparisonRow& best = outcome.rows[outcome.best];
-  out << "best: " << best.family << ", makespan " << FormatMs(best.makespan) << " ms, bubble "
+  out << "best: " << best.family;
+  if (best.fused_backwards > 0) {
+    out << " (" << best.fused_backwards
+        << " backwards fused: the measured BW is shorter than B + W)";
+  }
+  out << ", makespan " << FormatMs(best.makespan) << " ms, bubble "
       << FormatFixed(best.bubble_rate, 4) << ", T/LB " << FormatFixed(best.t_over_lb, 3) << "\n";
   if (outcome.schedule_id) {
     out << "stored as schedule " << *outcome.schedule_id << " in "

@@ -13,6 +13,14 @@ LowerBounds ComputeLowerBounds(const CostProfile& costs, int ranks, int microbat
   const int v = num_stages / p;
   const double m = microbatches;
   const std::vector<StageCost>& stage = costs.stages;
+  // Where a stage's fused backward was measured (StageCost::bw), a schedule may run it in place of
+  // B and W, so every term below takes the shorter of the two ways: the bound stays a bound.
+  auto fused = [&](int s) { return stage[s].bw > 0; };
+  auto b_min = [&](int s) { return fused(s) ? std::min(stage[s].b, stage[s].bw) : stage[s].b; };
+  auto backward_min = [&](int s) {  // B and W of one microbatch, split or fused
+    const TimeNs split = stage[s].b + stage[s].w;
+    return fused(s) ? std::min(split, stage[s].bw) : split;
+  };
   auto hop = [&](int from) {  // latency of the edge from stage `from` to stage `from + 1`
     return RankOfStage(placement, p, from) != RankOfStage(placement, p, from + 1) ? costs.comm : 0;
   };
@@ -23,16 +31,16 @@ LowerBounds ComputeLowerBounds(const CostProfile& costs, int ranks, int microbat
   for (int s = 1; s < num_stages; ++s)
     head[s] = head[s - 1] + stage[s - 1].f + hop(s - 1);
   for (int s = num_stages - 2; s >= 0; --s) {
-    round_trip[s] = round_trip[s + 1] + stage[s + 1].f + stage[s + 1].b + 2 * hop(s);
+    round_trip[s] = round_trip[s + 1] + stage[s + 1].f + b_min(s + 1) + 2 * hop(s);
   }
   for (int s = 1; s < num_stages; ++s)
-    b_chain[s] = b_chain[s - 1] + hop(s - 1) + stage[s - 1].b;
+    b_chain[s] = b_chain[s - 1] + hop(s - 1) + b_min(s - 1);
 
   double makespan = 0;
   double span = 0;
   for (int s = 0; s < num_stages; ++s) {
     const double critical = static_cast<double>(head[s]) + m * stage[s].f + round_trip[s] +
-                            stage[s].b + b_chain[s] + stage[0].w;
+                            b_min(s) + b_chain[s] + (backward_min(0) - b_min(0));
     makespan = std::max(makespan, critical);
   }
   for (int d = 0; d < p; ++d) {
@@ -44,11 +52,13 @@ LowerBounds ComputeLowerBounds(const CostProfile& costs, int ranks, int microbat
     double held = 0;  // memory x time that m microbatches must hold on this rank
     for (int s : stages) {
       first_start = std::min(first_start, head[s]);
-      work += m * static_cast<double>(stage[s].f + stage[s].b + stage[s].w);
+      work += m * static_cast<double>(stage[s].f + backward_min(s));
       const double a = stage[s].m_b;
       const double a_minus_b = stage[s].m_w;
-      held += m * (static_cast<double>(stage[s].f + round_trip[s] + stage[s].b) * a +
-                   static_cast<double>(stage[s].w) * a_minus_b);
+      double backward_held = static_cast<double>(stage[s].b) * a +
+                             static_cast<double>(stage[s].w) * a_minus_b;  // split: M_W until W
+      if (fused(s)) backward_held = std::min(backward_held, static_cast<double>(stage[s].bw) * a);
+      held += m * (static_cast<double>(stage[s].f + round_trip[s]) * a + backward_held);
     }
     double busy_bound = work;  // LB1 without the head
     if (v == 1) {

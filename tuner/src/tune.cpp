@@ -5,6 +5,7 @@
 
 #include "zbkit/schemas/validate.h"
 #include "zbkit/tuner/families.h"
+#include "zbkit/tuner/fuse.h"
 #include "zbkit/tuner/simulator.h"
 
 namespace zb::tuner {
@@ -32,6 +33,11 @@ Candidate Evaluate(std::string_view family, const CostProfile& rank_costs, int m
   candidate.schedule = std::move(schedule).value();
   Status valid = ValidateSchedule(candidate.schedule);
   if (valid.ok()) valid = simulator.Run(candidate.schedule);
+  if (valid.ok() && FusingCanPay(candidate.schedule.costs)) {
+    auto fused = FuseBackwards(candidate.schedule, simulator);
+    if (fused.ok()) candidate.fused_backwards = *fused;
+    valid = fused.status();
+  }
   if (!valid.ok()) {
     // A generator produced an incomplete or deadlocking order: a bug, reported, not hidden.
     candidate.status =

@@ -30,6 +30,7 @@ ComparisonRow RowFor(const Candidate& candidate) {
   row.peak_over_1f1b = candidate.peak_over_1f1b;
   row.lower_bound = candidate.bounds.makespan;
   row.t_over_lb = candidate.t_over_lb;
+  row.fused_backwards = candidate.fused_backwards;
   row.fits = candidate.fits;
   return row;
 }

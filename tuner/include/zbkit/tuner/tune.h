@@ -29,8 +29,9 @@ struct Candidate {
   std::vector<double> caps;  // per-rank cap this candidate is judged against (+inf = none)
   std::vector<double> peak_over_1f1b;  // per rank: peak / (p x M_B of the rank's share)
   LowerBounds bounds;
-  bool fits = false;     // every rank's peak <= its cap
-  double t_over_lb = 0;  // makespan / makespan lower bound
+  int fused_backwards = 0;  // split backwards the tuner fused where that was shorter (fuse.h)
+  bool fits = false;        // every rank's peak <= its cap
+  double t_over_lb = 0;     // makespan / makespan lower bound
 };
 
 struct TuneResult {

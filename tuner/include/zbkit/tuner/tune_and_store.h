@@ -46,7 +46,8 @@ struct ComparisonRow {
   std::vector<double> peak_over_1f1b;  // per rank: peak / (p x M_B of the rank's share)
   TimeNs lower_bound = 0;              // makespan lower bound under the same cap
   double t_over_lb = 0;
-  bool fits = false;  // every rank's peak <= its cap
+  int fused_backwards = 0;  // split backwards the tuner fused (fuse.h)
+  bool fits = false;        // every rank's peak <= its cap
 };
 
 struct TuneOutcome {

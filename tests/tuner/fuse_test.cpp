@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+// Fusing split backwards where the measured fused backward is shorter (tuner/fuse.h).
+#include "zbkit/tuner/fuse.h"
+
+#include <gtest/gtest.h>
+
+#include "golden.h"
+#include "zbkit/schemas/validate.h"
+#include "zbkit/tuner/families.h"
+#include "zbkit/tuner/lower_bound.h"
+#include "zbkit/tuner/tune.h"
+
+namespace zb::tuner {
+namespace {
+
+using zb::testing::UniformCosts;
+
+CostProfile WithFusedBackward(CostProfile costs, TimeNs bw) {
+  for (StageCost& stage : costs.stages)
+    stage.bw = bw;
+  return costs;
+}
+
+Schedule Simulated(std::string_view family, const CostProfile& costs, int m) {
+  auto schedule = GenerateFamily(family, {costs, m, 2, {}});
+  EXPECT_TRUE(schedule.ok()) << schedule.status().message();
+  EXPECT_TRUE(Simulate(*schedule).ok());
+  return *schedule;
+}
+
+int CountKind(const Schedule& schedule, OpKind kind) {
+  int count = 0;
+  for (const RankProgram& program : schedule.programs)
+    for (const Op& op : program.ops)
+      count += op.kind == kind ? 1 : 0;
+  return count;
+}
+
+TEST(FuseTest, NothingChangesWithoutAShorterFusedBackward) {
+  const CostProfile split_only = UniformCosts(4, 10, 10, 10, 1, 2, 1);
+  EXPECT_FALSE(FusingCanPay(split_only));
+  EXPECT_FALSE(FusingCanPay(WithFusedBackward(split_only, 20)));  // measured, but not shorter
+  EXPECT_TRUE(FusingCanPay(WithFusedBackward(split_only, 19)));
+  Schedule schedule = Simulated("zb-h1", split_only, 8);
+  const Schedule before = schedule;
+  Simulator simulator;
+  auto fused = FuseBackwards(schedule, simulator);
+  ASSERT_TRUE(fused.ok());
+  EXPECT_EQ(*fused, 0);
+  EXPECT_EQ(schedule, before);
+}
+
+TEST(FuseTest, FusingNeverLengthensNorRaisesMemoryAndKeepsTheScheduleValid) {
+  for (int p : {2, 4}) {
+    for (TimeNs bw : {19, 15, 11}) {
+      const CostProfile costs = WithFusedBackward(UniformCosts(p, 10, 10, 10, 1, 2, 1), bw);
+      for (const char* family : {"zb-h1", "zb-h2", "zb-v"}) {
+        Schedule schedule = Simulated(family, costs, 2 * p);
+        const Prediction before = *schedule.predicted;
+        Simulator simulator;
+        auto fused = FuseBackwards(schedule, simulator);
+        ASSERT_TRUE(fused.ok()) << fused.status().message();
+        EXPECT_TRUE(ValidateSchedule(schedule).ok()) << family;
+        ASSERT_TRUE(schedule.predicted.has_value());
+        EXPECT_LE(schedule.predicted->makespan, before.makespan) << family << " bw " << bw;
+        for (int rank = 0; rank < p; ++rank)
+          EXPECT_LE(schedule.predicted->peak_memory[rank], before.peak_memory[rank]) << family;
+        EXPECT_EQ(CountKind(schedule, OpKind::kBW), *fused);
+        EXPECT_EQ(CountKind(schedule, OpKind::kB) + *fused, p * 2 * p * schedule.chunks);
+        // The bound accounts for fused backwards, so it still holds.
+        const LowerBounds bounds =
+            ComputeLowerBounds(schedule.costs, p, 2 * p, schedule.placement, {});
+        EXPECT_GE(schedule.predicted->makespan, bounds.makespan) << family << " bw " << bw;
+      }
+    }
+  }
+}
+
+TEST(FuseTest, ACheapFusedBackwardTurnsZbH1IntoTheFasterFusedOrder) {
+  // Fusing saves 9 of 20 per microbatch: far more than the bubble W could fill.
+  const CostProfile costs = WithFusedBackward(UniformCosts(2, 10, 10, 10, 0, 2, 1), 11);
+  Schedule schedule = Simulated("zb-h1", costs, 4);
+  const TimeNs split_makespan = schedule.predicted->makespan;
+  Simulator simulator;
+  auto fused = FuseBackwards(schedule, simulator);
+  ASSERT_TRUE(fused.ok());
+  EXPECT_GT(*fused, 0);
+  EXPECT_LT(schedule.predicted->makespan, split_makespan);
+  // No W op was left behind that its own B could have taken along for free.
+  Schedule one_f_one_b = Simulated("1f1b", costs, 4);
+  EXPECT_LE(schedule.predicted->makespan, one_f_one_b.predicted->makespan);
+}
+
+TEST(FuseTest, TuneFusesAndReportsHowMany) {
+  const CostProfile costs = WithFusedBackward(UniformCosts(2, 10, 10, 10, 0, 2, 1), 11);
+  TuneOptions options;
+  options.family = "zb-h1";
+  auto result = Tune(costs, 4, options);
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  ASSERT_EQ(result->candidates.size(), 1u);
+  EXPECT_GT(result->candidates[0].fused_backwards, 0);
+  EXPECT_EQ(CountKind(result->candidates[0].schedule, OpKind::kBW),
+            result->candidates[0].fused_backwards);
+}
+
+}  // namespace
+}  // namespace zb::tuner
