@@ -257,8 +257,15 @@ Status Demo::MeasureTorchMemory() {
   return Status::Ok();
 }
 
-// The "auto" cap: the fastest torch schedule's measured peak over Schedule1F1B's, the larger of
-// the two ranks' ratios, at least 1x; a first short timed round ranks torch's schedules.
+std::string FormatBytes(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f MiB", bytes / (1024.0 * 1024.0));
+  return text;
+}
+
+// The "auto" cap: a per-rank byte budget, the fastest torch schedule's measured peak on its
+// fuller rank (the profile's M_B is in bytes too); a first short timed round ranks torch's
+// schedules.
 Expected<std::string> AutoCap(const std::map<std::string, DemoRow>& rows, std::string& best) {
   double best_ms = 0;
   for (const TorchSchedule& schedule : kTorchSchedules) {
@@ -268,18 +275,13 @@ Expected<std::string> AutoCap(const std::map<std::string, DemoRow>& rows, std::s
       best_ms = row.median_ms();
     }
   }
-  const DemoRow& base = rows.at("1F1B");
   const DemoRow& chosen = rows.at(best);
-  if (base.measured.peak_bytes.size() != kRanks || chosen.measured.peak_bytes.size() != kRanks) {
+  if (chosen.measured.peak_bytes.size() != kRanks) {
     return InvalidInput("no peak memory was measured; pass --mem-limit");
   }
-  double ratio = 1;
-  for (int r = 0; r < kRanks; ++r)
-    ratio = std::max(ratio, chosen.measured.peak_bytes[r] / base.measured.peak_bytes[r]);
-  // Rounded down to 0.05x: the cap must not exceed what the torch schedule used.
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.2fx", std::floor(ratio * 20) / 20);
-  return std::string(text);
+  const double budget =
+      *std::max_element(chosen.measured.peak_bytes.begin(), chosen.measured.peak_bytes.end());
+  return std::to_string(static_cast<int64_t>(std::floor(budget)));  // never above what it used
 }
 
 Expected<tuner::TuneOutcome> Demo::TuneSchedule(const CostProfile& costs) {
@@ -289,7 +291,9 @@ Expected<tuner::TuneOutcome> Demo::TuneSchedule(const CostProfile& costs) {
     ZB_ASSIGN_OR_RETURN(cap, AutoCap(rows_, best_torch));
   }
   Note(err_, "3/6 tuning every family and placement under --mem-limit " + cap +
-                 (best_torch.empty() ? "" : " (" + best_torch + "'s measured peak)"));
+                 (best_torch.empty() ? ""
+                                     : " bytes per rank (" + FormatBytes(std::stod(cap)) + ", " +
+                                           best_torch + "'s measured peak)"));
   tuner::TuneRequest request;
   request.costs = costs;
   request.costs_name = "bundled-gpt (zb demo profile)";
@@ -418,12 +422,6 @@ void Demo::Draw(int64_t schedule_id) {
 #endif
 }
 
-std::string FormatBytes(double bytes) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f MiB", bytes / (1024.0 * 1024.0));
-  return text;
-}
-
 void Demo::Report(const tuner::TuneOutcome& outcome, bool results_match) {
   const double samples = settings_.batch;
   TextTable table({"schedule", "iter_ms", "samples/s", "peak act. r0", "peak act. r1",
@@ -454,6 +452,12 @@ void Demo::Report(const tuner::TuneOutcome& outcome, bool results_match) {
   const double predicted_tuned = static_cast<double>(outcome.chosen->predicted->makespan) / 1e6;
   const double predicted_gain = predicted_1f1b ? *predicted_1f1b / predicted_tuned - 1 : 0;
   const double measured_gain = throughput_tuned / throughput_1f1b - 1;
+  auto peak_of = [](const DemoRow& row) {
+    const auto& peaks = row.measured.peak_bytes;
+    return peaks.empty() ? 0.0 : *std::max_element(peaks.begin(), peaks.end());
+  };
+  const double peak_tuned = peak_of(shim);
+  const double peak_torch = peak_of(rows_.at(best_torch));
   if (!settings_.json) {
     out_ << "zb demo: the bundled GPT on " << kRanks << " ranks, " << settings_.microbatches
          << " microbatches of " << settings_.batch / settings_.microbatches << " samples; "
@@ -464,6 +468,22 @@ void Demo::Report(const tuner::TuneOutcome& outcome, bool results_match) {
          << outcome.memory_limit << "), predicted gain over 1F1B "
          << FormatFixed(predicted_gain * 100, 1) << "%, measured "
          << FormatFixed(measured_gain * 100, 1) << "%; best torch schedule: " << best_torch << "\n";
+    if (const int fused = outcome.rows[outcome.best].fused_backwards; fused > 0) {
+      out_ << "tuned: " << fused
+           << " backwards fused (the profile's fused backward is shorter than B + W)\n";
+    }
+    // The runtime issue's targets, each with the figure it is judged on.
+    auto verdict = [](bool met) { return met ? "met" : "NOT met"; };
+    const double speed = throughput_tuned / throughput_torch;
+    const double gain_share = predicted_gain > 0 ? measured_gain / predicted_gain : 0;
+    const double accuracy = predicted_tuned > 0 ? shim.median_ms() / predicted_tuned : 0;
+    out_ << "targets: throughput " << FormatFixed(speed, 3) << "x " << best_torch << "'s ("
+         << verdict(speed >= 1) << "), peak " << FormatBytes(peak_tuned) << " vs "
+         << FormatBytes(peak_torch) << " (" << verdict(peak_tuned <= peak_torch)
+         << "), measured gain " << FormatFixed(gain_share * 100, 0) << "% of predicted ("
+         << verdict(predicted_gain <= 0 || gain_share >= 0.7) << "), measured/predicted "
+         << FormatFixed(accuracy, 2) << " (" << verdict(accuracy >= 0.9 && accuracy <= 1.1)
+         << ")\n";
   }
   json line = {{"schedule", outcome.chosen->family},
                {"throughput_1f1b", throughput_1f1b},
@@ -472,7 +492,9 @@ void Demo::Report(const tuner::TuneOutcome& outcome, bool results_match) {
                {"throughput_best_torch", throughput_torch},
                {"predicted_gain", predicted_gain},
                {"measured_gain", measured_gain},
-               {"grads_match", results_match}};
+               {"grads_match", results_match},
+               {"peak_tuned_bytes", peak_tuned},
+               {"peak_best_torch_bytes", peak_torch}};
   out_ << line.dump() << "\n";
 }
 
