@@ -40,8 +40,14 @@ def test_the_report_lists_every_schedule_and_ends_with_the_json_line(demo):
     assert set(summary) == {
         "schedule", "throughput_1f1b", "throughput_tuned", "best_torch_schedule",
         "throughput_best_torch", "predicted_gain", "measured_gain", "grads_match",
+        "peak_tuned_bytes", "peak_best_torch_bytes",
     }  # fmt: skip
     assert summary["grads_match"] is True
+    assert summary["peak_tuned_bytes"] > 0 and summary["peak_best_torch_bytes"] > 0
+    # Every target is judged in the text report, met or not, with its figure.
+    targets = [line for line in lines if line.startswith("targets: ")]
+    assert len(targets) == 1, lines
+    assert targets[0].count("met") == 4, targets[0]
     assert summary["best_torch_schedule"] in TORCH_SCHEDULES
     for key in ("throughput_1f1b", "throughput_tuned", "throughput_best_torch"):
         assert summary[key] > 0
