@@ -8,8 +8,9 @@
 //      activation memory (profiler::Analyze), stored as a profile run;
 //   2. memory: each of torch's built-in schedules once with the hook's saved-tensor accounting
 //      (ZBKIT_MEMORY_REPORT), for its peak activation memory per rank;
-//   3. tune: every family and placement under the cap (default "auto": the best torch schedule's
-//      measured peak as a multiple of Schedule1F1B's, at least 1x), stored;
+//   3. tune: every family and placement under the cap (default "auto": a per-rank byte budget, the
+//      fastest torch schedule's measured peak on its fuller rank), fusing backwards where the
+//      profile's fused backward is shorter (tuner/fuse.h), stored;
 //   4. replay and measure: R rounds, each running every schedule once in turn (so that machine
 //      noise hits all alike): torch's built-ins, the tuned schedule through the shim in the
 //      unmodified script, and through zbkit's executor (train_zbkit.py), whose first round is
@@ -18,7 +19,9 @@
 //      executor, against one unpipelined process (reference.py --compare);
 //   6. report: per schedule, median iteration time over every measured iteration (the slowest
 //      rank's), throughput, peak activation memory per rank, predicted iteration time and the
-//      ratio; zbview draws predicted against measured; one JSON line ends the output.
+//      ratio; a line judges each of the runtime's targets (throughput and peak against the best
+//      torch schedule, measured gain against predicted, measured against predicted time);
+//      zbview draws predicted against measured; one JSON line ends the output.
 // Every job's own output goes to DIR/logs/*.log. Exit 0 when everything ran, 1 when a job failed
 // (its log is named), 2 for usage.
 #include <algorithm>
