@@ -112,6 +112,22 @@ def _children(node: Node) -> Iterator[Tuple[Node, int]]:
             yield child, nr
 
 
+_CUSTOM_FUNCTION_NODE = torch.autograd.function.BackwardCFunction
+_saved_attributes_of: Dict[type, Tuple[str, ...]] = {}
+
+
+def _saved_attributes(node: Node) -> Tuple[str, ...]:
+    """The ``_saved_*`` attributes of a node's type. Every built-in backward node type is its own
+    Python class with a fixed set of them, so dir() runs once per type, not once per node of
+    every forward (it dominated seal())."""
+    kind = type(node)
+    names = _saved_attributes_of.get(kind)
+    if names is None:
+        names = tuple(a for a in dir(node) if a.startswith("_saved_"))
+        _saved_attributes_of[kind] = names
+    return names
+
+
 def _input_slots(node: Node) -> int:
     """How many gradient inputs (forward outputs) a node has."""
     # graph.Node has no public count; _input_metadata holds one entry per gradient input.
@@ -269,13 +285,12 @@ class BackwardSplit:
         for n in order:
             self._mapping_node = n
             try:
-                for attr in dir(n):
-                    if attr.startswith("_saved_"):
-                        try:
-                            getattr(n, attr)
-                        except RuntimeError:
-                            pass
-                if hasattr(n, "saved_tensors"):  # a custom autograd.Function's ctx
+                for attr in _saved_attributes(n):
+                    try:
+                        getattr(n, attr)
+                    except RuntimeError:
+                        pass
+                if isinstance(n, _CUSTOM_FUNCTION_NODE):  # a custom autograd.Function's ctx
                     try:
                         n.saved_tensors  # noqa: B018 - read for the unpack side effect
                     except RuntimeError:
@@ -458,9 +473,17 @@ class BackwardSplit:
         return total
 
     def held_bytes(self) -> int:
-        """Bytes this split holds now: saved_bytes before B, w_bytes between B and W, 0 after."""
+        """Bytes this split holds now: saved_bytes before B, w_bytes between B and W, 0 after.
+
+        The executor asks after every op for every pending split, so the figures seal() and B
+        computed are returned as they are (what a split holds changes only in those steps)
+        instead of walking the boxes again."""
+        if self._state == "sealed":
+            return self.stats.saved_bytes
         if self._state == "b_done":
-            return self._bytes(self._boxes) + self._captured_bytes()
+            return self.stats.w_bytes
+        if self._state == "done":
+            return 0
         return self._bytes(self._boxes)
 
     def _release(self) -> None:
