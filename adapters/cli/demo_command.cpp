@@ -81,7 +81,7 @@ struct DemoSettings {
   fs::path dir;
   int iters = 6;
   int warmup = 1;
-  int rounds = 2;
+  int rounds = 3;
   std::string mem_limit = "auto";
   std::vector<std::string> model_flags;  // model size, batch and microbatches, for every job
   int microbatches = 4;
@@ -578,7 +578,7 @@ int RunDemoCommand(const Args& args, std::ostream& out, std::ostream& err) {
       "dir", po::value<std::string>()->default_value("zbkit-demo"),
       "working directory: traces, summaries, logs of every job, the picture")(
       "iters", po::value<int>()->default_value(6), "iterations per job (the first is warm-up)")(
-      "rounds", po::value<int>()->default_value(2), "timed rounds over all schedules")(
+      "rounds", po::value<int>()->default_value(3), "timed rounds over all schedules")(
       "mem-limit", po::value<std::string>()->default_value("auto"),
       "the tuning cap (1x, 1.5x, 24MiB, none), or auto: the fastest torch schedule's peak")(
       "quick", po::bool_switch(), "a tiny model, 3 iterations, 1 round: a smoke test")(
