@@ -1165,16 +1165,23 @@ TEST_F(StoreTest, MovedFromStoreReportsAnError) {
 
 // ---- Version 4 and what the runtime records --------------------------------------------------
 
-// A version-3 store as zbkit 0.3 left it: the version-2 store above plus the released 2 -> 3
-// step, read from schemas/migrations/ (released steps never change).
-void MakeVersionThreeStore(const std::string& path) {
-  MakeVersionTwoStore(path);
-  const std::string step = ReadBytes(std::string(ZBKIT_TEST_DATA_DIR) +
-                                     "/../../schemas/migrations/003_runs_and_measured_costs.sql");
-  ASSERT_NE(step.find("ALTER TABLE runs ADD COLUMN command"), std::string::npos);
+// Applies the released migration step `file` (schemas/migrations/; released steps never change,
+// `marker` checks it is the one meant) and sets the version it produces.
+void ApplyReleasedStep(const std::string& path, const std::string& file, const char* marker,
+                       int version) {
+  const std::string step =
+      ReadBytes(std::string(ZBKIT_TEST_DATA_DIR) + "/../../schemas/migrations/" + file);
+  ASSERT_NE(step.find(marker), std::string::npos) << file;
   RawDb raw(path);
   raw.Exec(step);
-  raw.Exec("PRAGMA user_version = 3");
+  raw.Exec("PRAGMA user_version = " + std::to_string(version));
+}
+
+// A version-3 store as zbkit 0.3 left it: the version-2 store above plus the released 2 -> 3 step.
+void MakeVersionThreeStore(const std::string& path) {
+  MakeVersionTwoStore(path);
+  ApplyReleasedStep(path, "003_runs_and_measured_costs.sql", "ALTER TABLE runs ADD COLUMN command",
+                    3);
 }
 
 TEST_F(StoreTest, VersionThreeStoreMigratesToVersionFourWithIterationZero) {
@@ -1236,12 +1243,7 @@ TEST_F(StoreTest, FailedVersionFourMigrationLeavesVersionThree) {
 
 void MakeVersionFourStore(const std::string& path) {
   MakeVersionThreeStore(path);
-  const std::string step = ReadBytes(std::string(ZBKIT_TEST_DATA_DIR) +
-                                     "/../../schemas/migrations/004_timeline_op_iteration.sql");
-  ASSERT_NE(step.find("ADD COLUMN iteration"), std::string::npos);
-  RawDb raw(path);
-  raw.Exec(step);
-  raw.Exec("PRAGMA user_version = 4");
+  ApplyReleasedStep(path, "004_timeline_op_iteration.sql", "ADD COLUMN iteration", 4);
 }
 
 TEST_F(StoreTest, VersionFourStoreMigratesToVersionFiveWithUnmeasuredFusedBackward) {
