@@ -4,6 +4,7 @@
 #include <algorithm>
 
 namespace zb::tuner {
+
 bool FusingCanPay(const CostProfile& costs) {
   return std::any_of(costs.stages.begin(), costs.stages.end(), [](const StageCost& stage) {
     return stage.bw > 0 && stage.bw < stage.b + stage.w;
