@@ -45,6 +45,8 @@
 #include "zbkit/profiler/analyze.h"
 #include "zbkit/profiler/import.h"
 #include "zbkit/schemas/store.h"
+#include "zbkit/tuner/families.h"
+#include "zbkit/tuner/simulator.h"
 #include "zbkit/tuner/torch_export.h"
 #include "zbkit/tuner/tune_and_store.h"
 
@@ -133,6 +135,7 @@ class Demo {
   Expected<Measurement> ReadMeasurement(const std::string& tag, bool memory_from_hook) const;
   Expected<profiler::Analysis> Profile();
   Status MeasureTorchMemory();
+  Expected<CostProfile> CalibrateMemory(const CostProfile& costs);
   Expected<tuner::TuneOutcome> TuneSchedule(const CostProfile& costs);
   // Runs `script` with `args` and the demo's iteration counts, and adds what it measured to
   // `row`'s iterations (and peak memory, where the job reports it).
@@ -299,6 +302,29 @@ Expected<std::string> AutoCap(const std::map<std::string, DemoRow>& rows, std::s
   return std::to_string(static_cast<int64_t>(std::floor(budget)));  // never above what it used
 }
 
+// The profile's M_B is the net allocation inside each forward, which frees of unrelated memory in
+// the same range (an earlier step's buffers) can bias low; the memory round measured what
+// Schedule1F1B, the profiled schedule, really holds per rank. In 1F1B rank r peaks at p - r
+// microbatches in flight, torch's order as zbkit's, so each stage's M_B (and M_W, in proportion)
+// is scaled until the model's 1F1B peak is the measured one.
+Expected<CostProfile> Demo::CalibrateMemory(const CostProfile& costs) {
+  const DemoRow& base = rows_.at("1F1B");
+  if (base.measured.peak_bytes.size() != kRanks || costs.num_stages() != kRanks) return costs;
+  ZB_ASSIGN_OR_RETURN(Schedule one_f_one_b, tuner::OneFOneB(costs, settings_.microbatches));
+  const std::vector<double> modelled = tuner::PeakMemory(one_f_one_b);
+  CostProfile calibrated = costs;
+  std::string note = "memory: the profile's M_B scaled to Schedule1F1B's measured peaks:";
+  for (int r = 0; r < kRanks; ++r) {
+    if (modelled[r] <= 0 || base.measured.peak_bytes[r] <= 0) continue;
+    const double scale = base.measured.peak_bytes[r] / modelled[r];
+    calibrated.stages[r].m_b *= scale;
+    calibrated.stages[r].m_w *= scale;
+    note += " stage " + std::to_string(r) + " x" + FormatFixed(scale, 2);
+  }
+  Note(err_, note);
+  return calibrated;
+}
+
 Expected<tuner::TuneOutcome> Demo::TuneSchedule(const CostProfile& costs) {
   std::string cap = settings_.mem_limit;
   std::string best_torch;
@@ -311,7 +337,7 @@ Expected<tuner::TuneOutcome> Demo::TuneSchedule(const CostProfile& costs) {
                                            best_torch + "'s measured peak)"));
   tuner::TuneRequest request;
   request.costs = costs;
-  request.costs_name = "bundled-gpt (zb demo profile)";
+  request.costs_name = "bundled-gpt (zb demo profile, memory calibrated)";
   request.microbatches = settings_.microbatches;
   ZB_ASSIGN_OR_RETURN(request.options.memory_limit, tuner::ParseMemoryLimit(cap));
   request.store = tuner::StoreTarget{settings_.store, "local", "bundled-gpt"};
@@ -541,7 +567,8 @@ Status Demo::Run() {
   ZB_RETURN_IF_ERROR(MeasureTorchMemory());
   // A first timed round of torch's schedules alone ranks them for the "auto" cap.
   ZB_RETURN_IF_ERROR(TimeTorchSchedules(0));
-  ZB_ASSIGN_OR_RETURN(tuner::TuneOutcome outcome, TuneSchedule(analysis.costs));
+  ZB_ASSIGN_OR_RETURN(const CostProfile costs, CalibrateMemory(analysis.costs));
+  ZB_ASSIGN_OR_RETURN(tuner::TuneOutcome outcome, TuneSchedule(costs));
   // Only the alternating rounds below count, for torch's schedules as for zbkit's.
   for (auto& [name, row] : rows_) {
     row.measured.iteration_s.clear();
