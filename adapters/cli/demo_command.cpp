@@ -8,7 +8,8 @@
 //      activation memory (profiler::Analyze), stored as a profile run;
 //   2. memory: each of torch's built-in schedules once with the hook's saved-tensor accounting
 //      (ZBKIT_MEMORY_REPORT), for its peak activation memory per rank;
-//   3. tune: every family and placement under the cap (default "auto": a per-rank byte budget, the
+//   3. tune (after scaling the profile's M_B to the measured Schedule1F1B peaks): every family and
+//      placement under the cap (default "auto": a per-rank byte budget, the
 //      fastest torch schedule's measured peak on its fuller rank), fusing backwards where the
 //      profile's fused backward is shorter (tuner/fuse.h), stored;
 //   4. replay and measure: R rounds, each running every schedule once in turn (so that machine
