@@ -96,6 +96,11 @@ struct DemoSettings {
 struct Measurement {
   std::vector<double> iteration_s;  // slowest rank's time of each measured iteration
   std::vector<double> peak_bytes;   // per rank; empty when not measured
+
+  // The peak of the fuller rank: what a per-rank budget must hold; 0 when not measured.
+  double fuller_rank_peak() const {
+    return peak_bytes.empty() ? 0.0 : *std::max_element(peak_bytes.begin(), peak_bytes.end());
+  }
 };
 
 double Median(std::vector<double> values) {
@@ -285,7 +290,7 @@ std::string FormatBytes(double bytes) {
 // The "auto" cap: a per-rank byte budget, the fastest torch schedule's measured peak on its
 // fuller rank (the profile's M_B is in bytes too); a first timed round, left out of the table,
 // ranks torch's schedules.
-Expected<std::string> AutoCap(const std::map<std::string, DemoRow>& rows, std::string& best) {
+Expected<double> AutoCapBytes(const std::map<std::string, DemoRow>& rows, std::string& best) {
   double best_ms = 0;
   for (const TorchSchedule& schedule : kTorchSchedules) {
     const DemoRow& row = rows.at(schedule.name);
@@ -298,9 +303,7 @@ Expected<std::string> AutoCap(const std::map<std::string, DemoRow>& rows, std::s
   if (chosen.measured.peak_bytes.size() != kRanks) {
     return InvalidInput("no peak memory was measured; pass --mem-limit");
   }
-  const double budget =
-      *std::max_element(chosen.measured.peak_bytes.begin(), chosen.measured.peak_bytes.end());
-  return std::to_string(static_cast<int64_t>(std::floor(budget)));  // never above what it used
+  return std::floor(chosen.measured.fuller_rank_peak());  // never above what it used
 }
 
 // The profile's M_B is the net allocation inside each forward, which frees of unrelated memory in
@@ -328,14 +331,14 @@ Expected<CostProfile> Demo::CalibrateMemory(const CostProfile& costs) {
 
 Expected<tuner::TuneOutcome> Demo::TuneSchedule(const CostProfile& costs) {
   std::string cap = settings_.mem_limit;
-  std::string best_torch;
+  std::string why;
   if (cap == "auto") {
-    ZB_ASSIGN_OR_RETURN(cap, AutoCap(rows_, best_torch));
+    std::string best_torch;
+    ZB_ASSIGN_OR_RETURN(const double budget, AutoCapBytes(rows_, best_torch));
+    cap = std::to_string(static_cast<int64_t>(budget));
+    why = " bytes per rank (" + FormatBytes(budget) + ", " + best_torch + "'s measured peak)";
   }
-  Note(err_, "3/6 tuning every family and placement under --mem-limit " + cap +
-                 (best_torch.empty() ? ""
-                                     : " bytes per rank (" + FormatBytes(std::stod(cap)) + ", " +
-                                           best_torch + "'s measured peak)"));
+  Note(err_, "3/6 tuning every family and placement under --mem-limit " + cap + why);
   tuner::TuneRequest request;
   request.costs = costs;
   request.costs_name = "bundled-gpt (zb demo profile, memory calibrated)";
@@ -495,12 +498,8 @@ void Demo::Report(const tuner::TuneOutcome& outcome, bool results_match) {
   const double predicted_tuned = static_cast<double>(outcome.chosen->predicted->makespan) / 1e6;
   const double predicted_gain = predicted_1f1b ? *predicted_1f1b / predicted_tuned - 1 : 0;
   const double measured_gain = throughput_tuned / throughput_1f1b - 1;
-  auto peak_of = [](const DemoRow& row) {
-    const auto& peaks = row.measured.peak_bytes;
-    return peaks.empty() ? 0.0 : *std::max_element(peaks.begin(), peaks.end());
-  };
-  const double peak_tuned = peak_of(shim);
-  const double peak_torch = peak_of(rows_.at(best_torch));
+  const double peak_tuned = shim.measured.fuller_rank_peak();
+  const double peak_torch = rows_.at(best_torch).measured.fuller_rank_peak();
   if (!settings_.json) {
     out_ << "zb demo: the bundled GPT on " << kRanks << " ranks, " << settings_.microbatches
          << " microbatches of " << settings_.batch / settings_.microbatches << " samples; "

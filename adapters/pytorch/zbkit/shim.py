@@ -19,9 +19,10 @@ nothing unless one of these is set:
   DIR/rank<R>.json.gz, a Chrome trace whose `PP:<action>` ranges `zb import DIR --format chrome`
   attributes to pipeline ops. Schedules that record no such ranges themselves (Schedule1F1B,
   ScheduleGPipe: anything not run by `_PipelineScheduleRuntime`) get them from the shim during the
-  window: it wraps the script's stage objects so that each forward is `PP:<s>F<mb>`, each full
-  backward runs as `PP:<s>I<mb>` then `PP:<s>W<mb>` (split, so that the profile gives B and W
-  apart; the gradients are the same) and each batch of sends and receives is posted under
+  window: it wraps the script's stage objects so that each forward is `PP:<s>F<mb>`, the full
+  backward of an even microbatch runs as `PP:<s>I<mb>` then `PP:<s>W<mb>` (split, so that the
+  profile gives B and W apart; the gradients are the same), that of an odd one fused as
+  `PP:<s>B<mb>` (the fused backward's own cost), and each batch of sends and receives is posted under
   `PP:<s>SEND_F<mb>`, `PP:<s>RECV_B<mb>`, ... (the ranges torch's runtime records).
 - `ZBKIT_MEMORY_REPORT=DIR`: every `step()` runs under `saved_tensors_hooks` that track the bytes
   of the tensors autograd saves (parameters and leaves that require grad left out; each storage
