@@ -130,5 +130,72 @@ TEST_F(TuneAndStoreTest, BadRequestsFailWithTheirReason) {
   EXPECT_FALSE(unwritable.ok());
 }
 
+// hetero4, m = 8, 1.5x on the loop placement: 1F1B-I has the smallest makespan, but ZB-auto's
+// last rank starts late and ends late, so its span (what overlapping iterations run at) is the
+// smallest. The two objectives must pick different schedules here, each the minimum of its own.
+TEST_F(TuneAndStoreTest, TheObjectivePicksTheSmallestMakespanOrTheSmallestSpan) {
+  request_.options.placement = Placement::kLoop;
+  auto by_makespan = TuneAndCompare(request_);
+  ASSERT_TRUE(by_makespan.ok()) << by_makespan.status().message();
+  EXPECT_EQ(by_makespan->objective, Objective::kMakespan);  // the default
+  request_.options.objective = Objective::kSpan;
+  auto by_span = TuneAndCompare(request_);
+  ASSERT_TRUE(by_span.ok()) << by_span.status().message();
+  EXPECT_EQ(by_span->objective, Objective::kSpan);
+
+  ASSERT_GE(by_makespan->best, 0);
+  ASSERT_GE(by_span->best, 0);
+  const ComparisonRow& fastest = by_makespan->rows[by_makespan->best];
+  const ComparisonRow& shortest = by_span->rows[by_span->best];
+  EXPECT_NE(fastest.family, shortest.family) << "the instance no longer tells them apart";
+  EXPECT_LT(shortest.span, fastest.span);
+  EXPECT_GT(shortest.makespan, fastest.makespan);
+  // Same candidates, only the choice differs.
+  ASSERT_EQ(by_makespan->rows.size(), by_span->rows.size());
+  for (size_t i = 0; i < by_span->rows.size(); ++i) {
+    const ComparisonRow& row = by_span->rows[i];
+    EXPECT_EQ(row.family, by_makespan->rows[i].family);
+    if (!row.status.ok() || !row.fits) continue;
+    EXPECT_GE(row.makespan, fastest.makespan) << row.family;
+    EXPECT_GE(row.span, shortest.span) << row.family;
+    if (row.span == shortest.span && static_cast<int>(i) != by_span->best) {
+      EXPECT_GE(row.makespan, shortest.makespan) << row.family << ": ties go to the makespan";
+    }
+  }
+  ASSERT_TRUE(by_span->chosen.has_value());
+  EXPECT_EQ(by_span->chosen->family, shortest.family);
+  ASSERT_TRUE(by_span->chosen->predicted.has_value());
+  EXPECT_EQ(by_span->chosen->predicted->span, shortest.span);
+}
+
+// uniform4, m = 8, no cap, loop: ZB-H2 and ZB-auto tie on makespan and the earlier in Families()
+// order wins, as it always has; by span ZB-auto is shorter.
+TEST_F(TuneAndStoreTest, AMakespanTieKeepsFamiliesOrderUnlessTheSpanDiffers) {
+  auto costs = ReadCostsFile(std::string(ZBKIT_TEST_DATA_DIR) + "/costs/uniform4.json");
+  ASSERT_TRUE(costs.ok()) << costs.status().message();
+  request_.costs = *costs;
+  request_.options.memory_limit = *ParseMemoryLimit("none");
+  request_.options.placement = Placement::kLoop;
+  auto by_makespan = TuneAndCompare(request_);
+  ASSERT_TRUE(by_makespan.ok()) << by_makespan.status().message();
+  ASSERT_GE(by_makespan->best, 0);
+  EXPECT_EQ(by_makespan->rows[by_makespan->best].family, "zb-h2");
+  request_.options.objective = Objective::kSpan;
+  auto by_span = TuneAndCompare(request_);
+  ASSERT_TRUE(by_span.ok()) << by_span.status().message();
+  ASSERT_GE(by_span->best, 0);
+  EXPECT_EQ(by_span->rows[by_span->best].family, "zb-auto");
+  EXPECT_EQ(by_span->rows[by_span->best].makespan, by_makespan->rows[by_makespan->best].makespan);
+}
+
+TEST(ObjectiveTest, NamesRoundTrip) {
+  for (Objective objective : {Objective::kMakespan, Objective::kSpan}) {
+    EXPECT_EQ(ParseObjective(ObjectiveName(objective)), objective);
+  }
+  EXPECT_STREQ(ObjectiveName(Objective::kSpan), "span");
+  EXPECT_FALSE(ParseObjective("paper").has_value());
+  EXPECT_FALSE(ParseObjective("").has_value());
+}
+
 }  // namespace
 }  // namespace zb::tuner

@@ -64,7 +64,24 @@ Candidate Evaluate(std::string_view family, const CostProfile& rank_costs, int m
   return candidate;
 }
 
+// Whether `a` beats `b` under `objective`. Strict, so that a tie keeps the earlier candidate
+// (Families() order) as choosing by makespan always has.
+bool Better(const Prediction& a, const Prediction& b, Objective objective) {
+  if (objective == Objective::kSpan && a.span != b.span) return a.span < b.span;
+  return a.makespan < b.makespan;
+}
+
 }  // namespace
+
+const char* ObjectiveName(Objective objective) {
+  return objective == Objective::kSpan ? "span" : "makespan";
+}
+
+std::optional<Objective> ParseObjective(std::string_view name) {
+  if (name == "makespan") return Objective::kMakespan;
+  if (name == "span") return Objective::kSpan;
+  return std::nullopt;
+}
 
 Expected<TuneResult> Tune(const CostProfile& rank_costs, int microbatches,
                           const TuneOptions& options) {
@@ -103,8 +120,9 @@ Expected<TuneResult> Tune(const CostProfile& rank_costs, int microbatches,
   for (int i = 0; i < static_cast<int>(result.candidates.size()); ++i) {
     const Candidate& candidate = result.candidates[i];
     if (!candidate.status.ok() || !candidate.fits) continue;
-    if (result.best < 0 || candidate.schedule.predicted->makespan <
-                               result.candidates[result.best].schedule.predicted->makespan) {
+    if (result.best < 0 ||
+        Better(*candidate.schedule.predicted, *result.candidates[result.best].schedule.predicted,
+               options.objective)) {
       result.best = i;
     }
   }

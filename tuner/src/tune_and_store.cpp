@@ -44,6 +44,7 @@ Expected<TuneOutcome> TuneAndCompare(const TuneRequest& request) {
   outcome.ranks = request.costs.num_stages();
   outcome.microbatches = request.microbatches;
   outcome.memory_limit = request.options.memory_limit.ToString();
+  outcome.objective = request.options.objective;
   for (const Candidate& candidate : result.candidates)
     outcome.rows.push_back(RowFor(candidate));
   outcome.best = result.best;

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tuning: generate the candidate families for an instance, simulate each, bound it, check it
-// against the per-rank memory cap, and pick the best that fits.
+// against the per-rank memory cap, and pick the best that fits (by makespan or by span).
 #ifndef ZBKIT_TUNER_TUNE_H_
 #define ZBKIT_TUNER_TUNE_H_
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "zbkit/schemas/status.h"
@@ -15,11 +16,23 @@
 
 namespace zb::tuner {
 
+// What "best" minimises among the candidates that fit (docs/bubbles.md §1). The two differ when
+// a late-starting rank also ends late: its idle time before its first F counts in the makespan
+// only, and is filled by the next iteration's warm-up when no global barrier separates
+// iterations (e.g. with optimizer post-validation), so there the span is what the pipeline runs.
+enum class Objective {
+  kMakespan,  // Prediction::makespan, from t = 0: one synchronous iteration
+  kSpan,      // Prediction::span, from each rank's first F; ties go to the smaller makespan
+};
+const char* ObjectiveName(Objective objective);  // "makespan", "span"
+std::optional<Objective> ParseObjective(std::string_view name);
+
 struct TuneOptions {
   std::string family = "best";         // a family name, or "best" = every applicable family
   std::optional<Placement> placement;  // restricts "best" to one placement; nullopt = any
   int interleave_chunks = 2;           // v for 1f1b-i
   MemoryLimit memory_limit;
+  Objective objective = Objective::kMakespan;  // what picks "best" among those that fit
 };
 
 struct Candidate {
@@ -36,7 +49,9 @@ struct Candidate {
 
 struct TuneResult {
   std::vector<Candidate> candidates;  // in Families() order
-  int best = -1;                      // index of the fastest candidate that fits, -1 if none
+  // Index of the candidate that fits with the smallest figure options.objective names (ties: the
+  // smaller makespan, then the earlier in Families() order), -1 if none fits.
+  int best = -1;
 };
 
 // `rank_costs` holds one stage per rank (the p-stage profile a profiler measures). Errors:

@@ -28,7 +28,7 @@ struct TuneRequest {
   CostProfile costs;       // one stage per rank (the p-stage profile a profiler measures)
   std::string costs_name;  // the cost profile's name in the store, e.g. the file it was read from
   int microbatches = 0;
-  TuneOptions options;               // family or "best", placement, 1f1b-i chunks, memory cap
+  TuneOptions options;  // family or "best", placement, 1f1b-i chunks, memory cap, objective
   std::optional<StoreTarget> store;  // nullopt: nothing is stored
 };
 
@@ -53,9 +53,12 @@ struct ComparisonRow {
 struct TuneOutcome {
   int ranks = 0;
   int microbatches = 0;
-  std::string memory_limit;          // the cap as MemoryLimit::ToString() spells it
-  std::vector<ComparisonRow> rows;   // in Families() order
-  int best = -1;                     // index into rows of the fastest that fits; -1 = none fits
+  std::string memory_limit;                    // the cap as MemoryLimit::ToString() spells it
+  Objective objective = Objective::kMakespan;  // what `best` minimises (request.options.objective)
+  std::vector<ComparisonRow> rows;             // in Families() order
+  // Index into rows of the one that fits with the smallest makespan, or span (ties: makespan)
+  // as `objective` says; -1 = none fits.
+  int best = -1;
   std::optional<Schedule> chosen;    // rows[best]'s schedule, simulated; nullopt when none fits
   std::optional<double> chosen_cap;  // the largest per-rank cap it was judged against, if finite
   std::optional<int64_t> cost_profile_id;  // set by storing
