@@ -155,6 +155,48 @@ TEST_F(CliTest, TuneWritesTheScheduleAndTheStoreGivesItBack) {
   EXPECT_NE(legacy.out.find("0B0"), std::string::npos);
 }
 
+// hetero4, m = 8, 1.5x, loop: 1F1B-I has the smallest makespan, ZB-auto the smallest span.
+TEST_F(CliTest, TuneObjectiveSpanPicksTheShortestSpanAndSaysSo) {
+  const std::string tune =
+      "tune --costs " + Data("costs/hetero4.json") + " -m 8 --mem-limit 1.5x --placement loop";
+  Result text = Zb(tune + " --objective span");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  const std::string header = text.out.substr(0, text.out.find('\n'));
+  EXPECT_NE(header.find("mem-limit=1.5x objective=span ("), std::string::npos) << header;
+  ExpectGolden("tune_hetero4_m8_1.5x_loop_span.txt", text.out.substr(header.size() + 1));
+
+  Result json = Zb(tune + " --objective span --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto report = nlohmann::json::parse(json.out);
+  EXPECT_EQ(report["objective"], "span");
+  double best_span = 1e300;
+  std::string best;
+  for (const auto& candidate : report["candidates"]) {
+    if (!candidate["ok"].get<bool>() || !candidate["fits"].get<bool>()) continue;
+    if (candidate["span"].get<double>() < best_span) {
+      best_span = candidate["span"];
+      best = candidate["family"];
+    }
+  }
+  EXPECT_EQ(report["best"], best);
+  EXPECT_EQ(report["best"], "zb-auto");
+  Result by_makespan = Zb(tune + " --json");
+  ASSERT_EQ(by_makespan.exit_code, 0) << by_makespan.err;
+  const auto default_report = nlohmann::json::parse(by_makespan.out);
+  EXPECT_EQ(default_report["objective"], "makespan");
+  EXPECT_EQ(default_report["best"], "1f1b-i");
+
+  const std::string out = Path("shortest.json");
+  Result stored = Zb(tune + " --objective span --store " + Path("zb.db") + " --out " + out);
+  ASSERT_EQ(stored.exit_code, 0) << stored.err;
+  EXPECT_NE(stored.out.find("stored as schedule 1 in " + Path("zb.db") + " (chosen by span)\n"),
+            std::string::npos)
+      << stored.out;
+  auto schedule = ReadScheduleFile(out);
+  ASSERT_TRUE(schedule.ok()) << schedule.status().message();
+  EXPECT_EQ(schedule->family, "zb-auto");
+}
+
 TEST_F(CliTest, ShowDrawsEveryRankAndTheSummary) {
   const std::string out = Path("h1.json");
   ASSERT_EQ(Zb("tune --costs " + Data("costs/uniform4.json") +
@@ -207,6 +249,8 @@ TEST_F(CliTest, BadRequestsAreUsageErrors) {
   ExpectOneLineError(Zb("tune" + costs + " --mem-limit 1x"), 2, "tune", "microbatches");
   ExpectOneLineError(Zb("tune" + costs + " -m 8 --mem-limit 1x --placement zigzag"), 2, "tune",
                      "--placement must be loop, v or any");
+  ExpectOneLineError(Zb("tune" + costs + " -m 8 --mem-limit 1x --objective paper"), 2, "tune",
+                     "--objective must be makespan or span, got \"paper\"");
   ExpectOneLineError(Zb("export --format yaml -o - " + Data("costs/uniform4.json")), 2, "export",
                      "--format must be json, torch-csv, torch-csv-legacy or torch-csv-comms");
   Result unknown = Zb("frobnicate");

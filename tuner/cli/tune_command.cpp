@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // zb tune --costs FILE --microbatches M --mem-limit L [--family NAME|best]
-//         [--placement loop|v|any] [--chunks V] [--store DB [--cluster NAME] [--job NAME]]
-//         [--out FILE] [--json]
+//         [--placement loop|v|any] [--chunks V] [--objective makespan|span]
+//         [--store DB [--cluster NAME] [--job NAME]] [--out FILE] [--json]
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -16,6 +16,7 @@ namespace zb::cli {
 namespace {
 
 using tuner::ComparisonRow;
+using tuner::Objective;
 using tuner::TuneOutcome;
 
 double MaxOf(const std::vector<double>& values) {
@@ -31,21 +32,35 @@ std::string FormatCap(const std::vector<double>& caps) {
 }
 
 void PrintTable(const TuneOutcome& outcome, std::ostream& out) {
-  TextTable table({"family", "placement", "makespan_ms", "bubble", "paper_bubble", "peak_mem",
-                   "peak/1F1B", "cap", "T/LB", "fits"});
+  // Chosen by span, the table shows the span the * row won on; by makespan it stays as it was.
+  const bool by_span = outcome.objective == Objective::kSpan;
+  std::vector<std::string> header = {"family", "placement", "makespan_ms"};
+  if (by_span) header.push_back("span_ms");
+  for (const char* column : {"bubble", "paper_bubble", "peak_mem", "peak/1F1B", "cap", "T/LB"})
+    header.push_back(column);
+  header.push_back("fits");
+  TextTable table(header);
   for (int i = 0; i < static_cast<int>(outcome.rows.size()); ++i) {
     const ComparisonRow& row = outcome.rows[i];
     const std::string name = row.family + (i == outcome.best ? " *" : "");
     const std::string placement = row.placement ? PlacementName(*row.placement) : "?";
+    std::vector<std::string> cells = {name, placement};
     if (!row.status.ok()) {
-      table.AddRow({name, placement, "-", "-", "-", "-", "-", FormatCap(row.caps), "-",
-                    "n/a: " + row.status.message()});
+      cells.insert(cells.end(), by_span ? 6 : 5, "-");
+      cells.push_back(FormatCap(row.caps));
+      cells.push_back("-");
+      cells.push_back("n/a: " + row.status.message());
+      table.AddRow(cells);
       continue;
     }
-    table.AddRow({name, placement, FormatMs(row.makespan), FormatFixed(row.bubble_rate, 4),
-                  FormatFixed(row.paper_bubble_rate, 4), FormatFixed(MaxOf(row.peak_memory), 0),
-                  FormatFixed(MaxOf(row.peak_over_1f1b), 2) + "x", FormatCap(row.caps),
-                  FormatFixed(row.t_over_lb, 3), row.fits ? "yes" : "no"});
+    cells.push_back(FormatMs(row.makespan));
+    if (by_span) cells.push_back(FormatMs(row.span));
+    cells.insert(
+        cells.end(),
+        {FormatFixed(row.bubble_rate, 4), FormatFixed(row.paper_bubble_rate, 4),
+         FormatFixed(MaxOf(row.peak_memory), 0), FormatFixed(MaxOf(row.peak_over_1f1b), 2) + "x",
+         FormatCap(row.caps), FormatFixed(row.t_over_lb, 3), row.fits ? "yes" : "no"});
+    table.AddRow(cells);
   }
   table.Render(out);
 }
@@ -55,6 +70,7 @@ nlohmann::json ReportJson(const TuneOutcome& outcome) {
                            {"ranks", outcome.ranks},
                            {"microbatches", outcome.microbatches},
                            {"mem_limit", outcome.memory_limit},
+                           {"objective", tuner::ObjectiveName(outcome.objective)},
                            {"candidates", nlohmann::json::array()}};
   for (const ComparisonRow& row : outcome.rows) {
     nlohmann::json entry = {{"family", row.family}, {"ok", row.status.ok()}};
@@ -86,16 +102,25 @@ nlohmann::json ReportJson(const TuneOutcome& outcome) {
 void PrintTextSummary(const TuneOutcome& outcome, const po::variables_map& values,
                       std::ostream& out) {
   const ComparisonRow& best = outcome.rows[outcome.best];
-  out << "best: " << best.family;
+  const bool by_span = outcome.objective == Objective::kSpan;
+  out << (by_span ? "best by span: " : "best: ") << best.family;
   if (best.fused_backwards > 0) {
     out << " (" << best.fused_backwards
         << " backwards fused: the measured BW is shorter than B + W)";
   }
-  out << ", makespan " << FormatMs(best.makespan) << " ms, bubble "
-      << FormatFixed(best.bubble_rate, 4) << ", T/LB " << FormatFixed(best.t_over_lb, 3) << "\n";
+  if (by_span) {
+    out << ", span " << FormatMs(best.span) << " ms, paper_bubble "
+        << FormatFixed(best.paper_bubble_rate, 4) << ", makespan " << FormatMs(best.makespan)
+        << " ms, bubble " << FormatFixed(best.bubble_rate, 4);
+  } else {
+    out << ", makespan " << FormatMs(best.makespan) << " ms, bubble "
+        << FormatFixed(best.bubble_rate, 4);
+  }
+  out << ", T/LB " << FormatFixed(best.t_over_lb, 3) << "\n";
   if (outcome.schedule_id) {
+    // zb-schedule/1 and the store keep no objective, so the line that names the id says it.
     out << "stored as schedule " << *outcome.schedule_id << " in "
-        << values["store"].as<std::string>() << "\n";
+        << values["store"].as<std::string>() << (by_span ? " (chosen by span)" : "") << "\n";
   }
   if (values.count("out")) out << "wrote " << values["out"].as<std::string>() << "\n";
 }
@@ -112,6 +137,9 @@ void AddTuneOptions(po::options_description& options) {
   add("placement", po::value<std::string>()->default_value("any"),
       "with --family best: consider loop, v or any placement");
   add("chunks", po::value<int>()->default_value(2), "chunks per rank for 1f1b-i");
+  add("objective", po::value<std::string>()->default_value("makespan"),
+      "with --family best, pick by makespan (from t = 0: one synchronous iteration) or span "
+      "(from each rank's first F: iterations overlap, e.g. with optimizer post-validation)");
   add("store", po::value<std::string>(), "record the chosen schedule in this SQLite store");
   add("cluster", po::value<std::string>()->default_value("local"), "cluster name in the store");
   add("job", po::value<std::string>(), "job name in the store (default: the costs file name)");
@@ -131,6 +159,12 @@ Expected<tuner::TuneRequest> ReadTuneRequest(const po::variables_map& values) {
     }
     options.placement = *parsed;
   }
+  const std::string objective = values["objective"].as<std::string>();
+  auto parsed_objective = tuner::ParseObjective(objective);
+  if (!parsed_objective) {
+    return UsageError("--objective must be makespan or span, got \"" + objective + "\"");
+  }
+  options.objective = *parsed_objective;
   options.interleave_chunks = values["chunks"].as<int>();
   if (options.interleave_chunks < 1) return UsageError("--chunks must be >= 1");
   ZB_ASSIGN_OR_RETURN(options.memory_limit,
@@ -169,7 +203,8 @@ int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
   if (!json) {
     out << "p=" << outcome->ranks << " m=" << outcome->microbatches
         << " comm=" << FormatMs(request->costs.comm) << "ms mem-limit=" << outcome->memory_limit
-        << " (" << request->costs_name << ")\n";
+        << (outcome->objective == Objective::kSpan ? " objective=span" : "") << " ("
+        << request->costs_name << ")\n";
     PrintTable(*outcome, out);
   }
   nlohmann::json report = ReportJson(*outcome);
