@@ -17,7 +17,18 @@ placement). Every iteration prints `rank R iter I time_s T` (plus `loss L` on th
 last stage); the last line of every rank is one JSON summary: median iteration time after
 `--warmup`, the iteration times themselves and the peak activation bytes of the rank's stages.
 `--dump PREFIX` writes PREFIX.rank<R>.pt (losses and the rank's final parameters, named as in the
-whole model): reference.py trains the same model in one process and must end with them.
+whole model, and the optimizer state): reference.py trains the same model in one process and must
+end with them.
+
+The optimizer step (`--optimizer`, `--clip-norm`, `--optimizer-step`): `plain` steps each rank's
+optimizer on its own (no clipping, no Inf/NaN check: nothing global); `sync` clips the global
+gradient norm and skips Inf/NaN steps after one all-reduce barrier over the pipeline
+(zbkit.post_validation.SynchronousGradientStep); `post-validation` does the same without the
+barrier (PostValidatedOptimizer: partial reduction, speculative step, validated during the next
+iteration's warm-up, rolled back and redone when wrong). `--inject-inf ITER:RANK,...` puts an Inf in
+one gradient of RANK at iteration ITER, to see the step skipped. The summary then also has the
+per-iteration time spent waiting on the other ranks for the step (`barrier_s`) and the counts of
+clipped, skipped and rolled-back steps and restarted iterations.
 """
 
 from __future__ import annotations
@@ -47,6 +58,14 @@ from gpt_model import (  # noqa: E402
 )
 from zbkit import runtime  # noqa: E402
 from zbkit.executor import PipelineExecutor  # noqa: E402
+from zbkit.post_validation import (  # noqa: E402
+    ROLLBACKS,
+    PostValidatedOptimizer,
+    SynchronousGradientStep,
+)
+
+OPTIMIZERS = ("sgd", "momentum", "adam", "adamw")
+STEPS = ("plain", "sync", "post-validation")
 
 
 def parse_args(argv=None):
@@ -62,12 +81,58 @@ def parse_args(argv=None):
     add_job_arguments(parser)
     parser.add_argument("--timeout-s", type=float, default=300, help="per receive, see executor")
     parser.add_argument("--record-dir", metavar="D", help="record ops into D/rank<R>.zbshard")
+    parser.add_argument("--optimizer", choices=OPTIMIZERS, default="sgd", help="momentum: 0.9")
+    parser.add_argument("--optimizer-step", choices=STEPS, default="plain", help="see above")
+    parser.add_argument("--clip-norm", type=float, metavar="X", help="clip the global grad norm")
+    parser.add_argument("--rollback", choices=ROLLBACKS, default="snapshot")
+    parser.add_argument("--inject-inf", metavar="ITER:RANK,...", default="", type=parse_injections)
     args = parser.parse_args(argv)
+    if args.optimizer_step == "plain" and (args.clip_norm is not None or args.inject_inf):
+        parser.error("--clip-norm and --inject-inf need --optimizer-step sync or post-validation")
     if args.store is not None and args.schedule_id is None:
         parser.error("--store needs --schedule-id")
     if args.schedule_id is not None and args.store is None:
         parser.error("--schedule-id needs --store")
     return args
+
+
+def parse_injections(text: str):
+    """"3:1,7:0" -> {3: 1, 7: 0}: iteration -> rank whose gradient gets an Inf."""
+    injections = {}
+    for item in filter(None, text.split(",")):
+        try:
+            iteration, rank = (int(v) for v in item.split(":"))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{item!r} is not ITER:RANK") from None
+        injections[iteration] = rank
+    return injections
+
+
+def make_optimizer(args, parameters):
+    if args.optimizer in ("sgd", "momentum"):
+        momentum = 0.9 if args.optimizer == "momentum" else 0.0
+        return torch.optim.SGD(parameters, lr=args.lr, momentum=momentum)
+    if args.optimizer == "adam":
+        return torch.optim.Adam(parameters, lr=args.lr)
+    return torch.optim.AdamW(parameters, lr=args.lr)
+
+
+def make_stepper(args, optimizer, rank: int, ranks: int):
+    """The object whose step() ends an iteration: the optimizer itself, or a global step."""
+    if args.optimizer_step == "sync":
+        return SynchronousGradientStep(
+            optimizer, rank, ranks, max_norm=args.clip_norm, timeout_s=args.timeout_s
+        )
+    if args.optimizer_step == "post-validation":
+        return PostValidatedOptimizer(
+            optimizer,
+            rank,
+            ranks,
+            max_norm=args.clip_norm,
+            rollback=args.rollback,
+            timeout_s=args.timeout_s,
+        )
+    return optimizer
 
 
 def load_schedule(args):
@@ -132,17 +197,25 @@ def build_stages(args, schedule, rank: int, device):
 
 
 def train(args, schedule, rank, config, modules, device, recorder):
-    """Runs the iterations; returns (iteration times, mean losses; empty without the last stage)."""
-    executor = PipelineExecutor(
-        schedule, rank, modules, lm_loss, recorder=recorder, timeout_s=args.timeout_s
-    )
+    """Runs the iterations; returns (iteration times, mean losses; empty without the last stage,
+    the optimizer, the stepper)."""
     parameters = [p for module in modules.values() for p in module.parameters()]
-    optimizer = torch.optim.SGD(parameters, lr=args.lr)
+    optimizer = make_optimizer(args, parameters)
+    stepper = make_stepper(args, optimizer, rank, schedule.ranks)
+    executor = PipelineExecutor(
+        schedule,
+        rank,
+        modules,
+        lm_loss,
+        recorder=recorder,
+        timeout_s=args.timeout_s,
+        post_validation=stepper if isinstance(stepper, PostValidatedOptimizer) else None,
+    )
     m = schedule.microbatches
     times, losses = [], []
     for iteration in range(args.iters):
         tokens, targets = synthetic_batch(config, args.batch, iteration, seed=args.seed)
-        optimizer.zero_grad(set_to_none=True)
+        stepper.zero_grad(set_to_none=True)
         start = time.perf_counter()
         if recorder.inner is not None:
             recorder.inner.iteration_begin(iteration)
@@ -151,7 +224,9 @@ def train(args, schedule, rank, config, modules, device, recorder):
         microbatch_losses = executor.step(tokens.chunk(m), targets.chunk(m))
         if recorder.inner is not None:
             recorder.inner.iteration_end()
-        optimizer.step()
+        if args.inject_inf.get(iteration) == rank:
+            parameters[0].grad.view(-1)[0] = float("inf")
+        stepper.step()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         elapsed = time.perf_counter() - start
@@ -164,17 +239,28 @@ def train(args, schedule, rank, config, modules, device, recorder):
         # One write per line: the ranks share the terminal (or pipe) and must not interleave.
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
-    return times, losses
+    if stepper is not optimizer:
+        stepper.finish()  # validates the last step
+    return times, losses, optimizer, stepper
 
 
-def dump(prefix: str, rank: int, model, modules, losses) -> None:
+def dump(prefix: str, rank: int, model, modules, losses, optimizer) -> None:
     names = {id(p): name for name, p in model.named_parameters()}
     params = {
         names[id(p)]: p.detach().cpu().clone()
         for module in modules.values()
         for p in module.parameters()
     }
-    torch.save({"rank": rank, "losses": losses, "params": params}, f"{prefix}.rank{rank}.pt")
+    state = {
+        f"{names[id(p)]}:{key}": torch.as_tensor(value).detach().cpu().clone()
+        for p, per_param in optimizer.state.items()
+        for key, value in per_param.items()
+        if value is not None
+    }
+    torch.save(
+        {"rank": rank, "losses": losses, "params": params, "optimizer_state": state},
+        f"{prefix}.rank{rank}.pt",
+    )
 
 
 def open_recorder(args, schedule, rank: int):
@@ -202,12 +288,14 @@ def main(argv=None) -> int:
     config, model, modules = build_stages(args, schedule, rank, device)
     recorder = ActivationPeak(open_recorder(args, schedule, rank))
     try:
-        times, losses = train(args, schedule, rank, config, modules, device, recorder)
+        times, losses, optimizer, stepper = train(
+            args, schedule, rank, config, modules, device, recorder
+        )
     finally:
         if recorder.inner is not None:
             recorder.inner.close()  # writes D/rank<R>.zbshard
     if args.dump:
-        dump(args.dump, rank, model, modules, losses)
+        dump(args.dump, rank, model, modules, losses, optimizer)
     run_id = merge(args, rank) if args.record_dir else None
 
     measured = times[args.warmup :] or times
@@ -222,7 +310,18 @@ def main(argv=None) -> int:
         "median_iter_s": statistics.median(measured),
         "iter_s": measured,
         "peak_activation_bytes": recorder.peak,
+        "optimizer": args.optimizer,
+        "optimizer_step": args.optimizer_step,
     }
+    if stepper is not optimizer:
+        counts = stepper.counts
+        summary["barrier_s"] = counts.wait_s[args.warmup :] or counts.wait_s
+        summary.update(
+            clipped=counts.clipped,
+            skipped=counts.skipped,
+            rollbacks=counts.rollbacks,
+            restarts=counts.restarts,
+        )
     if run_id is not None:
         summary["run_id"] = run_id
     if args.summary_out:

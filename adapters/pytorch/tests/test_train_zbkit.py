@@ -28,6 +28,7 @@ HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent / "examples"
 SCRIPT = EXAMPLES / "train_zbkit.py"
 sys.path.insert(0, str(EXAMPLES))
+from compare_runs import compare  # noqa: E402
 from reference import train_reference  # noqa: E402
 
 MODEL = ["--layers", "4", "--dim", "32", "--heads", "2", "--seq", "16", "--vocab", "64"]
@@ -36,8 +37,9 @@ JOB = MODEL + ["--batch", "8", "--iters", str(ITERS), "--warmup", "0"]
 TIMEOUT_S = 150
 SUMMARY_KEYS = {
     "rank", "schedule", "class", "ranks", "stages", "microbatches", "iters", "median_iter_s",
-    "iter_s", "peak_activation_bytes",
+    "iter_s", "peak_activation_bytes", "optimizer", "optimizer_step",
 }  # fmt: skip
+STEP_KEYS = {"barrier_s", "clipped", "skipped", "rollbacks", "restarts"}
 
 
 def _skip(reason: str) -> None:
@@ -174,3 +176,44 @@ def test_schedule_that_does_not_fit_is_refused(zb, tmp_path):
     assert done.returncode != 0
     assert "train_zbkit: --microbatches 8, the schedule has 4" in done.stderr, done.stderr[-3000:]
     assert "iter 0" not in done.stdout
+
+
+def test_post_validation_ends_like_the_synchronous_step(zb, tmp_path):
+    """The bundled GPT with AdamW, a clipped step and an Inf on rank 1 at iteration 2, on a V
+    schedule: the barrier-free step ends bit for bit where the all-reduce one does."""
+    schedule, _ = tune(zb, tmp_path, "zb-v")
+    iters = 5
+    job = MODEL + ["--batch", "8", "--iters", str(iters), "--warmup", "0", "--optimizer", "adamw",
+                   "--lr", "0.01", "--clip-norm", "0.7", "--inject-inf", "2:1"]  # fmt: skip
+    summaries = {}
+    for step in ("sync", "post-validation"):
+        pattern = str(tmp_path / f"{step}.rank{{rank}}.json")
+        done = run_job("--schedule-file", str(schedule), *job, "--optimizer-step", step,
+                       "--dump", str(tmp_path / step), "--summary-out", pattern)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        summaries[step] = read_summaries(done, pattern)
+    verdict = compare(str(tmp_path / "sync"), str(tmp_path / "post-validation"), rounding=False)
+    assert verdict == {"equal": True, "max_rel_diff": 0.0, "problem": None}
+    for rank in range(2):
+        sync, pv = summaries["sync"][rank], summaries["post-validation"][rank]
+        assert set(sync) == set(pv) == SUMMARY_KEYS | STEP_KEYS
+        assert len(sync["barrier_s"]) == len(pv["barrier_s"]) == iters
+        assert sync["skipped"] == pv["skipped"] == 1
+        assert sync["clipped"] == pv["clipped"] == 1
+        assert sync["rollbacks"] == sync["restarts"] == 0
+        # Every clipped or skipped step but a last one restarts the next iteration.
+        assert pv["restarts"] >= 1
+    print("clipped", summaries["sync"][0]["clipped"], "rollbacks on rank 0",
+          summaries["post-validation"][0]["rollbacks"])  # fmt: skip
+    assert summaries["post-validation"][0]["rollbacks"] == 2  # the clip and the Inf
+    assert summaries["post-validation"][1]["rollbacks"] == 0  # the last rank knows the global
+
+
+def test_bad_step_options_are_usage_errors(zb, tmp_path):
+    schedule, _ = tune(zb, tmp_path, "zb-h1")
+    done = run_job("--schedule-file", str(schedule), *JOB, "--inject-inf", "2-1",
+                   "--optimizer-step", "sync")  # fmt: skip
+    assert done.returncode != 0
+    assert "'2-1' is not ITER:RANK" in done.stderr, done.stderr[-2000:]
+    done = run_job("--schedule-file", str(schedule), *JOB, "--clip-norm", "1")
+    assert "--clip-norm and --inject-inf need --optimizer-step" in done.stderr, done.stderr[-2000:]

@@ -33,7 +33,12 @@ from torch import nn
 from .bw_split import BackwardSplit, SplitStats
 from .schedule import OP_KINDS, Op, Schedule
 
-__all__ = ["PipelineExecutor", "ZbkitPipelineError", "validate_schedule"]
+__all__ = [
+    "PipelineExecutor",
+    "ZbkitPipelineError",
+    "post_validation_deadlines",
+    "validate_schedule",
+]
 
 ACT = 0  # activation, stage s -> s + 1
 GRAD = 1  # input gradient, stage s -> s - 1
@@ -183,6 +188,32 @@ def _dependency(op: Op, n: int) -> Optional[Tuple[str, int, int]]:
     return None
 
 
+def post_validation_deadlines(schedule: Schedule) -> List[int]:
+    """Per rank, the index of the op before which a speculative optimizer step is validated.
+
+    Only forwards of the rank's first stage (chunk 0) may run on speculative weights (the paper's
+    rule, docs/post-validation.md): they are what a failed validation redoes. A rank's deadline is
+    also no later than the op that would consume an activation its upstream rank sends after *its*
+    deadline, so that what a restart drains is fixed by the schedule: the messages each peer sends
+    before its own deadline."""
+    deadlines: List[int] = []
+    for r, ops in enumerate(schedule.ops):
+        first = schedule.stages[r][0]
+        # Where in rank r-1's sends each microbatch's activation towards stage `first` comes.
+        position: Dict[int, int] = {}
+        if r > 0:
+            upstream = schedule.ops[r - 1]
+            sent = [op.microbatch for op in upstream if op.kind == "F" and op.stage + 1 == first]
+            position = {mb: i for i, mb in enumerate(sent)}
+        d = 0
+        while d < len(ops) and ops[d].kind == "F" and ops[d].stage == first:
+            if r > 0 and position.get(ops[d].microbatch, len(ops)) >= deadlines[r - 1]:
+                break
+            d += 1
+        deadlines.append(d)
+    return deadlines
+
+
 def _fingerprint(schedule: Schedule) -> int:
     """A stable hash of what both ends of a message must agree on."""
     text = repr(
@@ -233,6 +264,12 @@ class PipelineExecutor:
         timeout_s: bound on every wait for a peer.
         loss_scale: factor on each microbatch loss; default 1/m, so the accumulated gradients
             equal one step on the whole batch.
+        post_validation: optional `zbkit.post_validation.PostValidatedOptimizer` of this rank.
+            When its last step is pending, `step` validates it before this rank's deadline (the
+            first op that is not a forward of the rank's first stage, and no later than the
+            upstream rank's: `post_validation_deadline`), forwarding the global state as soon as
+            it arrives; if validation fails the iteration restarts from its first op, draining
+            the activations sent on speculative weights.
     """
 
     def __init__(
@@ -245,6 +282,7 @@ class PipelineExecutor:
         recorder: Optional[Any] = None,
         timeout_s: float = 300.0,
         loss_scale: Optional[float] = None,
+        post_validation: Optional[Any] = None,
     ) -> None:
         world = None
         if dist.is_available() and dist.is_initialized():
@@ -300,6 +338,28 @@ class PipelineExecutor:
             first = next(iter(mod.parameters()), None)
             self._device[s] = first.device if first is not None else torch.device("cpu")
         self._incoming_order: Dict[int, List[Tuple[int, int, int]]] = self._plan_incoming()
+        if post_validation is not None and (post_validation.rank, post_validation.ranks) != (
+            rank,
+            schedule.ranks,
+        ):
+            raise _fail(
+                f"zbkit executor rank {rank}: the post-validated optimizer is for rank "
+                f"{post_validation.rank} of {post_validation.ranks}"
+            )
+        self.post_validation = post_validation
+        deadlines = post_validation_deadlines(schedule)
+        #: index of the op before which a pending step is validated
+        self.post_validation_deadline = deadlines[rank]
+        # Per peer: how many of its messages to this rank it sends before its own deadline (the
+        # ones a failed validation makes stale).
+        self._stale_in = {
+            peer: sum(1 for op in schedule.ops[peer][: deadlines[peer]] if self._sends_to_me(op))
+            for peer in range(schedule.ranks)
+            if peer != rank
+        }
+        #: iterations restarted after a failed validation
+        self.restarts = 0
+        self._post_limit: Optional[Dict[int, int]] = None
         # torch.autograd.grad imports this (and sympy) lazily on its first call with output
         # gradients: seconds on a slow machine. Pay for it here rather than inside the first B,
         # where the peer waiting for that B's gradient would count it against its timeout.
@@ -310,6 +370,18 @@ class PipelineExecutor:
 
     # ---- plan ------------------------------------------------------------------------------
 
+    def _message(self, op: Op) -> Optional[Tuple[int, Tuple[int, int, int]]]:
+        """(destination stage, message) of what `op` sends, or None."""
+        if op.kind == "F" and op.stage + 1 < self._n:
+            return op.stage + 1, (ACT, op.stage, op.microbatch)
+        if op.kind in ("B", "BW") and op.stage > 0:
+            return op.stage - 1, (GRAD, op.stage, op.microbatch)
+        return None
+
+    def _sends_to_me(self, op: Op) -> bool:
+        sent = self._message(op)
+        return sent is not None and self._owner[sent[0]] == self.rank
+
     def _plan_incoming(self) -> Dict[int, List[Tuple[int, int, int]]]:
         """Per peer, the messages it sends this rank, in the order it sends them."""
         order: Dict[int, List[Tuple[int, int, int]]] = {}
@@ -317,14 +389,9 @@ class PipelineExecutor:
             if peer == self.rank:
                 continue
             for op in ops:
-                if op.kind == "F" and op.stage + 1 < self._n:
-                    dst, msg = op.stage + 1, (ACT, op.stage, op.microbatch)
-                elif op.kind in ("B", "BW") and op.stage > 0:
-                    dst, msg = op.stage - 1, (GRAD, op.stage, op.microbatch)
-                else:
-                    continue
-                if self._owner[dst] == self.rank:
-                    order.setdefault(peer, []).append(msg)
+                sent = self._message(op)
+                if sent is not None and self._owner[sent[0]] == self.rank:
+                    order.setdefault(peer, []).append(sent[1])
         return order
 
     def _tag(self, direction: int, stage: int, mb: int, part: int) -> int:
@@ -372,6 +439,8 @@ class PipelineExecutor:
         idx = self._in_posted.get(peer, 0)
         if idx >= len(queue):
             return
+        if self._post_limit is not None and idx >= self._post_limit.get(peer, 0):
+            return  # until validated, only what a restart would drain (see _restart)
         msg = queue[idx]
         if msg.header_work is not None:
             return
@@ -404,44 +473,47 @@ class PipelineExecutor:
                     f"{'activation' if direction == ACT else 'gradient'} yet (schedule order)"
                 ) from None
         peer = self._owner[src_stage]
-        queue = self._in_queue[peer]
         where = f"zbkit executor rank {self.rank} op {op_i} ({_op_text(op)})"
         # Drain this peer's messages in its send order up to the one needed.
         while key not in self._arrived:
-            idx = self._in_posted.get(peer, 0)
-            if idx >= len(queue):
-                raise _fail(f"{where}: peer rank {peer} sends nothing more this step")
-            msg = queue[idx]
-            self._post_next_header(peer)
-            self._wait(
-                msg.header_work,
-                f"{where}: waiting for the {msg.text()} (peer rank {peer}) failed",
-            )
-            h = msg.header.tolist()
-            got = (h[2], h[3], h[4])
-            if h[0] != _MAGIC or h[1] != self._fp:
-                raise _fail(
-                    f"{where}: peer rank {peer} runs a different schedule (fingerprint mismatch on "
-                    f"the {msg.text()})"
-                )
-            if got != (msg.direction, msg.stage, msg.microbatch):
-                raise _fail(f"{where}: peer rank {peer} sent {got} where {msg.text()} was expected")
-            if not 0 <= h[5] < len(_DTYPES) or not 0 <= h[6] <= _MAX_DIMS:
-                raise _fail(f"{where}: peer rank {peer} sent a corrupt header for the {msg.text()}")
-            shape = h[7 : 7 + h[6]]
-            msg.payload = torch.empty(shape, dtype=_DTYPES[h[5]], device=self._wire_device)
-            msg.payload_work = dist.irecv(
-                msg.payload,
-                self._peer_global[peer],
-                group=self.group,
-                tag=self._tag(msg.direction, msg.stage, msg.microbatch, 1),
-            )
-            self._in_posted[peer] = idx + 1
-            self._post_next_header(peer)
-            self._arrived[(msg.direction, msg.stage, msg.microbatch)] = msg
+            self._accept_next(peer, where)
         msg = self._arrived.pop(key)
         self._wait(msg.payload_work, f"{where}: waiting for the {msg.text()} failed")
         return msg.payload
+
+    def _accept_next(self, peer: int, where: str) -> None:
+        """Waits for the header of `peer`'s next message, checks it and posts its payload."""
+        queue = self._in_queue[peer]
+        idx = self._in_posted.get(peer, 0)
+        if idx >= len(queue):
+            raise _fail(f"{where}: peer rank {peer} sends nothing more this step")
+        msg = queue[idx]
+        self._post_next_header(peer)
+        self._wait(
+            msg.header_work, f"{where}: waiting for the {msg.text()} (peer rank {peer}) failed"
+        )
+        h = msg.header.tolist()
+        got = (h[2], h[3], h[4])
+        if h[0] != _MAGIC or h[1] != self._fp:
+            raise _fail(
+                f"{where}: peer rank {peer} runs a different schedule (fingerprint mismatch on "
+                f"the {msg.text()})"
+            )
+        if got != (msg.direction, msg.stage, msg.microbatch):
+            raise _fail(f"{where}: peer rank {peer} sent {got} where {msg.text()} was expected")
+        if not 0 <= h[5] < len(_DTYPES) or not 0 <= h[6] <= _MAX_DIMS:
+            raise _fail(f"{where}: peer rank {peer} sent a corrupt header for the {msg.text()}")
+        shape = h[7 : 7 + h[6]]
+        msg.payload = torch.empty(shape, dtype=_DTYPES[h[5]], device=self._wire_device)
+        msg.payload_work = dist.irecv(
+            msg.payload,
+            self._peer_global[peer],
+            group=self.group,
+            tag=self._tag(msg.direction, msg.stage, msg.microbatch, 1),
+        )
+        self._in_posted[peer] = idx + 1
+        self._post_next_header(peer)
+        self._arrived[(msg.direction, msg.stage, msg.microbatch)] = msg
 
     # ---- ops -------------------------------------------------------------------------------
 
@@ -551,46 +623,15 @@ class PipelineExecutor:
         """
         self._inputs = inputs
         self._targets = targets
-        self._local: Dict[Tuple[int, int, int], torch.Tensor] = {}
-        self._splits: Dict[Tuple[int, int], BackwardSplit] = {}
-        self._want_dx: Dict[Tuple[int, int], bool] = {}
-        self._losses: Dict[int, torch.Tensor] = {}
         self._sends: List[Any] = []
-        self._arrived: Dict[Tuple[int, int, int], _Msg] = {}
-        self._in_posted: Dict[int, int] = {}
-        self._in_queue = {
-            peer: [_Msg(d, s, mb, peer) for (d, s, mb) in msgs]
-            for peer, msgs in self._incoming_order.items()
-        }
-        self.memory_stats = {}
-        rec = self.recorder
-        report_memory = getattr(rec, "memory", None) if rec is not None else None
+        pv = self.post_validation
+        validating = pv is not None and pv.pending
+        self._post_limit = dict(self._stale_in) if validating else None
         try:
-            for peer in self._in_queue:
-                self._post_next_header(peer)
-            for i, op in enumerate(self._ops):
-                if rec is not None:
-                    rec.begin(i)
-                try:
-                    if op.kind == "F":
-                        self._forward(i, op)
-                    elif op.kind == "B":
-                        self._backward(i, op, fused=False)
-                    elif op.kind == "BW":
-                        self._backward(i, op, fused=True)
-                    else:
-                        self._weight(i, op)
-                except ZbkitPipelineError:
-                    raise
-                except Exception as e:  # noqa: BLE001 - name the op for any failure inside it
-                    raise _fail(
-                        f"zbkit executor rank {self.rank} op {i} ({_op_text(op)}): {_one_line(e)}"
-                    ) from e
-                if rec is not None:
-                    rec.end(i)
-                    if report_memory is not None:
-                        report_memory(self._held_bytes())
-                self._reap_sends()
+            self._begin_attempt()
+            while not self._run_ops(validating):
+                self._restart()
+                validating = False
             for where, peer, _h, _t, w1, w2 in self._sends:
                 what = f"zbkit executor rank {self.rank} {where}: send to peer rank {peer} failed"
                 self._wait(w1, what)
@@ -598,6 +639,86 @@ class PipelineExecutor:
         finally:
             self._sends = []
         return [self._losses[mb] for mb in sorted(self._losses)]
+
+    def _begin_attempt(self) -> None:
+        """Fresh per-iteration state; the first header from every peer posted."""
+        self._local: Dict[Tuple[int, int, int], torch.Tensor] = {}
+        self._splits: Dict[Tuple[int, int], BackwardSplit] = {}
+        self._want_dx: Dict[Tuple[int, int], bool] = {}
+        self._losses: Dict[int, torch.Tensor] = {}
+        self._arrived: Dict[Tuple[int, int, int], _Msg] = {}
+        self._in_posted: Dict[int, int] = {}
+        self._in_queue = {
+            peer: [_Msg(d, s, mb, peer) for (d, s, mb) in msgs]
+            for peer, msgs in self._incoming_order.items()
+        }
+        self.memory_stats = {}
+        for peer in self._in_queue:
+            self._post_next_header(peer)
+
+    def _validate(self) -> bool:
+        """The pending optimizer step's validation; on success the held-back headers go out."""
+        ok = self.post_validation.validate()
+        if ok:
+            self._post_limit = None
+            for peer in self._in_queue:
+                self._post_next_header(peer)
+        return ok
+
+    def _restart(self) -> None:
+        """After a failed validation: every peer's messages sent before its deadline were made on
+        speculative weights (or inputs); receive and drop them, then start the iteration over."""
+        where = f"zbkit executor rank {self.rank}, restarting after a failed post-validation"
+        for peer, stale in self._stale_in.items():
+            while self._in_posted.get(peer, 0) < stale:
+                self._accept_next(peer, where)
+            for msg in self._in_queue.get(peer, [])[:stale]:
+                key = (msg.direction, msg.stage, msg.microbatch)
+                if self._arrived.get(key) is msg:
+                    self._wait(msg.payload_work, f"{where}: draining the {msg.text()} failed")
+                    del self._arrived[key]
+        self._post_limit = None
+        self.restarts += 1
+        self.post_validation.counts.restarts += 1
+        self._begin_attempt()
+
+    def _run_ops(self, validating: bool) -> bool:
+        """This rank's ops in order; False when the pending step's validation failed (at the
+        deadline, before any op that is not a speculative forward)."""
+        rec = self.recorder
+        report_memory = getattr(rec, "memory", None) if rec is not None else None
+        deadline = self.post_validation_deadline
+        for i, op in enumerate(self._ops):
+            if validating:
+                if i == deadline:
+                    validating = False
+                    if not self._validate():
+                        return False
+                else:
+                    self.post_validation.poll()
+            if rec is not None:
+                rec.begin(i)
+            try:
+                if op.kind == "F":
+                    self._forward(i, op)
+                elif op.kind == "B":
+                    self._backward(i, op, fused=False)
+                elif op.kind == "BW":
+                    self._backward(i, op, fused=True)
+                else:
+                    self._weight(i, op)
+            except ZbkitPipelineError:
+                raise
+            except Exception as e:  # noqa: BLE001 - name the op for any failure inside it
+                raise _fail(
+                    f"zbkit executor rank {self.rank} op {i} ({_op_text(op)}): {_one_line(e)}"
+                ) from e
+            if rec is not None:
+                rec.end(i)
+                if report_memory is not None:
+                    report_memory(self._held_bytes())
+            self._reap_sends()
+        return not validating or self._validate()
 
     def _reap_sends(self) -> None:
         """Drops completed sends so their buffers are freed early."""
