@@ -16,12 +16,18 @@
 //      noise hits all alike): torch's built-ins, the tuned schedule through the shim in the
 //      unmodified script, and through zbkit's executor (train_zbkit.py), whose first round is
 //      recorded through libzbrt and stored as a measured run of the tuned schedule;
+//      Post-validation: each round also runs the schedule tuned by span (--objective span, the
+//      paper's convention, what an iteration takes when no barrier separates iterations) through
+//      the executor twice, AdamW with gradient clipping and one injected Inf: once with the
+//      all-reduce barrier before every optimizer step, once post-validated;
 //   5. check: the tuned schedule's final parameters and losses, through the shim and through the
-//      executor, against one unpipelined process (reference.py --compare);
+//      executor, against one unpipelined process (reference.py --compare), and the post-validated
+//      run's parameters and optimizer state against the barrier run's (compare_runs.py);
 //   6. report: per schedule, median iteration time over every measured iteration (the slowest
 //      rank's), throughput, peak activation memory per rank, predicted iteration time and the
 //      ratio; a line judges each of the runtime's targets (throughput and peak against the best
-//      torch schedule, measured gain against predicted, measured against predicted time);
+//      torch schedule, measured gain against predicted, measured against predicted time) and
+//      the post-validation issue's (the iteration drops by at least the barrier's share);
 //      zbview draws predicted against measured; one JSON line ends the output.
 // Every job's own output goes to DIR/logs/*.log. Exit 0 when everything ran, 1 when a job failed
 // (its log is named), 2 for usage.
@@ -60,6 +66,12 @@ using nlohmann::json;
 constexpr int kRanks = 2;
 constexpr const char* kTuned = "zbkit";  // the tuned schedule's row prefix
 
+// The post-validation runs: AdamW, the customary clip norm (the bundled job's gradient norm is
+// about half of it, so only the injected Inf makes a step wrong), an Inf on the last rank in
+// iteration 2. The in-place rollback: no copy per step, equal to the barrier run's up to rounding.
+const std::vector<std::string> kPostValidationJob = {
+    "--optimizer", "adamw", "--lr", "0.001", "--clip-norm", "1.0", "--inject-inf", "2:1"};
+
 // torch's built-in schedules the bundled job runs, and the zbkit family that predicts each
 // (empty: none models it).
 struct TorchSchedule {
@@ -96,6 +108,10 @@ struct DemoSettings {
 struct Measurement {
   std::vector<double> iteration_s;  // slowest rank's time of each measured iteration
   std::vector<double> peak_bytes;   // per rank; empty when not measured
+  // With --optimizer-step sync or post-validation: per rank, the measured iterations' time and
+  // the time of those spent waiting on the other ranks for the step (summed); rollbacks (all).
+  std::vector<double> rank_iteration_s, rank_barrier_s;
+  int rollbacks = 0;
 
   // The peak of the fuller rank: what a per-rank budget must hold; 0 when not measured.
   double fuller_rank_peak() const {
@@ -115,6 +131,15 @@ struct DemoRow {
   Measurement measured;
   std::vector<double> round_median_s;  // one per timed job, in round order
   double median_ms() const { return Median(measured.iteration_s) * 1e3; }
+  // The largest share of its iteration time any rank spent waiting for the step; 0 without.
+  double barrier_share() const {
+    double share = 0;
+    for (size_t r = 0; r < measured.rank_barrier_s.size(); ++r) {
+      if (measured.rank_iteration_s[r] > 0)
+        share = std::max(share, measured.rank_barrier_s[r] / measured.rank_iteration_s[r]);
+    }
+    return share;
+  }
 };
 
 // Per round, `a`'s median time over `b`'s: both ran minutes apart at most, so the machine's slow
@@ -142,15 +167,18 @@ class Demo {
   Expected<profiler::Analysis> Profile();
   Status MeasureTorchMemory();
   Expected<CostProfile> CalibrateMemory(const CostProfile& costs);
-  Expected<tuner::TuneOutcome> TuneSchedule(const CostProfile& costs);
+  Expected<tuner::TuneOutcome> TuneSchedule(const CostProfile& costs, tuner::Objective objective);
   // Runs `script` with `args` and the demo's iteration counts, and adds what it measured to
   // `row`'s iterations (and peak memory, where the job reports it).
   Status TimeJob(const std::string& row, const std::string& tag, const std::string& script,
                  std::vector<std::string> args, EnvironmentOverrides env = {});
   Status TimeTorchSchedules(int round);
   Status MeasureRound(int round, const Schedule& tuned, int64_t schedule_id);
+  Status MeasurePostValidation(int round);
   Expected<bool> CheckResults();
+  Expected<bool> CheckPostValidation();
   void Report(const tuner::TuneOutcome& outcome, bool results_match);
+  void ReportPostValidation(json& line);
   std::vector<std::string> ShimArgs(const Schedule& tuned) const;
   void Draw(int64_t schedule_id);
 
@@ -167,6 +195,10 @@ class Demo {
   std::map<std::string, DemoRow> rows_;
   std::vector<std::string> order_;  // row names in report order
   std::optional<int64_t> measured_timeline_;
+  // The schedule tuned by span, and its two executor rows: all-reduce step, post-validated.
+  std::optional<tuner::TuneOutcome> span_outcome_;
+  std::string shim_row_, executor_row_, pv_sync_row_, pv_row_;
+  bool pv_equal_ = false;
 };
 
 void Note(std::ostream& err, const std::string& text) {
@@ -228,6 +260,16 @@ Expected<Measurement> Demo::ReadMeasurement(const std::string& tag, bool memory_
       peak = summary["peak_activation_bytes"].get<double>();
     }
     if (peak) measurement.peak_bytes.push_back(*peak);
+    if (summary.contains("barrier_s") && summary["barrier_s"].is_array()) {
+      double iteration = 0, barrier = 0;
+      for (const auto& t : times)
+        iteration += t.get<double>();
+      for (const auto& t : summary["barrier_s"])
+        barrier += t.get<double>();
+      measurement.rank_iteration_s.push_back(iteration);
+      measurement.rank_barrier_s.push_back(barrier);
+      measurement.rollbacks += summary.value("rollbacks", 0);
+    }
   }
   if (measurement.peak_bytes.size() != kRanks) measurement.peak_bytes.clear();
   return measurement;
@@ -329,7 +371,8 @@ Expected<CostProfile> Demo::CalibrateMemory(const CostProfile& costs) {
   return calibrated;
 }
 
-Expected<tuner::TuneOutcome> Demo::TuneSchedule(const CostProfile& costs) {
+Expected<tuner::TuneOutcome> Demo::TuneSchedule(const CostProfile& costs,
+                                                tuner::Objective objective) {
   std::string cap = settings_.mem_limit;
   std::string why;
   if (cap == "auto") {
@@ -338,8 +381,11 @@ Expected<tuner::TuneOutcome> Demo::TuneSchedule(const CostProfile& costs) {
     cap = std::to_string(static_cast<int64_t>(budget));
     why = " bytes per rank (" + FormatBytes(budget) + ", " + best_torch + "'s measured peak)";
   }
-  Note(err_, "3/6 tuning every family and placement under --mem-limit " + cap + why);
+  Note(err_, std::string(objective == tuner::Objective::kSpan ? "3/6 (post-validation) " : "3/6 ") +
+                 "tuning every family and placement by " + tuner::ObjectiveName(objective) +
+                 " under --mem-limit " + cap + why);
   tuner::TuneRequest request;
+  request.options.objective = objective;
   request.costs = costs;
   request.costs_name = "bundled-gpt (zb demo profile, memory calibrated)";
   request.microbatches = settings_.microbatches;
@@ -349,6 +395,7 @@ Expected<tuner::TuneOutcome> Demo::TuneSchedule(const CostProfile& costs) {
   if (!outcome.chosen || !outcome.schedule_id) {
     return InvalidInput("no schedule fits --mem-limit " + cap);
   }
+  if (objective != tuner::Objective::kMakespan) return outcome;
   for (const TorchSchedule& schedule : kTorchSchedules) {
     for (const tuner::ComparisonRow& row : outcome.rows) {
       if (row.family == schedule.family && row.status.ok()) {
@@ -377,6 +424,13 @@ Status Demo::TimeJob(const std::string& row, const std::string& tag, const std::
                           measured.iteration_s.end());
   rows_[row].round_median_s.push_back(Median(measured.iteration_s));
   if (!measured.peak_bytes.empty()) kept.peak_bytes = measured.peak_bytes;
+  kept.rollbacks += measured.rollbacks;
+  kept.rank_iteration_s.resize(measured.rank_iteration_s.size());
+  kept.rank_barrier_s.resize(measured.rank_barrier_s.size());
+  for (size_t r = 0; r < measured.rank_iteration_s.size(); ++r) {
+    kept.rank_iteration_s[r] += measured.rank_iteration_s[r];
+    kept.rank_barrier_s[r] += measured.rank_barrier_s[r];
+  }
   return Status::Ok();
 }
 
@@ -392,13 +446,11 @@ Status Demo::TimeTorchSchedules(int round) {
 Status Demo::MeasureRound(int round, const Schedule& tuned, int64_t schedule_id) {
   ZB_RETURN_IF_ERROR(TimeTorchSchedules(round));
   const std::string suffix = "-round" + std::to_string(round);
-  const std::string shim = std::string(kTuned) + " " + tuned.family + " (shim)";
-  const std::string executor = std::string(kTuned) + " " + tuned.family + " (executor)";
   std::vector<std::string> args = ShimArgs(tuned);
   if (round == 1) {
     args.insert(args.end(), {"--dump", (settings_.dir / "dump-shim").string()});
   }
-  ZB_RETURN_IF_ERROR(TimeJob(shim, "shim" + suffix, "train_pipelining.py", args,
+  ZB_RETURN_IF_ERROR(TimeJob(shim_row_, "shim" + suffix, "train_pipelining.py", args,
                              {{"ZBKIT_SCHEDULE", tuned_csv_}, PythonPathWithHook(hook_)}));
 
   args = {"--store", settings_.store, "--schedule-id", std::to_string(schedule_id)};
@@ -409,7 +461,7 @@ Status Demo::MeasureRound(int round, const Schedule& tuned, int64_t schedule_id)
     args.insert(args.end(), {"--record-dir", record.string(), "--dump",
                              (settings_.dir / "dump-executor").string()});
   }
-  ZB_RETURN_IF_ERROR(TimeJob(executor, "executor" + suffix, "train_zbkit.py", args));
+  ZB_RETURN_IF_ERROR(TimeJob(executor_row_, "executor" + suffix, "train_zbkit.py", args));
   if (round == 1) {
     std::ifstream in(Summary("executor" + suffix) / "rank0.json");
     json summary = json::parse(in, nullptr, false);
@@ -420,6 +472,25 @@ Status Demo::MeasureRound(int round, const Schedule& tuned, int64_t schedule_id)
         if (timelines.ok() && !timelines->empty()) measured_timeline_ = timelines->front().id;
       }
     }
+  }
+  return MeasurePostValidation(round);
+}
+
+// The span-tuned schedule through the executor with the barrier step, then post-validated; the
+// first round dumps both for CheckPostValidation.
+Status Demo::MeasurePostValidation(int round) {
+  const std::string suffix = "-round" + std::to_string(round);
+  for (const auto& [row, step] : {std::pair{pv_sync_row_, std::string("sync")},
+                                  std::pair{pv_row_, std::string("post-validation")}}) {
+    std::vector<std::string> args = {
+        "--store",          settings_.store,
+        "--schedule-id",    std::to_string(*span_outcome_->schedule_id),
+        "--optimizer-step", step,
+        "--rollback",       "in-place"};
+    args.insert(args.end(), kPostValidationJob.begin(), kPostValidationJob.end());
+    if (round == 1)
+      args.insert(args.end(), {"--dump", (settings_.dir / ("dump-" + step)).string()});
+    ZB_RETURN_IF_ERROR(TimeJob(row, "step-" + step + suffix, "train_zbkit.py", args));
   }
   return Status::Ok();
 }
@@ -451,6 +522,28 @@ Expected<bool> Demo::CheckResults() {
     all_equal = all_equal && verdict["equal"].get<bool>();
   }
   return all_equal;
+}
+
+// compare_runs.py: the post-validated run's parameters and optimizer state against the barrier
+// run's (to rounding: the in-place rollback).
+Expected<bool> Demo::CheckPostValidation() {
+  const std::string tag = "compare-post-validation";
+  const fs::path result = settings_.dir / (tag + ".json");
+  const int code = RunChildCommand(
+      "demo",
+      {python_, (examples_ / "compare_runs.py").string(), (settings_.dir / "dump-sync").string(),
+       (settings_.dir / "dump-post-validation").string(), "--rounding", "--out", result.string()},
+      {{"OMP_NUM_THREADS", "1"}}, Log(tag).string());
+  std::ifstream in(result);
+  json verdict = json::parse(in, nullptr, false);
+  if (!verdict.is_object() || !verdict.contains("equal")) {
+    return InternalError(tag + " exited with " + std::to_string(code) + " and no verdict; see " +
+                         Log(tag).string());
+  }
+  if (!verdict["equal"].get<bool>()) {
+    Note(err_, tag + ": " + verdict.value("problem", std::string("not equal")));
+  }
+  return verdict["equal"].get<bool>();
 }
 
 void Demo::Draw(int64_t schedule_id) {
@@ -490,7 +583,7 @@ void Demo::Report(const tuner::TuneOutcome& outcome, bool results_match) {
     table.AddRow(cells);
   }
   const DemoRow& base = rows_.at("1F1B");
-  const DemoRow& shim = rows_.at(order_[order_.size() - 2]);
+  const DemoRow& shim = rows_.at(shim_row_);
   const double throughput_1f1b = samples / (base.median_ms() / 1e3);
   const double throughput_tuned = samples / (shim.median_ms() / 1e3);
   const double throughput_torch = samples / (rows_.at(best_torch).median_ms() / 1e3);
@@ -546,7 +639,45 @@ void Demo::Report(const tuner::TuneOutcome& outcome, bool results_match) {
                {"grads_match", results_match},
                {"peak_tuned_bytes", peak_tuned},
                {"peak_best_torch_bytes", peak_torch}};
+  ReportPostValidation(line);
   out_ << line.dump() << "\n";
+}
+
+void Demo::ReportPostValidation(json& line) {
+  const DemoRow& sync = rows_.at(pv_sync_row_);
+  const DemoRow& pv = rows_.at(pv_row_);
+  // Paired per round, like the throughput target: post-validated over barrier, each round.
+  const std::vector<double> ratios = RoundRatios(pv, sync);
+  const double ratio = ratios.empty() ? pv.median_ms() / sync.median_ms() : Median(ratios);
+  const double drop = 1 - ratio;
+  const double share = sync.barrier_share();
+  const Schedule& schedule = *span_outcome_->chosen;
+  if (!settings_.json) {
+    std::string per_round;
+    for (double r : ratios)
+      per_round += (per_round.empty() ? "" : ", ") + FormatFixed((1 - r) * 100, 1) + "%";
+    out_ << "post-validation: " << schedule.family << " tuned by span (schedule "
+         << *span_outcome_->schedule_id
+         << "), AdamW clipped at 1.0, an Inf in iteration 2: " << FormatFixed(sync.median_ms(), 1)
+         << " ms per iteration with the all-reduce barrier, " << FormatFixed(pv.median_ms(), 1)
+         << " ms post-validated (" << FormatFixed(drop * 100, 1)
+         << "% less, paired per round: " << per_round << "); the barrier took "
+         << FormatFixed(share * 100, 1) << "% of the iteration (its most-waiting rank; "
+         << FormatFixed(pv.barrier_share() * 100, 1) << "% waiting left post-validated); "
+         << pv.measured.rollbacks << " rollbacks; final parameters and optimizer state "
+         << (pv_equal_ ? "equal" : "NOT equal") << " to the barrier run's (to rounding)\n";
+    out_ << "targets: post-validation " << FormatFixed(drop * 100, 1) << "% less time >= the "
+         << FormatFixed(share * 100, 1) << "% the barrier took ("
+         << (drop >= share ? "met" : "NOT met") << "), results equal ("
+         << (pv_equal_ ? "met" : "NOT met") << ")\n";
+  }
+  line["post_validation"] = {{"schedule", schedule.family},
+                             {"iter_ms_sync", sync.median_ms()},
+                             {"iter_ms_pv", pv.median_ms()},
+                             {"measured_drop", drop},
+                             {"barrier_share", share},
+                             {"rollbacks", pv.measured.rollbacks},
+                             {"equal", pv_equal_}};
 }
 
 Status Demo::Run() {
@@ -571,21 +702,28 @@ Status Demo::Run() {
   // A first timed round of torch's schedules alone ranks them for the "auto" cap.
   ZB_RETURN_IF_ERROR(TimeTorchSchedules(0));
   ZB_ASSIGN_OR_RETURN(const CostProfile costs, CalibrateMemory(analysis.costs));
-  ZB_ASSIGN_OR_RETURN(tuner::TuneOutcome outcome, TuneSchedule(costs));
+  ZB_ASSIGN_OR_RETURN(tuner::TuneOutcome outcome, TuneSchedule(costs, tuner::Objective::kMakespan));
+  ZB_ASSIGN_OR_RETURN(span_outcome_, TuneSchedule(costs, tuner::Objective::kSpan));
   // Only the alternating rounds below count, for torch's schedules as for zbkit's.
   for (auto& [name, row] : rows_) {
     row.measured.iteration_s.clear();
     row.round_median_s.clear();
   }
   const Schedule& tuned = *outcome.chosen;
+  shim_row_ = std::string(kTuned) + " " + tuned.family + " (shim)";
+  executor_row_ = std::string(kTuned) + " " + tuned.family + " (executor)";
+  const Schedule& by_span = *span_outcome_->chosen;
+  pv_sync_row_ = std::string(kTuned) + " " + by_span.family + " (executor, all-reduce step)";
+  pv_row_ = std::string(kTuned) + " " + by_span.family + " (executor, post-validated)";
   ZB_ASSIGN_OR_RETURN(std::string csv,
                       tuner::ExportTorchCsv(tuned, tuner::TorchCsvFormat::kComputeOnly));
   tuned_csv_ = (settings_.dir / "tuned.csv").string();
   std::ofstream(tuned_csv_) << csv;
 
   Note(err_, "4/6 " + std::to_string(settings_.rounds) +
-                 " rounds over torch's schedules and the tuned " + tuned.family +
-                 " (shim and executor)");
+                 " rounds over torch's schedules, the tuned " + tuned.family +
+                 " (shim and executor) and the span-tuned " + by_span.family +
+                 " (executor: all-reduce step, post-validated)");
   // The tuned schedule's peak memory through the shim, with the same accounting as torch's.
   const std::string shim_memory = "memory-shim";
   std::vector<std::string> args = ShimArgs(tuned);
@@ -599,15 +737,19 @@ Status Demo::Run() {
     ZB_RETURN_IF_ERROR(MeasureRound(round, tuned, *outcome.schedule_id));
   for (const TorchSchedule& schedule : kTorchSchedules)
     order_.push_back(schedule.name);
-  order_.push_back(std::string(kTuned) + " " + tuned.family + " (shim)");
-  order_.push_back(std::string(kTuned) + " " + tuned.family + " (executor)");
-  DemoRow& shim_row = rows_[order_[order_.size() - 2]];
+  order_.insert(order_.end(), {shim_row_, executor_row_, pv_sync_row_, pv_row_});
+  DemoRow& shim_row = rows_[shim_row_];
   shim_row.measured.peak_bytes = shim_peak.peak_bytes;
   const double predicted = static_cast<double>(tuned.predicted->makespan) / 1e6;
   shim_row.predicted_ms = predicted;
-  rows_[order_.back()].predicted_ms = predicted;
+  rows_[executor_row_].predicted_ms = predicted;
+  // With a barrier an iteration takes the makespan; without, the next one's warm-up overlaps
+  // this one's tail and it takes the span (docs/bubbles.md).
+  rows_[pv_sync_row_].predicted_ms = static_cast<double>(by_span.predicted->makespan) / 1e6;
+  rows_[pv_row_].predicted_ms = static_cast<double>(by_span.predicted->span) / 1e6;
 
   ZB_ASSIGN_OR_RETURN(bool results_match, CheckResults());
+  ZB_ASSIGN_OR_RETURN(pv_equal_, CheckPostValidation());
   Note(err_, "6/6 report");
   Draw(*outcome.schedule_id);
   Report(outcome, results_match);
@@ -615,6 +757,10 @@ Status Demo::Run() {
     return InternalError(
         "the tuned schedule's parameters differ from the unpipelined reference; see " +
         (settings_.dir / "compare-dump-shim.json").string());
+  }
+  if (!pv_equal_) {
+    return InternalError("the post-validated run ends elsewhere than the barrier run; see " +
+                         (settings_.dir / "compare-post-validation.json").string());
   }
   return Status::Ok();
 }

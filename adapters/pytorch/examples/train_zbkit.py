@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
 import statistics
@@ -316,6 +317,7 @@ def main(argv=None) -> int:
     if stepper is not optimizer:
         counts = stepper.counts
         summary["barrier_s"] = counts.wait_s[args.warmup :] or counts.wait_s
+        summary["grad_norms"] = [n if math.isfinite(n) else None for n in counts.norms]
         summary.update(
             clipped=counts.clipped,
             skipped=counts.skipped,

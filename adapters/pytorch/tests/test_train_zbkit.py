@@ -39,7 +39,7 @@ SUMMARY_KEYS = {
     "rank", "schedule", "class", "ranks", "stages", "microbatches", "iters", "median_iter_s",
     "iter_s", "peak_activation_bytes", "optimizer", "optimizer_step",
 }  # fmt: skip
-STEP_KEYS = {"barrier_s", "clipped", "skipped", "rollbacks", "restarts"}
+STEP_KEYS = {"barrier_s", "grad_norms", "clipped", "skipped", "rollbacks", "restarts"}
 
 
 def _skip(reason: str) -> None:

@@ -100,6 +100,7 @@ class StepCounts:
     rollbacks: int = 0  # speculative steps undone
     restarts: int = 0  # iterations restarted after a failed validation (executor's count)
     wait_s: List[float] = field(default_factory=list)  # per step: blocked on the other ranks
+    norms: List[float] = field(default_factory=list)  # per step: the global gradient norm
 
 
 def _parameters(optimizer: torch.optim.Optimizer) -> List[torch.Tensor]:
@@ -126,8 +127,9 @@ def _apply(optimizer: torch.optim.Optimizer, action: str, coefficient: float) ->
     optimizer.step()
 
 
-def _count(counts: StepCounts, action: str) -> None:
+def _count(counts: StepCounts, action: str, state: GradientState) -> None:
     counts.steps += 1
+    counts.norms.append(state.norm)
     counts.clipped += action == "clip"
     counts.skipped += action == "skip"
 
@@ -245,7 +247,7 @@ class SynchronousGradientStep:
         self.last_norm = total.norm
         action, coefficient = total.action(self.max_norm)
         _apply(self.optimizer, action, coefficient)
-        _count(self.counts, action)
+        _count(self.counts, action, total)
         return action
 
     def finish(self) -> None:
@@ -477,7 +479,7 @@ class PostValidatedOptimizer:
         self.last_norm = state.norm
         action, coefficient = state.action(self.max_norm)
         _apply(self.optimizer, action, coefficient)
-        _count(self.counts, action)
+        _count(self.counts, action, state)
         self.counts.wait_s.append(self._wait)
         if self.ranks > 1:
             self._sends.append(self._wire.send(state, self._step, self.rank - 1, _TAG_GLOBAL))
@@ -526,7 +528,7 @@ class PostValidatedOptimizer:
                 _apply(self.optimizer, action, coefficient)
                 _set_hyperparameters(self.optimizer, current)
             self._undo = None
-            _count(self.counts, action)
+            _count(self.counts, action, state)
             self.counts.wait_s.append(self._wait)
         if self._zero_requested is not None:
             self.optimizer.zero_grad(set_to_none=self._zero_requested)
