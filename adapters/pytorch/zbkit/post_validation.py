@@ -108,11 +108,17 @@ def _parameters(optimizer: torch.optim.Optimizer) -> List[torch.Tensor]:
 
 
 def local_state(parameters: List[torch.Tensor]) -> GradientState:
-    """This rank's squared gradient norm, accumulated in float64 in parameter order."""
+    """This rank's squared gradient norm: each gradient's norm in its own dtype (as
+    clip_grad_norm_ computes it, without a float64 copy), squared and added in float64 in
+    parameter order; one device synchronization."""
+    grads = [p.grad.detach() for p in parameters if p.grad is not None]
+    if not grads:
+        return GradientState()
+    device = grads[0].device
+    norms = torch.stack([torch.linalg.vector_norm(g).to(device, torch.float64) for g in grads])
     sum_sq = 0.0
-    for p in parameters:
-        if p.grad is not None:
-            sum_sq += float(p.grad.detach().double().pow(2).sum())
+    for norm in norms.tolist():
+        sum_sq += norm * norm
     return GradientState(sum_sq, not math.isfinite(sum_sq))
 
 
