@@ -174,6 +174,8 @@ class Demo {
   Status MeasurePostValidation(int round);
   Expected<bool> CheckResults();
   Expected<bool> CheckPostValidation();
+  Expected<bool> RunComparison(const std::string& tag, const std::vector<std::string>& command,
+                               const fs::path& result);
   void Report(const tuner::TuneOutcome& outcome, bool results_match);
   void ReportPostValidation(json& line);
   std::vector<std::string> ShimArgs(const Schedule& tuned) const;
@@ -509,19 +511,8 @@ Expected<bool> Demo::CheckResults() {
     command.insert(command.end(),
                    {"--iters", std::to_string(settings_.iters), "--compare",
                     (settings_.dir / dump).string(), "--compare-out", result.string()});
-    // Exit 1 means "not equal", with the verdict written; anything else without one failed.
-    const int code =
-        RunChildCommand("demo", command, {{"OMP_NUM_THREADS", "1"}}, Log(tag).string());
-    std::ifstream in(result);
-    json verdict = json::parse(in, nullptr, false);
-    if (!verdict.is_object() || !verdict.contains("equal")) {
-      return InternalError(tag + " exited with " + std::to_string(code) + " and no verdict; see " +
-                           Log(tag).string());
-    }
-    if (!verdict["equal"].get<bool>()) {
-      Note(err_, tag + ": " + verdict.value("problem", std::string("not equal")));
-    }
-    all_equal = all_equal && verdict["equal"].get<bool>();
+    ZB_ASSIGN_OR_RETURN(const bool equal, RunComparison(tag, command, result));
+    all_equal = all_equal && equal;
   }
   return all_equal;
 }
@@ -531,11 +522,18 @@ Expected<bool> Demo::CheckResults() {
 Expected<bool> Demo::CheckPostValidation() {
   const std::string tag = "compare-post-validation";
   const fs::path result = settings_.dir / (tag + ".json");
-  const int code = RunChildCommand(
-      "demo",
+  return RunComparison(
+      tag,
       {python_, (examples_ / "compare_runs.py").string(), (settings_.dir / "dump-sync").string(),
        (settings_.dir / "dump-post-validation").string(), "--rounding", "--out", result.string()},
-      {{"OMP_NUM_THREADS", "1"}}, Log(tag).string());
+      result);
+}
+
+// Runs a comparison script that writes {"equal": ..., "problem": ...} to `result`. Exit 1 means
+// "not equal", with the verdict written; anything else without one failed.
+Expected<bool> Demo::RunComparison(const std::string& tag, const std::vector<std::string>& command,
+                                   const fs::path& result) {
+  const int code = RunChildCommand("demo", command, {{"OMP_NUM_THREADS", "1"}}, Log(tag).string());
   std::ifstream in(result);
   json verdict = json::parse(in, nullptr, false);
   if (!verdict.is_object() || !verdict.contains("equal")) {

@@ -40,20 +40,33 @@ def test_the_report_lists_every_schedule_and_ends_with_the_json_line(demo):
     assert set(summary) == {
         "schedule", "throughput_1f1b", "throughput_tuned", "best_torch_schedule",
         "throughput_best_torch", "predicted_gain", "measured_gain", "grads_match",
-        "peak_tuned_bytes", "peak_best_torch_bytes",
+        "peak_tuned_bytes", "peak_best_torch_bytes", "post_validation",
     }  # fmt: skip
     assert summary["grads_match"] is True
+    pv = summary["post_validation"]
+    assert set(pv) == {
+        "schedule", "iter_ms_sync", "iter_ms_pv", "measured_drop", "barrier_share", "rollbacks",
+        "equal",
+    }  # fmt: skip
+    # The Inf injected on rank 1 in the last iteration is rolled back on rank 0; the state then
+    # equals the barrier run's.
+    assert pv["equal"] is True and pv["rollbacks"] >= 1
+    assert pv["iter_ms_sync"] > 0 and pv["iter_ms_pv"] > 0 and 0 <= pv["barrier_share"] < 1
     assert summary["peak_tuned_bytes"] > 0 and summary["peak_best_torch_bytes"] > 0
     # Every target is judged in the text report, met or not, with its figure.
     targets = [line for line in lines if line.startswith("targets: ")]
-    assert len(targets) == 1, lines
+    assert len(targets) == 2, lines
     assert targets[0].count("met") == 4, targets[0]
+    assert targets[1].startswith("targets: post-validation ") and targets[1].count("met") == 2
+    assert any(line.startswith("post-validation: ") for line in lines), lines
     assert summary["best_torch_schedule"] in TORCH_SCHEDULES
     for key in ("throughput_1f1b", "throughput_tuned", "throughput_best_torch"):
         assert summary[key] > 0
     table = "\n".join(lines[:-1])
     for name in TORCH_SCHEDULES + [f"zbkit {summary['schedule']} (shim)",
-                                   f"zbkit {summary['schedule']} (executor)"]:  # fmt: skip
+                                   f"zbkit {summary['schedule']} (executor)",
+                                   f"zbkit {pv['schedule']} (executor, all-reduce step)",
+                                   f"zbkit {pv['schedule']} (executor, post-validated)"]:  # fmt: skip
         assert any(line.startswith(name + " ") for line in table.splitlines()), (name, table)
 
 
@@ -78,6 +91,8 @@ def test_every_job_left_its_log_and_the_tuned_csv(demo):
     _, _, directory = demo
     logs = sorted(p.name for p in (directory / "logs").iterdir())
     assert "profile-1F1B.log" in logs and "executor-round1.log" in logs, logs
+    assert "step-sync-round1.log" in logs and "step-post-validation-round1.log" in logs, logs
+    assert json.loads((directory / "compare-post-validation.json").read_text())["equal"] is True
     assert (directory / "tuned.csv").read_text().strip()
     assert sorted(p.name for p in (directory / "profile").iterdir()) == [
         "rank0.json.gz", "rank1.json.gz",

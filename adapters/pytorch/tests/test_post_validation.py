@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,8 @@ from typing import Any, Dict, List
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
+
+from test_shim import free_port  # noqa: E402
 
 WORKER = Path(__file__).with_name("pv_worker.py")
 ITERS = 50
@@ -39,12 +40,6 @@ CONFIGS = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Session:
     """`world` worker processes training one job; collected (bounded) on demand."""
 
@@ -52,7 +47,7 @@ class Session:
         self.world, self.folder, self.timeout = world, folder, timeout
         job_path = folder / "job.pkl"
         job_path.write_bytes(pickle.dumps(job))
-        port = _free_port()
+        port = free_port()
         env = dict(os.environ, GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
         self.started = time.monotonic()
         self.procs = [
