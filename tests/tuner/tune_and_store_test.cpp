@@ -58,8 +58,12 @@ TEST_F(TuneAndStoreTest, RowsChosenScheduleAndStoreAgree) {
   EXPECT_TRUE(best.status.ok());
   EXPECT_TRUE(best.fits);
   for (const ComparisonRow& row : outcome->rows) {
-    if (row.status.ok() && row.fits) EXPECT_GE(row.makespan, best.makespan) << row.family;
-    if (row.status.ok()) EXPECT_GE(row.makespan, row.lower_bound) << row.family;
+    if (row.status.ok() && row.fits) {
+      EXPECT_GE(row.makespan, best.makespan) << row.family;
+    }
+    if (row.status.ok()) {
+      EXPECT_GE(row.makespan, row.lower_bound) << row.family;
+    }
   }
   ASSERT_TRUE(outcome->chosen.has_value());
   EXPECT_EQ(outcome->chosen->family, best.family);

@@ -11,10 +11,10 @@ bool FusingCanPay(const CostProfile& costs) {
   });
 }
 
-Expected<int> FuseBackwards(Schedule& schedule, Simulator& simulator) {
+Expected<int> FuseBackwards(Schedule& schedule, Simulator& simulator, Objective objective) {
   if (!schedule.predicted) return InternalError("FuseBackwards needs a simulated schedule");
   if (!FusingCanPay(schedule.costs)) return 0;
-  TimeNs makespan = schedule.predicted->makespan;
+  Prediction kept = *schedule.predicted;
   int fused = 0;
   for (RankProgram& program : schedule.programs) {
     for (size_t i = 0; i < program.ops.size(); ++i) {
@@ -33,8 +33,8 @@ Expected<int> FuseBackwards(Schedule& schedule, Simulator& simulator) {
       program.ops[i].kind = OpKind::kBW;
       // A failed run (impossible, see the header) would be undone, never kept.
       Status run = simulator.Run(schedule);
-      if (run.ok() && schedule.predicted->makespan <= makespan) {
-        makespan = schedule.predicted->makespan;
+      if (run.ok() && !Better(kept, *schedule.predicted, objective)) {
+        kept = *schedule.predicted;
         ++fused;
         continue;
       }

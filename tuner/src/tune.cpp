@@ -34,7 +34,7 @@ Candidate Evaluate(std::string_view family, const CostProfile& rank_costs, int m
   Status valid = ValidateSchedule(candidate.schedule);
   if (valid.ok()) valid = simulator.Run(candidate.schedule);
   if (valid.ok() && FusingCanPay(candidate.schedule.costs)) {
-    auto fused = FuseBackwards(candidate.schedule, simulator);
+    auto fused = FuseBackwards(candidate.schedule, simulator, options.objective);
     if (fused.ok()) candidate.fused_backwards = *fused;
     valid = fused.status();
   }
@@ -64,24 +64,7 @@ Candidate Evaluate(std::string_view family, const CostProfile& rank_costs, int m
   return candidate;
 }
 
-// Whether `a` beats `b` under `objective`. Strict, so that a tie keeps the earlier candidate
-// (Families() order) as choosing by makespan always has.
-bool Better(const Prediction& a, const Prediction& b, Objective objective) {
-  if (objective == Objective::kSpan && a.span != b.span) return a.span < b.span;
-  return a.makespan < b.makespan;
-}
-
 }  // namespace
-
-const char* ObjectiveName(Objective objective) {
-  return objective == Objective::kSpan ? "span" : "makespan";
-}
-
-std::optional<Objective> ParseObjective(std::string_view name) {
-  if (name == "makespan") return Objective::kMakespan;
-  if (name == "span") return Objective::kSpan;
-  return std::nullopt;
-}
 
 Expected<TuneResult> Tune(const CostProfile& rank_costs, int microbatches,
                           const TuneOptions& options) {

@@ -10,6 +10,7 @@
 
 #include "zbkit/schemas/status.h"
 #include "zbkit/schemas/types.h"
+#include "zbkit/tuner/objective.h"
 #include "zbkit/tuner/simulator.h"
 
 namespace zb::tuner {
@@ -18,12 +19,16 @@ namespace zb::tuner {
 // can fusing shorten a schedule.
 bool FusingCanPay(const CostProfile& costs);
 
-// Greedy, in each rank's order: fuses a split backward into a BW when the simulated makespan does
-// not grow, keeping the schedule otherwise as it was. No rank's peak memory grows (a BW frees all
+// Greedy, in each rank's order: fuses a split backward into a BW when the simulated figure
+// `objective` names does not grow (by span: nor the makespan when the span stays equal), keeping
+// the schedule otherwise as it was. By makespan a fusion that ends the last rank earlier wins
+// even when it ends the first rank later too, which can cost the span: a span-objective tuning
+// must judge fusions by span. No rank's peak memory grows (a BW frees all
 // of M_B where B freed M_B - M_W and W the rest later), nor can the order deadlock (BW waits for
 // what B waited for, and W waited only for B). `schedule` must be valid and simulated; it comes
 // back simulated. Returns how many backwards were fused. O(B ops x ops) simulation work.
-Expected<int> FuseBackwards(Schedule& schedule, Simulator& simulator);
+Expected<int> FuseBackwards(Schedule& schedule, Simulator& simulator,
+                            Objective objective = Objective::kMakespan);
 
 }  // namespace zb::tuner
 

@@ -13,19 +13,9 @@
 #include "zbkit/schemas/types.h"
 #include "zbkit/tuner/lower_bound.h"
 #include "zbkit/tuner/memory_limit.h"
+#include "zbkit/tuner/objective.h"
 
 namespace zb::tuner {
-
-// What "best" minimises among the candidates that fit (docs/bubbles.md §1). The two differ when
-// a late-starting rank also ends late: its idle time before its first F counts in the makespan
-// only, and is filled by the next iteration's warm-up when no global barrier separates
-// iterations (e.g. with optimizer post-validation), so there the span is what the pipeline runs.
-enum class Objective {
-  kMakespan,  // Prediction::makespan, from t = 0: one synchronous iteration
-  kSpan,      // Prediction::span, from each rank's first F; ties go to the smaller makespan
-};
-const char* ObjectiveName(Objective objective);  // "makespan", "span"
-std::optional<Objective> ParseObjective(std::string_view name);
 
 struct TuneOptions {
   std::string family = "best";         // a family name, or "best" = every applicable family
