@@ -198,8 +198,8 @@ def build_stages(args, schedule, rank: int, device):
 
 
 def train(args, schedule, rank, config, modules, device, recorder):
-    """Runs the iterations; returns (iteration times, mean losses; empty without the last stage,
-    the optimizer, the stepper)."""
+    """Runs the iterations; returns (iteration times, mean losses (empty without the last
+    stage), the optimizer, the stepper, per iteration the time spent waiting for the step)."""
     parameters = [p for module in modules.values() for p in module.parameters()]
     optimizer = make_optimizer(args, parameters)
     stepper = make_stepper(args, optimizer, rank, schedule.ranks)
@@ -214,9 +214,12 @@ def train(args, schedule, rank, config, modules, device, recorder):
     )
     m = schedule.microbatches
     times, losses = [], []
+    waited = getattr(stepper, "waited_s", None)
+    barrier_s = []  # per iteration: the time inside it spent waiting on other ranks for the step
     for iteration in range(args.iters):
         tokens, targets = synthetic_batch(config, args.batch, iteration, seed=args.seed)
         stepper.zero_grad(set_to_none=True)
+        waited_before = waited() if waited else 0.0
         start = time.perf_counter()
         if recorder.inner is not None:
             recorder.inner.iteration_begin(iteration)
@@ -232,6 +235,9 @@ def train(args, schedule, rank, config, modules, device, recorder):
             torch.cuda.synchronize(device)
         elapsed = time.perf_counter() - start
         times.append(elapsed)
+        if waited:
+            # Inside the iteration's window: a post-validated step's wait falls in the next one.
+            barrier_s.append(waited() - waited_before)
         line = f"rank {rank} iter {iteration} time_s {elapsed:.4f}"
         if microbatch_losses:
             loss = torch.stack(microbatch_losses).mean().item()
@@ -242,7 +248,7 @@ def train(args, schedule, rank, config, modules, device, recorder):
         sys.stdout.flush()
     if stepper is not optimizer:
         stepper.finish()  # validates the last step
-    return times, losses, optimizer, stepper
+    return times, losses, optimizer, stepper, barrier_s
 
 
 def dump(prefix: str, rank: int, model, modules, losses, optimizer) -> None:
@@ -289,7 +295,7 @@ def main(argv=None) -> int:
     config, model, modules = build_stages(args, schedule, rank, device)
     recorder = ActivationPeak(open_recorder(args, schedule, rank))
     try:
-        times, losses, optimizer, stepper = train(
+        times, losses, optimizer, stepper, barrier_s = train(
             args, schedule, rank, config, modules, device, recorder
         )
     finally:
@@ -316,7 +322,7 @@ def main(argv=None) -> int:
     }
     if stepper is not optimizer:
         counts = stepper.counts
-        summary["barrier_s"] = counts.wait_s[args.warmup :] or counts.wait_s
+        summary["barrier_s"] = barrier_s[args.warmup :] or barrier_s
         summary["grad_norms"] = [n if math.isfinite(n) else None for n in counts.norms]
         summary.update(
             clipped=counts.clipped,

@@ -45,8 +45,8 @@ def test_the_report_lists_every_schedule_and_ends_with_the_json_line(demo):
     assert summary["grads_match"] is True
     pv = summary["post_validation"]
     assert set(pv) == {
-        "schedule", "iter_ms_sync", "iter_ms_pv", "measured_drop", "barrier_share", "rollbacks",
-        "equal",
+        "schedule", "iter_ms_sync", "iter_ms_pv", "measured_drop", "predicted_drop",
+        "barrier_share", "rollbacks", "equal",
     }  # fmt: skip
     # The Inf injected on rank 1 in the last iteration is rolled back on rank 0; the state then
     # equals the barrier run's.

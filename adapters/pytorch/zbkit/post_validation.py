@@ -228,6 +228,10 @@ class SynchronousGradientStep:
     def zero_grad(self, set_to_none: bool = True) -> None:
         self.optimizer.zero_grad(set_to_none=set_to_none)
 
+    def waited_s(self) -> float:
+        """All the time spent waiting on the other ranks so far."""
+        return sum(self.counts.wait_s)
+
     def step(self) -> str:
         """Clips or skips by the global state and steps; returns "step", "clip" or "skip"."""
         local = local_state(_parameters(self.optimizer))
@@ -438,6 +442,11 @@ class PostValidatedOptimizer:
     @property
     def is_last(self) -> bool:
         return self.rank == self.ranks - 1
+
+    def waited_s(self) -> float:
+        """All the time spent waiting on the other ranks so far, the pending step's included."""
+        pending = self._wait if self._pending and not self.is_last else 0.0
+        return sum(self.counts.wait_s) + pending
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         if self._pending:
