@@ -37,7 +37,7 @@ import datetime
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 import torch.distributed as dist
@@ -122,6 +122,18 @@ def local_state(parameters: List[torch.Tensor]) -> GradientState:
     return GradientState(sum_sq, not math.isfinite(sum_sq))
 
 
+def _wait_bounded(
+    work: Any, timeout_s: float, what: str, error: Callable[[str], Exception]
+) -> None:
+    """Waits at most `timeout_s` for `work`; a failure or the timeout raises error(one line)."""
+    try:
+        ok = work.wait(datetime.timedelta(seconds=timeout_s))
+    except Exception as e:  # noqa: BLE001 - any backend failure becomes one clear line
+        raise error(f"{what} failed: {str(e).splitlines()[0]}") from e
+    if ok is False:
+        raise error(f"{what} timed out after {timeout_s:g} s")
+
+
 def _apply(optimizer: torch.optim.Optimizer, action: str, coefficient: float) -> None:
     """The synchronous step for a global decision (shared by both classes, so they agree)."""
     if action == "skip":
@@ -164,12 +176,7 @@ class _Wire:
     def wait(self, posted: Tuple[Any, torch.Tensor], source: int, step: int) -> GradientState:
         work, t = posted
         what = f"the gradient state of step {step} from rank {source}"
-        try:
-            ok = work.wait(datetime.timedelta(seconds=self.timeout_s))
-        except Exception as e:  # noqa: BLE001
-            raise self.error(f"waiting for {what} failed: {str(e).splitlines()[0]}") from e
-        if ok is False:
-            raise self.error(f"waiting for {what} timed out after {self.timeout_s:g} s")
+        _wait_bounded(work, self.timeout_s, f"waiting for {what}", self.error)
         magic, got_step, sum_sq, found_inf = t.tolist()
         if magic != _MAGIC or got_step != step:
             raise self.error(f"rank {source} sent step {got_step:g} where {what} was expected")
@@ -222,8 +229,10 @@ class SynchronousGradientStep:
         self.max_norm = max_norm
         self.timeout_s = timeout_s
         self.counts = StepCounts()
-        self.last_norm = 0.0
         self._device = _wire_device(group) if ranks > 1 else torch.device("cpu")
+
+    def _error(self, text: str) -> ZbkitPostValidationError:
+        return ZbkitPostValidationError(f"zbkit synchronous step rank {self.rank}: {text}")
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         self.optimizer.zero_grad(set_to_none=set_to_none)
@@ -241,12 +250,7 @@ class SynchronousGradientStep:
             vector[self.rank] = local.sum_sq
             vector[self.ranks + self.rank] = float(local.found_inf)
             work = dist.all_reduce(vector, group=self.group, async_op=True)
-            ok = work.wait(datetime.timedelta(seconds=self.timeout_s))
-            if ok is False:
-                raise ZbkitPostValidationError(
-                    f"zbkit synchronous step rank {self.rank}: the all-reduce timed out after "
-                    f"{self.timeout_s:g} s"
-                )
+            _wait_bounded(work, self.timeout_s, "the all-reduce", self._error)
             values = vector.tolist()
             total = GradientState(values[0], values[self.ranks] != 0.0)
             for r in range(1, self.ranks):
@@ -254,7 +258,6 @@ class SynchronousGradientStep:
         else:
             total = local
         self.counts.wait_s.append(time.perf_counter() - start)
-        self.last_norm = total.norm
         action, coefficient = total.action(self.max_norm)
         _apply(self.optimizer, action, coefficient)
         _count(self.counts, action, total)
@@ -419,7 +422,6 @@ class PostValidatedOptimizer:
         self.max_norm = max_norm
         self.rollback = rollback
         self.counts = StepCounts()
-        self.last_norm = 0.0
         device = _wire_device(group) if ranks > 1 else torch.device("cpu")
         self._wire = _Wire(rank, group, device, timeout_s)
         self._step = 0
@@ -491,7 +493,6 @@ class PostValidatedOptimizer:
             return
         # The last rank holds the global state: its step is the synchronous one.
         self._global = state
-        self.last_norm = state.norm
         action, coefficient = state.action(self.max_norm)
         _apply(self.optimizer, action, coefficient)
         _count(self.counts, action, state)
@@ -530,7 +531,6 @@ class PostValidatedOptimizer:
             if self._global is None:
                 self._receive_global()
             state = self._global
-            self.last_norm = state.norm
             action, coefficient = state.action(self.max_norm)
             if action != "step" or not self._stepped:
                 # The scheduler may have moved the learning rate since: undo and redo with the
@@ -559,9 +559,8 @@ class PostValidatedOptimizer:
         kept = []
         for work, tensor in self._sends:
             if wait:
-                ok = work.wait(datetime.timedelta(seconds=self._wire.timeout_s))
-                if ok is False:
-                    raise self._wire.error("a gradient state message was never received")
+                what = "sending a gradient state message"
+                _wait_bounded(work, self._wire.timeout_s, what, self._wire.error)
             elif not work.is_completed():
                 kept.append((work, tensor))
         self._sends = kept
