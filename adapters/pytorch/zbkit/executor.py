@@ -244,7 +244,7 @@ class _Msg:
 
     def text(self) -> str:
         what = "activation" if self.direction == ACT else "input gradient"
-        return f"{what} of stage {self.stage} mb {self.microbatch} from rank {self.peer}"
+        return f"{what} of stage {self.stage} mb {self.microbatch} from peer rank {self.peer}"
 
 
 Inputs = Union[Sequence[Any], Callable[[int], Any]]
@@ -489,9 +489,7 @@ class PipelineExecutor:
             raise _fail(f"{where}: peer rank {peer} sends nothing more this step")
         msg = queue[idx]
         self._post_next_header(peer)
-        self._wait(
-            msg.header_work, f"{where}: waiting for the {msg.text()} (peer rank {peer}) failed"
-        )
+        self._wait(msg.header_work, f"{where}: waiting for the {msg.text()} failed")
         h = msg.header.tolist()
         got = (h[2], h[3], h[4])
         if h[0] != _MAGIC or h[1] != self._fp:

@@ -175,7 +175,7 @@ class _Wire:
 
     def wait(self, posted: Tuple[Any, torch.Tensor], source: int, step: int) -> GradientState:
         work, t = posted
-        what = f"the gradient state of step {step} from rank {source}"
+        what = f"the gradient state of step {step} from peer rank {source}"
         _wait_bounded(work, self.timeout_s, f"waiting for {what}", self.error)
         magic, got_step, sum_sq, found_inf = t.tolist()
         if magic != _MAGIC or got_step != step:
