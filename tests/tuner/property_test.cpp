@@ -135,7 +135,7 @@ TEST(PropertyTest, RandomHeterogeneousInstancesHoldEveryInvariant) {
     const MemoryLimit limit = *ParseMemoryLimit(limit_text);
     const int parts = family.placement == Placement::kV ? 2 : family.name == "1f1b-i" ? 2 : 1;
     const CostProfile scheduled = costs.SplitStages(parts);
-    const std::vector<double> caps = limit.RankCaps(scheduled, p, family.placement);
+    const std::vector<double> caps = limit.RankCaps(costs);
     SCOPED_TRACE("seed " + std::to_string(kSeed) + " instance " + std::to_string(instance) + ": " +
                  std::string(family.name) + " p=" + std::to_string(p) + " m=" + std::to_string(m) +
                  " mem-limit " + limit_text);

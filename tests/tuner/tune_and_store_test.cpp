@@ -92,6 +92,27 @@ TEST_F(TuneAndStoreTest, RowsChosenScheduleAndStoreAgree) {
   EXPECT_EQ(*costs, request_.costs);
 }
 
+// One meaning of a cap (memory_limit.h): Nx is N x 1F1B's peak on its fullest rank, the same
+// budget on every rank and for every family, whatever its placement and chunking.
+TEST_F(TuneAndStoreTest, ARelativeCapIsOneBudgetForEveryRankAndPlacement) {
+  // hetero4: 1F1B holds 4 x 2.4 on rank 0, 3 x 2.0, 2 x 2.0, 1 x 2.2 on the others.
+  const std::vector<double> caps = request_.options.memory_limit.RankCaps(request_.costs);
+  ASSERT_EQ(caps.size(), 4u);
+  for (double cap : caps)
+    EXPECT_DOUBLE_EQ(cap, 1.5 * 4 * 2.4);
+  auto outcome = TuneAndCompare(request_);
+  ASSERT_TRUE(outcome.ok()) << outcome.status().message();
+  for (const ComparisonRow& row : outcome->rows) {
+    EXPECT_EQ(row.caps, caps) << row.family;
+  }
+  // The heaviest activations need not be on rank 0: here rank 3 would bind under 1F1B.
+  CostProfile late = request_.costs;
+  late.stages[3].m_b = 20;
+  late.stages[3].m_w = 5;
+  EXPECT_DOUBLE_EQ(ParseMemoryLimit("1x")->RankCaps(late)[0], 20);
+  EXPECT_DOUBLE_EQ(ParseMemoryLimit("512")->RankCaps(late)[2], 512);
+}
+
 TEST_F(TuneAndStoreTest, WithoutAStoreNothingIsRecorded) {
   auto outcome = TuneAndStore(request_);
   ASSERT_TRUE(outcome.ok()) << outcome.status().message();

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "zbkit/tuner/memory_limit.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -54,20 +55,19 @@ Expected<MemoryLimit> ParseMemoryLimit(std::string_view text) {
   return limit;
 }
 
-std::vector<double> MemoryLimit::RankCaps(const CostProfile& scheduled_costs, int ranks,
-                                          Placement placement) const {
+std::vector<double> MemoryLimit::RankCaps(const CostProfile& rank_costs) const {
+  const int ranks = rank_costs.num_stages();
   std::vector<double> caps(ranks, std::numeric_limits<double>::infinity());
   if (kind == Kind::kNone) return caps;
   if (kind == Kind::kAbsolute) {
     caps.assign(ranks, value);
     return caps;
   }
-  std::vector<double> share(ranks, 0);  // M_B of each rank's share of the model
-  for (int stage = 0; stage < scheduled_costs.num_stages(); ++stage) {
-    share[RankOfStage(placement, ranks, stage)] += scheduled_costs.stages[stage].m_b;
+  double one_f_one_b_peak = 0;
+  for (int rank = 0; rank < ranks; ++rank) {
+    one_f_one_b_peak = std::max(one_f_one_b_peak, (ranks - rank) * rank_costs.stages[rank].m_b);
   }
-  for (int rank = 0; rank < ranks; ++rank)
-    caps[rank] = value * ranks * share[rank];
+  caps.assign(ranks, value * one_f_one_b_peak);
   return caps;
 }
 

@@ -17,12 +17,13 @@ Candidate Evaluate(std::string_view family, const CostProfile& rank_costs, int m
   candidate.family = std::string(family);
   const int p = rank_costs.num_stages();
   const FamilyInfo* info = FindFamily(family);
-  // The cap is judged per rank on the model as this family lays it out.
+  // One cap per rank whatever the placement (memory_limit.h); the bounds see the model as this
+  // family lays it out.
   const int parts = info->placement == Placement::kV ? 2
                     : family == "1f1b-i"             ? options.interleave_chunks
                                                      : 1;
   const CostProfile scheduled = rank_costs.SplitStages(parts);
-  candidate.caps = options.memory_limit.RankCaps(scheduled, p, info->placement);
+  candidate.caps = options.memory_limit.RankCaps(rank_costs);
 
   FamilyRequest request{rank_costs, microbatches, options.interleave_chunks, candidate.caps};
   auto schedule = GenerateFamily(family, request);
@@ -46,7 +47,7 @@ Candidate Evaluate(std::string_view family, const CostProfile& rank_costs, int m
   }
   const Prediction& predicted = *candidate.schedule.predicted;
   const MemoryLimit one_x{MemoryLimit::Kind::kRelative, 1};
-  const std::vector<double> one_f_one_b = one_x.RankCaps(scheduled, p, info->placement);
+  const std::vector<double> one_f_one_b = one_x.RankCaps(rank_costs);
   candidate.fits = true;
   for (int rank = 0; rank < p; ++rank) {
     // A relative tolerance: split costs carry memory as fractions that may not add up exactly.

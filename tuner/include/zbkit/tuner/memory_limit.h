@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// The per-rank activation-memory cap of `zb tune --mem-limit L`.
-//   "Nx"    N x p x M_B of the rank's share of the model, i.e. N times 1F1B's peak on the first
-//           rank ("1x" is the paper's ZB-1p budget, "2x" its ZB-2p budget); N may be fractional.
+// The per-rank activation-memory cap of `zb tune --mem-limit L`: one byte budget, the same on
+// every rank whatever the placement (the devices are alike), docs/schedules.md §8.
+//   "Nx"    N x the peak activation memory 1F1B reaches on this profile, on its fullest rank:
+//           N x max over ranks r of (p - r) x M_B(r), M_B(r) that of the p-stage profile's stage r
+//           (1F1B holds p - r microbatches on rank r). Uniform stages: N x p x M_B, so "1x" is the
+//           paper's ZB-1p budget and "2x" its ZB-2p budget; N may be fractional.
 //   "S"     an absolute per-rank size in the unit of the profile's M_B; suffixes KiB, MiB, GiB
 //           (powers of 1024) scale it, e.g. "24GiB" for a profile in bytes.
 //   "none"  no cap.
@@ -22,10 +25,9 @@ struct MemoryLimit {
   Kind kind = Kind::kNone;
   double value = 0;  // N for kRelative, the size for kAbsolute
 
-  // Caps per rank for a schedule whose per-stage costs are `scheduled_costs` laid out over
-  // `ranks` ranks by `placement`; +infinity for kNone.
-  std::vector<double> RankCaps(const CostProfile& scheduled_costs, int ranks,
-                               Placement placement) const;
+  // The cap of each rank of the pipeline `rank_costs` measures (one stage per rank), for any
+  // placement and chunking of that model; +infinity for kNone.
+  std::vector<double> RankCaps(const CostProfile& rank_costs) const;
   std::string ToString() const;  // the spelling it was parsed from, normalised
 };
 

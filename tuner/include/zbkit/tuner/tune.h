@@ -30,7 +30,7 @@ struct Candidate {
   Status status;             // why the family produced no schedule (then nothing below is set)
   Schedule schedule;         // simulated: ops carry start/end, predicted is set
   std::vector<double> caps;  // per-rank cap this candidate is judged against (+inf = none)
-  std::vector<double> peak_over_1f1b;  // per rank: peak / (p x M_B of the rank's share)
+  std::vector<double> peak_over_1f1b;  // per rank: peak / the 1x cap (memory_limit.h)
   LowerBounds bounds;
   int fused_backwards = 0;  // split backwards the tuner fused where that was shorter (fuse.h)
   bool fits = false;        // every rank's peak <= its cap

@@ -43,7 +43,7 @@ struct ComparisonRow {
   double bubble_rate = 0;
   double paper_bubble_rate = 0;
   std::vector<double> peak_memory;     // per rank
-  std::vector<double> peak_over_1f1b;  // per rank: peak / (p x M_B of the rank's share)
+  std::vector<double> peak_over_1f1b;  // per rank: peak / the 1x cap (memory_limit.h)
   TimeNs lower_bound = 0;              // makespan lower bound under the same cap
   double t_over_lb = 0;
   int fused_backwards = 0;  // split backwards the tuner fused (fuse.h)
