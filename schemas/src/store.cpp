@@ -26,6 +26,7 @@ extern const char* const kZbkitMigration002Sql;
 extern const char* const kZbkitMigration003Sql;
 extern const char* const kZbkitMigration004Sql;
 extern const char* const kZbkitMigration005Sql;
+extern const char* const kZbkitMigration006Sql;
 
 namespace zb {
 namespace {
@@ -49,6 +50,7 @@ constexpr Migration kMigrations[] = {
     {3, &kZbkitMigration003Sql},  // runs, measured cost profiles: run link, memory source, spread
     {4, &kZbkitMigration004Sql},  // timeline_ops.iteration
     {5, &kZbkitMigration005Sql},  // cost_profile_stages.bw_ns
+    {6, &kZbkitMigration006Sql},  // frontiers, frontier_points
 };
 static_assert(kMigrations[std::size(kMigrations) - 1].version == Store::kSchemaVersion,
               "the last migration step must produce Store::kSchemaVersion");

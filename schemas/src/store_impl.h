@@ -5,6 +5,7 @@
 //   store_schedules.cpp  schedules with their ranks and ops
 //   store_timelines.cpp  timelines with their ops and memory samples
 //   store_runs.cpp       runs, and a replay's run with its measured timeline
+//   store_frontiers.cpp  memory-vs-bubble frontiers with their points
 //
 // Shape: every public write is one write Transaction whose guard rolls back on any early return;
 // reads that take several statements run inside one read Transaction, so that a schedule and its

@@ -40,10 +40,10 @@ namespace fs = std::filesystem;
   lhs = std::move(tmp).value()
 
 const char* const kTables[] = {
-    "clusters",         "jobs",           "cost_profiles",  "cost_profile_stages",
-    "schedules",        "schedule_ranks", "schedule_ops",   "runs",
-    "timelines",        "timeline_ops",   "memory_samples", "cost_profile_spread",
-    "cost_profile_hops"};
+    "clusters",          "jobs",           "cost_profiles",  "cost_profile_stages",
+    "schedules",         "schedule_ranks", "schedule_ops",   "runs",
+    "timelines",         "timeline_ops",   "memory_samples", "cost_profile_spread",
+    "cost_profile_hops", "frontiers",      "frontier_points"};
 
 // A plain sqlite3 connection, to look at and tamper with a store behind the Store's back.
 class RawDb {
@@ -1250,7 +1250,7 @@ TEST_F(StoreTest, VersionFourStoreMigratesToVersionFiveWithUnmeasuredFusedBackwa
   const std::string path = PathOf("v4.db");
   MakeVersionFourStore(path);
   ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
-  EXPECT_EQ(store.schema_version(), 5);
+  EXPECT_EQ(store.schema_version(), Store::kSchemaVersion);
   ZB_ASSERT_OK_AND_ASSIGN(CostProfile loaded, store.LoadCostProfile(4));
   ASSERT_EQ(loaded.stages.size(), 1u);
   EXPECT_EQ(loaded.stages[0].f, 10);

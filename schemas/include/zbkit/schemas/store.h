@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The zbkit store: one SQLite file holding clusters, jobs, cost profiles, schedules with their
-// ops, and timelines (predicted and measured) with memory samples.
+// ops, timelines (predicted and measured) with memory samples, and memory-vs-bubble frontiers.
 //
 // Contract:
 //  - The schema is schemas/store.sql (version 1) followed by the migration steps
@@ -12,7 +12,8 @@
 //    transaction: on any error nothing of it is left behind.
 //  - No method throws; errors are one line naming the store file and what failed.
 //  - The SQL goes through zbkit/schemas/sqlite.h; the implementation is split by table group
-//    (src/store.cpp, store_costs.cpp, store_schedules.cpp, store_timelines.cpp, store_runs.cpp).
+//    (src/store.cpp, store_costs.cpp, store_schedules.cpp, store_timelines.cpp, store_runs.cpp,
+//    store_frontiers.cpp).
 #ifndef ZBKIT_SCHEMAS_STORE_H_
 #define ZBKIT_SCHEMAS_STORE_H_
 
@@ -23,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "zbkit/schemas/frontier.h"
 #include "zbkit/schemas/status.h"
 #include "zbkit/schemas/types.h"
 
@@ -136,13 +138,32 @@ struct CostProfileDetails {
   bool operator==(const CostProfileDetails&) const = default;
 };
 
+// One row of ListFrontiers(): what a browser needs without loading the points.
+struct FrontierInfo {
+  int64_t id = 0;
+  int64_t cost_profile_id = 0;
+  std::string cluster;       // of the cost profile's job
+  std::string job;           // the cost profile's job
+  std::string cost_profile;  // the cost profile's name
+  int microbatches = 0;
+  std::string objective;  // "makespan" or "span"
+  std::string placement;  // "loop", "v" or "any"
+  int num_points = 0;
+  // The cap grid's ends, over every point (any method): the "1x".."3x" of `--frontier 1x:3x:..`.
+  double min_cap_factor = 0;
+  double max_cap_factor = 0;
+  std::string created_at;  // UTC, ISO 8601
+};
+
 class Store {
  public:
   // 1: store.sql. 2: timeline_ops.kind accepts 'COMM' (measured communication ops).
   // 3: runs carry command and exit code; cost profiles link to their run, say where their
   //    memory figures come from and keep per-stage spread and per-hop comm (side tables).
   // 4: timeline_ops.iteration (TimelineOp::iteration; 0 for ops stored before).
-  static constexpr int kSchemaVersion = 5;
+  // 5: cost_profile_stages.bw_ns (StageCost::bw; 0, not measured, for stages stored before).
+  // 6: frontiers and frontier_points (memory-vs-bubble frontiers).
+  static constexpr int kSchemaVersion = 6;
 
   enum class Mode {
     kReadWrite,  // create the file if missing, migrate it to kSchemaVersion
@@ -206,6 +227,18 @@ class Store {
   Expected<int64_t> InsertTimeline(std::optional<int64_t> schedule_id, const Timeline& timeline);
   Expected<Timeline> LoadTimeline(int64_t id) const;
   Expected<std::vector<TimelineInfo>> ListTimelines() const;
+
+  // Stores a frontier and all its points, in order, in one transaction; returns its id. Checked
+  // first, each error naming the field: microbatches >= 1, objective "makespan" or "span",
+  // placement "loop", "v" or "any", at least one point, and per point a non-empty method, finite
+  // numbers (cap_factor > 0, cap >= 0), makespan and span >= 0 where it fits, no schedule where
+  // it does not (kInvalidInput); the cost profile and every schedule named must exist
+  // (kNotFound). On any error nothing of the frontier is stored.
+  Expected<int64_t> RecordFrontier(const Frontier& frontier);
+  // The frontier with its points in the order they were recorded. NotFound for no such frontier.
+  Expected<Frontier> LoadFrontier(int64_t id) const;
+  // Every frontier, by id.
+  Expected<std::vector<FrontierInfo>> ListFrontiers() const;
 
   // The implementation (schemas/src/store_impl.h); opaque outside the library.
   struct Impl;
