@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tuner_commands.h"
+#include "zbkit/cli/progress_bar.h"
 #include "zbkit/cli/text_table.h"
 #include "zbkit/schemas/json_io.h"
 #include "zbkit/tuner/tune_and_store.h"
@@ -91,6 +92,14 @@ nlohmann::json ReportJson(const TuneOutcome& outcome) {
       entry["t_over_lb"] = row.t_over_lb;
       entry["fits"] = row.fits;
       entry["fused_backwards"] = row.fused_backwards;
+      if (row.search) {
+        entry["search"] = {{"seeded_by", row.search->seeded_by},
+                           {"best_seed", row.search->best_seed},
+                           {"seed_figure", NsToMs(row.search->seed_figure)},
+                           {"evaluations", row.search->evaluations},
+                           {"improvements", row.search->improvements},
+                           {"seconds", row.search->seconds}};
+      }
     }
     report["candidates"].push_back(entry);
   }
@@ -103,6 +112,14 @@ void PrintTextSummary(const TuneOutcome& outcome, const po::variables_map& value
                       std::ostream& out) {
   const ComparisonRow& best = outcome.rows[outcome.best];
   const bool by_span = outcome.objective == Objective::kSpan;
+  for (const ComparisonRow& row : outcome.rows) {
+    if (!row.search || !row.status.ok()) continue;
+    const TimeNs figure = by_span ? row.span : row.makespan;
+    out << "search: " << FormatMs(figure) << " ms by " << tuner::ObjectiveName(outcome.objective)
+        << " (the best seed, " << row.search->best_seed << ", " << FormatMs(row.search->seed_figure)
+        << " ms), found from " << row.search->seeded_by << " in " << row.search->evaluations
+        << " simulations, " << FormatFixed(row.search->seconds, 1) << " s\n";
+  }
   out << (by_span ? "best by span: " : "best: ") << best.family;
   if (best.fused_backwards > 0) {
     out << " (" << best.fused_backwards
@@ -133,7 +150,14 @@ void AddTuneOptions(po::options_description& options) {
   add("mem-limit", po::value<std::string>()->required(),
       "per-rank activation cap: Nx (N x 1F1B's peak), a size in M_B units (KiB/MiB/GiB), none");
   add("family", po::value<std::string>()->default_value("best"),
-      "a family (1f1b, 1f1b-i, zb-h1, zb-h2, zb-auto, zb-v, v-half, v-min) or best");
+      "a family (1f1b, 1f1b-i, zb-h1, zb-h2, zb-auto, zb-v, v-half, v-min), best (of the "
+      "families) or search (the families, then a search seeded by them)");
+  add("time-limit", po::value<double>()->default_value(3),
+      "with --family search: seconds to search (0: only --evaluations bounds it)");
+  add("evaluations", po::value<int64_t>()->default_value(0),
+      "with --family search: simulations to run at most (0: only --time-limit bounds it); the "
+      "result is deterministic for a given --seed and --evaluations");
+  add("seed", po::value<uint64_t>()->default_value(1), "with --family search: random seed");
   add("placement", po::value<std::string>()->default_value("any"),
       "with --family best: consider loop, v or any placement");
   add("chunks", po::value<int>()->default_value(2), "chunks per rank for 1f1b-i");
@@ -165,6 +189,15 @@ Expected<tuner::TuneRequest> ReadTuneRequest(const po::variables_map& values) {
     return UsageError("--objective must be makespan or span, got \"" + objective + "\"");
   }
   options.objective = *parsed_objective;
+  options.search.time_limit_s = values["time-limit"].as<double>();
+  options.search.max_evaluations = values["evaluations"].as<int64_t>();
+  options.search.seed = values["seed"].as<uint64_t>();
+  if (!(options.search.time_limit_s >= 0) || options.search.max_evaluations < 0) {
+    return UsageError("--time-limit and --evaluations must be >= 0");
+  }
+  if (options.search.time_limit_s == 0 && options.search.max_evaluations == 0) {
+    return UsageError("--time-limit 0 needs --evaluations N > 0 (the search needs a bound)");
+  }
   options.interleave_chunks = values["chunks"].as<int>();
   if (options.interleave_chunks < 1) return UsageError("--chunks must be >= 1");
   ZB_ASSIGN_OR_RETURN(options.memory_limit,
@@ -195,11 +228,18 @@ int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
   }
   auto request = ReadTuneRequest(values);
   if (!request.ok()) return ReportError(err, command, request.status());
+  const bool json = values.count("json") > 0;
+  ProgressBar progress(err, "search");
+  if (!json && progress.active()) {
+    request->options.search.progress = [&progress](double done, TimeNs best) {
+      progress.Show(done, "best " + FormatMs(best) + " ms");
+    };
+  }
   // Compare first and store after printing, so the table shows even when the store fails.
   auto outcome = tuner::TuneAndCompare(*request);
+  progress.Finish();
   if (!outcome.ok()) return ReportError(err, command, outcome.status());
 
-  const bool json = values.count("json") > 0;
   if (!json) {
     out << "p=" << outcome->ranks << " m=" << outcome->microbatches
         << " comm=" << FormatMs(request->costs.comm) << "ms mem-limit=" << outcome->memory_limit

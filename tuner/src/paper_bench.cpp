@@ -18,7 +18,7 @@ double Rate(TimeNs cost, TimeNs work) {
 
 }  // namespace
 
-Expected<std::vector<PaperBenchRow>> ComputePaperTable5() {
+Expected<std::vector<PaperSetting>> PaperSettings() {
   nlohmann::json tables;
   try {
     tables = nlohmann::json::parse(kZbkitPaperTablesJson);
@@ -29,28 +29,43 @@ Expected<std::vector<PaperBenchRow>> ComputePaperTable5() {
   const auto& inputs = iclr.at("table5_simulation_inputs").at("rows");
   const auto& published = iclr.at("table5_bubble_rates");
   if (inputs.size() != published.size()) return InternalError("paper tables: row count mismatch");
-
-  std::vector<PaperBenchRow> rows;
+  std::vector<PaperSetting> settings;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const auto& in = inputs[i];
-    PaperBenchRow row;
-    row.model = published[i].at("model").get<std::string>();
-    row.p = in[0];
-    row.m = in[1];
+    PaperSetting setting;
+    setting.model = published[i].at("model").get<std::string>();
+    setting.p = in[0];
+    setting.m = in[1];
+    setting.layers = in[8];
     for (int k = 0; k < kNumPaperSchedules; ++k) {
-      row.published[k] = published[i].at(kPaperSchedules[k]).get<double>();
+      setting.published.push_back(published[i].at(kPaperSchedules[k]).get<double>());
     }
     const TimeNs us = 1000;
     const double h = in[6];
     const double a = in[7];
-    const int layers = in[8];
-    StageCost stage{in[2].get<TimeNs>() * us, in[3].get<TimeNs>() * us, in[4].get<TimeNs>() * us,
-                    34 * h + 5 * a * 1024, 32 * h};
-    CostProfile costs;
-    costs.comm = in[5].get<TimeNs>() * us;
-    costs.stages.assign(row.p, stage);
-    const TimeNs work = row.m * (stage.f + stage.b + stage.w);
+    const StageCost stage{in[2].get<TimeNs>() * us, in[3].get<TimeNs>() * us,
+                          in[4].get<TimeNs>() * us, 34 * h + 5 * a * 1024, 32 * h};
+    setting.costs.comm = in[5].get<TimeNs>() * us;
+    setting.costs.stages.assign(setting.p, stage);
+    settings.push_back(std::move(setting));
+  }
+  return settings;
+}
 
+Expected<std::vector<PaperBenchRow>> ComputePaperTable5() {
+  ZB_ASSIGN_OR_RETURN(std::vector<PaperSetting> settings, PaperSettings());
+  std::vector<PaperBenchRow> rows;
+  for (const PaperSetting& setting : settings) {
+    PaperBenchRow row;
+    row.model = setting.model;
+    row.p = setting.p;
+    row.m = setting.m;
+    for (int k = 0; k < kNumPaperSchedules; ++k)
+      row.published[k] = setting.published[k];
+    const CostProfile& costs = setting.costs;
+    const StageCost& stage = costs.stages.front();
+    const int layers = setting.layers;
+    const TimeNs work = row.m * (stage.f + stage.b + stage.w);
     Simulator simulator;
     auto simulate = [&](Expected<Schedule> schedule,
                         const SimulationOptions& options = {}) -> Expected<Prediction> {

@@ -11,18 +11,14 @@
 namespace zb::tuner {
 namespace {
 
+void Judge(const CostProfile& rank_costs, int microbatches, Candidate& candidate);
+
 Candidate Evaluate(std::string_view family, const CostProfile& rank_costs, int microbatches,
                    const TuneOptions& options, Simulator& simulator) {
   Candidate candidate;
   candidate.family = std::string(family);
-  const int p = rank_costs.num_stages();
-  const FamilyInfo* info = FindFamily(family);
-  // One cap per rank whatever the placement (memory_limit.h); the bounds see the model as this
-  // family lays it out.
-  const int parts = info->placement == Placement::kV ? 2
-                    : family == "1f1b-i"             ? options.interleave_chunks
-                                                     : 1;
-  const CostProfile scheduled = rank_costs.SplitStages(parts);
+  // One cap per rank whatever the placement (memory_limit.h); the bounds (Judge) see the model
+  // as this family lays it out.
   candidate.caps = options.memory_limit.RankCaps(rank_costs);
 
   FamilyRequest request{rank_costs, microbatches, options.interleave_chunks, candidate.caps};
@@ -45,6 +41,15 @@ Candidate Evaluate(std::string_view family, const CostProfile& rank_costs, int m
         InternalError(std::string(family) + " produced an invalid schedule: " + valid.message());
     return candidate;
   }
+  Judge(rank_costs, microbatches, candidate);
+  return candidate;
+}
+
+// Fills the figures of a candidate whose schedule is simulated: fits, peak/1F1B, bounds, T/LB.
+void Judge(const CostProfile& rank_costs, int microbatches, Candidate& candidate) {
+  const int p = rank_costs.num_stages();
+  const CostProfile& scheduled = candidate.schedule.costs;
+  const Placement placement = candidate.schedule.placement;
   const Prediction& predicted = *candidate.schedule.predicted;
   const MemoryLimit one_x{MemoryLimit::Kind::kRelative, 1};
   const std::vector<double> one_f_one_b = one_x.RankCaps(rank_costs);
@@ -56,12 +61,29 @@ Candidate Evaluate(std::string_view family, const CostProfile& rank_costs, int m
     candidate.peak_over_1f1b.push_back(
         one_f_one_b[rank] > 0 ? predicted.peak_memory[rank] / one_f_one_b[rank] : 0);
   }
-  candidate.bounds =
-      ComputeLowerBounds(scheduled, p, microbatches, info->placement, candidate.caps);
+  candidate.bounds = ComputeLowerBounds(scheduled, p, microbatches, placement, candidate.caps);
   candidate.t_over_lb =
       candidate.bounds.makespan > 0
           ? static_cast<double>(predicted.makespan) / static_cast<double>(candidate.bounds.makespan)
           : 0;
+}
+
+Candidate RunSearch(const CostProfile& rank_costs, int microbatches, const TuneOptions& options) {
+  Candidate candidate;
+  candidate.family = "search";
+  candidate.caps = options.memory_limit.RankCaps(rank_costs);
+  SearchOptions search = options.search;
+  search.objective = options.objective;
+  search.placement = options.placement;
+  search.interleave_chunks = options.interleave_chunks;
+  auto found = Search(rank_costs, microbatches, candidate.caps, search);
+  if (!found.ok()) {
+    candidate.status = found.status();
+    return candidate;
+  }
+  candidate.schedule = found->best;
+  candidate.search = std::move(found).value();
+  Judge(rank_costs, microbatches, candidate);
   return candidate;
 }
 
@@ -74,7 +96,8 @@ Expected<TuneResult> Tune(const CostProfile& rank_costs, int microbatches,
     return UsageError("--microbatches must be >= 1, got " + std::to_string(microbatches));
   }
   std::vector<std::string_view> families;
-  if (options.family == "best") {
+  const bool search = options.family == "search";
+  if (options.family == "best" || search) {
     for (const FamilyInfo& info : Families()) {
       if (!options.placement || info.placement == *options.placement) families.push_back(info.name);
     }
@@ -101,6 +124,7 @@ Expected<TuneResult> Tune(const CostProfile& rank_costs, int microbatches,
     }
     result.candidates.push_back(std::move(candidate));
   }
+  if (search) result.candidates.push_back(RunSearch(rank_costs, microbatches, options));
   for (int i = 0; i < static_cast<int>(result.candidates.size()); ++i) {
     const Candidate& candidate = result.candidates[i];
     if (!candidate.status.ok() || !candidate.fits) continue;

@@ -21,6 +21,12 @@ ComparisonRow RowFor(const Candidate& candidate) {
   row.status = candidate.status;
   row.caps = candidate.caps;
   if (!candidate.status.ok()) return row;
+  row.placement = candidate.schedule.placement;  // the search's is the one it found best
+  if (candidate.search) {
+    row.search = SearchFigures{candidate.search->seeded_by,    candidate.search->best_seed,
+                               candidate.search->seed_figure,  candidate.search->evaluations,
+                               candidate.search->improvements, candidate.search->seconds};
+  }
   const Prediction& predicted = *candidate.schedule.predicted;
   row.makespan = predicted.makespan;
   row.span = predicted.span;

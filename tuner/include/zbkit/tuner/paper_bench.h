@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "zbkit/schemas/status.h"
+#include "zbkit/schemas/types.h"
 
 namespace zb::tuner {
 
@@ -33,6 +34,18 @@ struct PaperBenchRow {
 
 // Uses the paper tables compiled into zbkit (tuner/data/paper_tables.json).
 Expected<std::vector<PaperBenchRow>> ComputePaperTable5();
+
+// One of the twelve settings as an instance: Table 6's costs (integer us) on p uniform stages,
+// M_B = 34h + 5as and M_W = 32h (Table 1, s = 1024, Table 3's h and a).
+struct PaperSetting {
+  std::string model;
+  int p = 0;
+  int m = 0;
+  int layers = 0;
+  CostProfile costs;
+  std::vector<double> published;  // Table 5's row, in kPaperSchedules order
+};
+Expected<std::vector<PaperSetting>> PaperSettings();
 
 }  // namespace zb::tuner
 

@@ -14,15 +14,21 @@
 #include "zbkit/tuner/lower_bound.h"
 #include "zbkit/tuner/memory_limit.h"
 #include "zbkit/tuner/objective.h"
+#include "zbkit/tuner/search.h"
 
 namespace zb::tuner {
 
 struct TuneOptions {
-  std::string family = "best";         // a family name, or "best" = every applicable family
+  // A family name; "best" = every applicable family; "search" = every applicable family plus
+  // the search (search.h) seeded by them, as one more candidate named "search".
+  std::string family = "best";
   std::optional<Placement> placement;  // restricts "best" to one placement; nullopt = any
   int interleave_chunks = 2;           // v for 1f1b-i
   MemoryLimit memory_limit;
   Objective objective = Objective::kMakespan;  // what picks "best" among those that fit
+  // With family "search": its budget, seed and progress report. Its objective, placement and
+  // chunks are the ones above.
+  SearchOptions search;
 };
 
 struct Candidate {
@@ -35,6 +41,7 @@ struct Candidate {
   int fused_backwards = 0;  // split backwards the tuner fused where that was shorter (fuse.h)
   bool fits = false;        // every rank's peak <= its cap
   double t_over_lb = 0;     // makespan / makespan lower bound
+  std::optional<SearchResult> search;  // the search's own figures, on the "search" candidate
 };
 
 struct TuneResult {

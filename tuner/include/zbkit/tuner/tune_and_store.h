@@ -32,6 +32,16 @@ struct TuneRequest {
   std::optional<StoreTarget> store;  // nullopt: nothing is stored
 };
 
+// What the "search" row adds: where it started and what it took.
+struct SearchFigures {
+  std::string seeded_by;   // the seed whose lineage gave the result
+  std::string best_seed;   // the seed with the best figure
+  TimeNs seed_figure = 0;  // its figure by the objective
+  int64_t evaluations = 0;
+  int64_t improvements = 0;
+  double seconds = 0;
+};
+
 // One candidate family, one row of the comparison `zb tune` prints.
 struct ComparisonRow {
   std::string family;
@@ -46,8 +56,9 @@ struct ComparisonRow {
   std::vector<double> peak_over_1f1b;  // per rank: peak / the 1x cap (memory_limit.h)
   TimeNs lower_bound = 0;              // makespan lower bound under the same cap
   double t_over_lb = 0;
-  int fused_backwards = 0;  // split backwards the tuner fused (fuse.h)
-  bool fits = false;        // every rank's peak <= its cap
+  int fused_backwards = 0;              // split backwards the tuner fused (fuse.h)
+  bool fits = false;                    // every rank's peak <= its cap
+  std::optional<SearchFigures> search;  // on the "search" row
 };
 
 struct TuneOutcome {
