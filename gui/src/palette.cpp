@@ -60,6 +60,21 @@ QColor OverCapTextColor() {
   return QColor(0xC6, 0x28, 0x28);
 }
 
+// Blue against orange, as in the ZB paper's frontier figure: they differ in hue and lightness, so
+// the two series stay apart with the common colour-vision deficiencies and in greyscale prints.
+QColor FrontierSeriesColor(std::string_view method, int series) {
+  if (method == "search") return QColor(0x1F, 0x4E, 0x9C);     // deep blue
+  if (method == "heuristic") return QColor(0xE5, 0x7A, 0x12);  // orange
+  static const QColor kOthers[] = {
+      QColor(0x2E, 0x9E, 0x5B),  // green
+      QColor(0x8E, 0x44, 0xAD),  // purple
+      QColor(0x9C, 0x5B, 0x2E),  // brown
+      QColor(0xC2, 0x2E, 0x7A),  // magenta
+  };
+  constexpr int kNumOthers = static_cast<int>(sizeof(kOthers) / sizeof(kOthers[0]));
+  return kOthers[((series % kNumOthers) + kNumOthers) % kNumOthers];
+}
+
 QColor TextColor() {
   return QColor(0x20, 0x20, 0x20);
 }

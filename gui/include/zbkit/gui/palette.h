@@ -9,6 +9,7 @@
 #define ZBKIT_GUI_PALETTE_H_
 
 #include <QColor>
+#include <string_view>
 
 #include "zbkit/schemas/types.h"
 
@@ -27,6 +28,9 @@ QColor MemoryEnvelopeColor();  // min..max of the curve inside a column
 QColor MemoryFillColor();      // under the curve
 QColor WaitLinkColor();        // the line from an op that waited to the op it waited for
 QColor OverCapTextColor();     // table cells of a peak above its cap
+// One series of a memory-vs-bubble frontier plot: "search" and "heuristic" have colours of their
+// own, any other method the `series`-th of a few more (series = its position among the methods).
+QColor FrontierSeriesColor(std::string_view method, int series);
 
 // Chrome.
 QColor TextColor();           // rank labels, titles, the text of exported pictures
