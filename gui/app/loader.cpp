@@ -213,7 +213,55 @@ Expected<LoadedItem> LoadProfile(const StoreListing& listing, Store& store,
   return item;
 }
 
+Expected<LoadedItem> LoadFrontierItem(const StoreListing& listing, Store& store,
+                                      const FrontierInfo& info, const ProgressFn& step) {
+  if (!step(10, "reading frontier " + std::to_string(info.id) + " (" +
+                    std::to_string(info.num_points) + " points)")) {
+    return Cancelled();
+  }
+  ZB_ASSIGN_OR_RETURN(Frontier frontier, store.LoadFrontier(info.id));
+  LoadedItem item;
+  item.ref = {ItemKind::kFrontier, info.id};
+  item.store_path = listing.path;
+  item.title = FrontierTitle(info, &frontier);
+  item.context = info.cluster + "/" + info.job;
+  item.short_label = "frontier " + std::to_string(info.id);
+  item.frontier_info = info;
+  // The costs it was computed from, for the summary's cost table.
+  if (!step(60, "reading cost profile " + std::to_string(info.cost_profile_id))) {
+    return Cancelled();
+  }
+  ZB_ASSIGN_OR_RETURN(item.costs, store.LoadCostProfile(info.cost_profile_id));
+  if (const CostProfileInfo* profile = listing.FindProfile(info.cost_profile_id)) {
+    item.profile = *profile;
+  }
+  item.frontier = std::make_shared<const Frontier>(std::move(frontier));
+  return item;
+}
+
 }  // namespace
+
+std::string FrontierTitle(const FrontierInfo& info, const Frontier* frontier) {
+  std::string title = "frontier " + std::to_string(info.id) + ": ";
+  if (frontier != nullptr) {
+    std::vector<std::string> methods;
+    for (const FrontierPoint& point : frontier->points) {
+      if (std::find(methods.begin(), methods.end(), point.method) == methods.end()) {
+        methods.push_back(point.method);
+      }
+    }
+    for (size_t i = 0; i < methods.size(); ++i)
+      title += (i == 0 ? "" : " vs ") + methods[i];
+    title += ", ";
+  }
+  const auto factor = [](double value) {
+    return QString::number(value, 'g', 6).toStdString() + "x";
+  };
+  title += "m=" + std::to_string(info.microbatches) + ", by " + info.objective + ", " +
+           info.placement + " placement, caps " + factor(info.min_cap_factor) + "-" +
+           factor(info.max_cap_factor);
+  return title;
+}
 
 QString DescribeRef(const ItemRef& ref) {
   switch (ref.kind) {
@@ -223,6 +271,8 @@ QString DescribeRef(const ItemRef& ref) {
       return QStringLiteral("timeline %1").arg(ref.id);
     case ItemKind::kCostProfile:
       return QStringLiteral("cost profile %1").arg(ref.id);
+    case ItemKind::kFrontier:
+      return QStringLiteral("frontier %1").arg(ref.id);
   }
   return {};
 }
@@ -233,8 +283,10 @@ std::optional<ItemRef> ParseItemSpec(const QString& text) {
   for (const auto& [prefix, prefix_kind] :
        {std::pair{QStringLiteral("schedule:"), ItemKind::kSchedule},
         std::pair{QStringLiteral("timeline:"), ItemKind::kTimeline},
+        std::pair{QStringLiteral("frontier:"), ItemKind::kFrontier},
         std::pair{QStringLiteral("s"), ItemKind::kSchedule},
-        std::pair{QStringLiteral("t"), ItemKind::kTimeline}}) {
+        std::pair{QStringLiteral("t"), ItemKind::kTimeline},
+        std::pair{QStringLiteral("f"), ItemKind::kFrontier}}) {
     if (spec.startsWith(prefix)) {
       spec = spec.mid(prefix.size());
       kind = prefix_kind;
@@ -268,6 +320,13 @@ const CostProfileInfo* StoreListing::FindProfile(int64_t id) const {
   return nullptr;
 }
 
+const FrontierInfo* StoreListing::FindFrontier(int64_t id) const {
+  for (const FrontierInfo& info : frontiers) {
+    if (info.id == id) return &info;
+  }
+  return nullptr;
+}
+
 bool StoreListing::Contains(const ItemRef& ref) const {
   switch (ref.kind) {
     case ItemKind::kSchedule:
@@ -276,13 +335,16 @@ bool StoreListing::Contains(const ItemRef& ref) const {
       return FindTimeline(ref.id) != nullptr;
     case ItemKind::kCostProfile:
       return FindProfile(ref.id) != nullptr;
+    case ItemKind::kFrontier:
+      return FindFrontier(ref.id) != nullptr;
   }
   return false;
 }
 
-std::optional<ItemRef> StoreListing::MostRecent() const {
-  // Ordered by (created_at, timeline-over-schedule, id): a run recorded in the same millisecond
-  // as a schedule is the later event.
+std::optional<ItemRef> StoreListing::MostRecent(bool with_frontiers) const {
+  // Ordered by (created_at, frontier-over-timeline-over-schedule, id): a run recorded in the same
+  // millisecond as a schedule is the later event, and so is a frontier recorded with its
+  // schedules.
   std::optional<std::tuple<std::string, int, int64_t>> best_key;
   std::optional<ItemRef> best;
   auto consider = [&](const std::string& created_at, int rank, const ItemRef& ref) {
@@ -300,6 +362,11 @@ std::optional<ItemRef> StoreListing::MostRecent() const {
                                 FindSchedule(*info.schedule_id) != nullptr;
     if (own_prediction) continue;  // the schedule itself was considered
     consider(info.created_at, 1, {ItemKind::kTimeline, info.id});
+  }
+  if (with_frontiers) {
+    for (const FrontierInfo& info : frontiers) {
+      consider(info.created_at, 2, {ItemKind::kFrontier, info.id});
+    }
   }
   return best;
 }
@@ -329,6 +396,7 @@ Expected<StoreListing> ReadListing(const std::string& path) {
   ZB_ASSIGN_OR_RETURN(listing.schedules, store.ListSchedules());
   ZB_ASSIGN_OR_RETURN(listing.timelines, store.ListTimelines());
   ZB_ASSIGN_OR_RETURN(listing.profiles, store.ListCostProfiles());
+  ZB_ASSIGN_OR_RETURN(listing.frontiers, store.ListFrontiers());
   return listing;
 }
 
@@ -353,6 +421,9 @@ Expected<LoadedItem> LoadItem(const StoreListing& listing, const ItemRef& ref,
       break;
     case ItemKind::kCostProfile:
       item = LoadProfile(listing, store, *listing.FindProfile(ref.id), step);
+      break;
+    case ItemKind::kFrontier:
+      item = LoadFrontierItem(listing, store, *listing.FindFrontier(ref.id), step);
       break;
   }
   if (!item.ok()) return item.status();

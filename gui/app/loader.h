@@ -31,8 +31,9 @@
 
 namespace zb::gui {
 
-// What a store item is: the browser's rows and the command line's --schedule/--compare values.
-enum class ItemKind { kSchedule, kTimeline, kCostProfile };
+// What a store item is: the browser's rows and the command line's --schedule/--compare/--frontier
+// values.
+enum class ItemKind { kSchedule, kTimeline, kCostProfile, kFrontier };
 
 struct ItemRef {
   ItemKind kind = ItemKind::kSchedule;
@@ -41,10 +42,10 @@ struct ItemRef {
   bool operator!=(const ItemRef& other) const { return !(*this == other); }
 };
 
-// "schedule 3", "timeline 7", "cost profile 2".
+// "schedule 3", "timeline 7", "cost profile 2", "frontier 4".
 QString DescribeRef(const ItemRef& ref);
 // Command-line spelling: "3" or "s3" or "schedule:3" is schedule 3; "t7" or "timeline:7" is
-// timeline 7. nullopt when it is none of these.
+// timeline 7; "f4" or "frontier:4" is frontier 4. nullopt when it is none of these.
 std::optional<ItemRef> ParseItemSpec(const QString& text);
 
 // Everything a store lists, without loading any ops.
@@ -53,16 +54,22 @@ struct StoreListing {
   std::vector<ScheduleInfo> schedules;
   std::vector<TimelineInfo> timelines;
   std::vector<CostProfileInfo> profiles;
+  std::vector<FrontierInfo> frontiers;
 
-  bool empty() const { return schedules.empty() && timelines.empty(); }
+  // Nothing to draw: no schedule, timeline or frontier (cost profiles are only tables).
+  bool empty() const { return schedules.empty() && timelines.empty() && frontiers.empty(); }
   const ScheduleInfo* FindSchedule(int64_t id) const;
   const TimelineInfo* FindTimeline(int64_t id) const;
   const CostProfileInfo* FindProfile(int64_t id) const;
+  const FrontierInfo* FindFrontier(int64_t id) const;
   bool Contains(const ItemRef& ref) const;
-  // The most recent schedule or run: highest created_at, then highest id. A predicted timeline
-  // linked to a schedule is that schedule's own prediction, so it stands for the schedule.
-  // nullopt for a store with no schedules and no timelines.
-  std::optional<ItemRef> MostRecent() const;
+  // The most recent schedule, run or frontier: highest created_at, then (in the same millisecond)
+  // frontier over run over schedule, then highest id. A predicted timeline linked to a schedule is
+  // that schedule's own prediction, so it stands for the schedule. A frontier is recorded after
+  // the schedules of its points, so `zb tune --frontier` opens on its plot. Without
+  // `with_frontiers`, only schedules and runs count (what a comparison starts from). nullopt for
+  // a store with nothing of that to draw.
+  std::optional<ItemRef> MostRecent(bool with_frontiers = true) const;
 };
 
 // One idle stretch of a rank and why it ended (TimelineIndex::WaitedFor): what a person asks of
@@ -86,8 +93,11 @@ struct LoadedItem {
   std::optional<ScheduleInfo>
       schedule;  // the item's schedule, or the one its timeline is linked to
   std::optional<TimelineInfo> timeline;    // for a timeline item
-  std::optional<CostProfileInfo> profile;  // for a cost-profile item
-  std::optional<CostProfile> costs;   // per scheduled stage; the profile itself for a profile item
+  std::optional<CostProfileInfo> profile;  // for a cost-profile item, or a frontier's profile
+  std::optional<CostProfile> costs;  // per scheduled stage; the profile itself for a profile item
+  // For a frontier item (which has no index): its listing row and its points.
+  std::optional<FrontierInfo> frontier_info;
+  std::shared_ptr<const Frontier> frontier;
   std::vector<double> caps;           // per rank; empty = no cap known
   std::optional<Prediction> figures;  // makespan, bubbles, peak memory per rank
   std::vector<TimeNs> rank_busy;      // compute busy time per rank
@@ -101,12 +111,14 @@ struct LoadedItem {
 // Reports progress (0..100) and a short text; returns false to abandon the work (cancelled).
 using ProgressFn = std::function<bool(int percent, const std::string& text)>;
 
-// Opens `path` read-only and lists its schedules, timelines and cost profiles.
+// Opens `path` read-only and lists its schedules, timelines, cost profiles and frontiers.
 Expected<StoreListing> ReadListing(const std::string& path);
 // Loads one item of an already listed store. kNotFound when the listing does not hold it.
 // kInternal("cancelled") when `progress` returned false.
 Expected<LoadedItem> LoadItem(const StoreListing& listing, const ItemRef& ref,
                               const ProgressFn& progress = nullptr);
+// "frontier 4: search vs heuristic, m=8, by span, caps 1x-3x": a frontier's title.
+std::string FrontierTitle(const FrontierInfo& info, const Frontier* frontier = nullptr);
 // The one-line message for a store that holds nothing to draw.
 std::string EmptyStoreMessage(const std::string& path);
 

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// zbview [STORE] [--schedule ID] [--compare ID2]
-// zbview --screenshot OUT.png STORE [--schedule ID] [--compare ID2] [--size WxH]
+// zbview [STORE] [--schedule ID] [--compare ID2] [--frontier ID]
+// zbview --screenshot OUT.png STORE [--schedule ID] [--compare ID2] [--frontier ID] [--size WxH]
 //
 // The window, or (with --screenshot) no window at all: the store is read, the item drawn into a
 // composed picture meant for a person (title, legend, timeline with bubbles and wait links,
-// memory track with the cap, summary figures) and written to OUT. Exit codes as every zbkit
-// command: 0 success, 2 usage error, 1 anything else, with one line "zbview: <reason>" on stderr.
+// memory track with the cap, summary figures; or a frontier's plot and summary) and written to
+// OUT. The store may also be given as --store STORE. Exit codes as every zbkit command: 0
+// success, 2 usage error, 1 anything else, with one line "zbview: <reason>" on stderr.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QRegularExpression>
@@ -26,13 +27,17 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: zbview [STORE] [--schedule ID] [--compare ID2]\n"
-    "       zbview --screenshot OUT.png STORE [--schedule ID] [--compare ID2] [--size WxH]\n"
+    "usage: zbview [STORE] [--schedule ID] [--compare ID2] [--frontier ID]\n"
+    "       zbview --screenshot OUT.png STORE [--schedule ID] [--compare ID2] [--frontier ID]\n"
+    "              [--size WxH]\n"
     "\n"
-    "Shows the schedules and timelines (predicted and measured) of a zbkit store.\n"
+    "Shows the schedules, timelines (predicted and measured) and memory-vs-bubble frontiers of a\n"
+    "zbkit store.\n"
     "\n"
-    "  --schedule ID     what to show: a schedule id (3, s3) or a timeline (t7); default: the\n"
-    "                    most recent schedule or run in the store\n"
+    "  --store STORE     the store, instead of the STORE argument\n"
+    "  --schedule ID     what to show: a schedule id (3, s3), a timeline (t7) or a frontier (f4);\n"
+    "                    default: the most recent schedule, run or frontier in the store\n"
+    "  --frontier ID     show frontier ID: bubble rate against the memory cap\n"
     "  --compare ID2     compare it with schedule (or timeline) ID2, one pane above the other\n"
     "  --screenshot OUT  draw into OUT (.png; .svg and .pdf also work) without a window, exit\n"
     "  --size WxH        size of the screenshot in pixels (default 1600x900)\n"
@@ -70,7 +75,9 @@ std::optional<int> Parse(const QStringList& argv, Arguments& out) {
   const QCommandLineOption schedule(QStringLiteral("schedule"), QString(), QStringLiteral("ID"));
   const QCommandLineOption compare(QStringLiteral("compare"), QString(), QStringLiteral("ID2"));
   const QCommandLineOption size(QStringLiteral("size"), QString(), QStringLiteral("WxH"));
-  parser.addOptions({help, version, screenshot, schedule, compare, size});
+  const QCommandLineOption frontier(QStringLiteral("frontier"), QString(), QStringLiteral("ID"));
+  const QCommandLineOption store(QStringLiteral("store"), QString(), QStringLiteral("STORE"));
+  parser.addOptions({help, version, screenshot, schedule, compare, size, frontier, store});
   parser.addPositionalArgument(QStringLiteral("STORE"), QString());
   if (!parser.parse(argv)) return UsageFail(parser.errorText());
   if (parser.isSet(help)) {
@@ -93,6 +100,14 @@ std::optional<int> Parse(const QStringList& argv, Arguments& out) {
       return UsageFail(QStringLiteral("--%1 given more than once").arg(name));
     }
   }
+  if (parser.isSet(store)) {
+    if (!positional.isEmpty()) {
+      return UsageFail(QStringLiteral("two stores: %1 and --store %2")
+                           .arg(positional.front(), parser.value(store)));
+    }
+    out.store = parser.value(store);
+    if (out.store.isEmpty()) return UsageFail(QStringLiteral("--store needs a file name"));
+  }
   auto parse_ref = [&](const QCommandLineOption& option, std::optional<zb::gui::ItemRef>& ref) {
     if (!parser.isSet(option)) return true;
     ref = zb::gui::ParseItemSpec(parser.value(option));
@@ -100,7 +115,7 @@ std::optional<int> Parse(const QStringList& argv, Arguments& out) {
   };
   if (!parse_ref(schedule, out.schedule)) {
     return UsageFail(QStringLiteral("--schedule: \"%1\" is not an id (a schedule id such as 3, "
-                                    "or t7 for timeline 7)")
+                                    "t7 for timeline 7 or f4 for frontier 4)")
                          .arg(parser.value(schedule)));
   }
   if (!parse_ref(compare, out.compare)) {
@@ -108,8 +123,29 @@ std::optional<int> Parse(const QStringList& argv, Arguments& out) {
                                     "or t7 for timeline 7)")
                          .arg(parser.value(compare)));
   }
+  if (parser.isSet(frontier)) {
+    if (out.schedule) {
+      return UsageFail(QStringLiteral("--frontier and --schedule both say what to show; give one"));
+    }
+    bool ok = false;
+    const QString text = parser.value(frontier).trimmed();
+    const qlonglong id = text.toLongLong(&ok);
+    if (!ok || id < 1 || text.startsWith(u'+')) {
+      return UsageFail(
+          QStringLiteral("--frontier: \"%1\" is not a frontier id (such as 4)").arg(text));
+    }
+    out.schedule = zb::gui::ItemRef{zb::gui::ItemKind::kFrontier, id};
+  }
+  const auto is_frontier = [](const std::optional<zb::gui::ItemRef>& ref) {
+    return ref && ref->kind == zb::gui::ItemKind::kFrontier;
+  };
+  if (out.compare && (is_frontier(out.schedule) || is_frontier(out.compare))) {
+    return UsageFail(
+        QStringLiteral("--compare: a frontier cannot be compared, only schedules and "
+                       "timelines"));
+  }
   if ((out.schedule || out.compare) && out.store.isEmpty()) {
-    return UsageFail(QStringLiteral("--schedule and --compare need a STORE"));
+    return UsageFail(QStringLiteral("--schedule, --frontier and --compare need a STORE"));
   }
   if (parser.isSet(screenshot)) {
     out.screenshot = parser.value(screenshot);
@@ -158,8 +194,10 @@ int RunScreenshot(int argc, char** argv, const Arguments& args) {
   auto listing = zb::gui::ReadListing(store);
   if (!listing.ok()) return Fail(1, listing.status().message());
   if (listing->empty()) return Fail(1, zb::gui::EmptyStoreMessage(store));
+  // A comparison starts from the most recent schedule or run, never from a frontier.
   const std::optional<zb::gui::ItemRef> first =
-      args.schedule ? args.schedule : listing->MostRecent();
+      args.schedule ? args.schedule : listing->MostRecent(/*with_frontiers=*/!args.compare);
+  if (!first) return Fail(1, store + ": no schedule or timeline in the store to compare");
   for (const std::optional<zb::gui::ItemRef>& ref : {first, args.compare}) {
     if (ref && !listing->Contains(*ref)) {
       return Fail(1, store + ": no " + zb::gui::DescribeRef(*ref).toStdString() + " in the store");
@@ -173,7 +211,7 @@ int RunScreenshot(int argc, char** argv, const Arguments& args) {
     if (!b->ok()) return Fail(1, b->status().message());
   }
   for (const zb::gui::LoadedItem* item : {&a.value(), b ? &b->value() : nullptr}) {
-    if (item != nullptr && !item->index) {
+    if (item != nullptr && !item->index && !item->frontier) {
       return Fail(1, store + ": " + zb::gui::DescribeRef(item->ref).toStdString() +
                          " has no timeline to draw");
     }

@@ -2,6 +2,7 @@
 #include "main_window.h"
 
 #include <QAction>
+#include <QCheckBox>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -26,6 +27,7 @@
 #include "store_browser.h"
 #include "summary_panel.h"
 #include "zbkit/gui/compare_view.h"
+#include "zbkit/gui/frontier_view.h"
 #include "zbkit/gui/legend.h"
 #include "zbkit/gui/memory_track.h"
 #include "zbkit/gui/palette.h"
@@ -117,6 +119,28 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   compare_layout->addWidget(compare_legend_);
   compare_layout->addWidget(compare_, 1);
   stack_->addWidget(compare_page_);
+
+  // A frontier: its title and the convention toggle over the plot, which draws its own legend
+  // (so an export of the page carries everything).
+  frontier_page_ = new QWidget(stack_);
+  auto* frontier_layout = new QVBoxLayout(frontier_page_);
+  frontier_layout->setContentsMargins(8, 6, 8, 4);
+  frontier_layout->setSpacing(4);
+  auto* frontier_header = new QHBoxLayout;
+  frontier_title_ = new QLabel(frontier_page_);
+  QFont title_font = frontier_title_->font();
+  title_font.setBold(true);
+  frontier_title_->setFont(title_font);
+  frontier_title_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  makespan_toggle_ =
+      new QCheckBox(tr("Also show the bubble from t = 0 (makespan)"), frontier_page_);
+  makespan_toggle_->setToolTip(BubbleRatesExplanation());
+  frontier_header->addWidget(frontier_title_, 1);
+  frontier_header->addWidget(makespan_toggle_);
+  frontier_ = new FrontierView(frontier_page_);
+  frontier_layout->addLayout(frontier_header);
+  frontier_layout->addWidget(frontier_, 1);
+  stack_->addWidget(frontier_page_);
   central_layout->addWidget(stack_, 1);
   setCentralWidget(central);
 
@@ -144,6 +168,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(loader_, &StoreLoader::failed, this, &MainWindow::onFailed);
   connect(browser_, &StoreBrowser::itemActivated, this, &MainWindow::showItem);
   connect(browser_, &StoreBrowser::compareRequested, this, &MainWindow::compareItems);
+  connect(makespan_toggle_, &QCheckBox::toggled, frontier_, &FrontierView::setShowMakespanBubble);
+  // A point of the plot that names its schedule opens it.
+  connect(frontier_, &FrontierView::scheduleActivated, this, [this](int64_t id) {
+    showItem({ItemKind::kSchedule, id});
+  });
 
   for (ViewState* state : {state_, compare_->viewState()}) {
     connect(state, &ViewState::historyChanged, this, &MainWindow::updateZoomActions);
@@ -290,6 +319,10 @@ void MainWindow::compareItems(const ItemRef& a, const ItemRef& b) {
     showBanner(tr("Only schedules and timelines can be compared, not cost profiles."));
     return;
   }
+  if (a.kind == ItemKind::kFrontier || b.kind == ItemKind::kFrontier) {
+    showBanner(tr("Only schedules and timelines can be compared, not frontiers."));
+    return;
+  }
   loader_->loadComparison(a, b);
 }
 
@@ -299,7 +332,8 @@ void MainWindow::onStoreOpened(std::shared_ptr<const StoreListing> listing) {
   browser_->setListing(listing);
   if (listing->empty()) {
     showPlaceholder(QString::fromStdString(EmptyStoreMessage(listing->path)));
-    summary_->setMessage(tr("Nothing to show: the store holds no schedules or timelines."));
+    summary_->setMessage(
+        tr("Nothing to show: the store holds no schedules, timelines or frontiers."));
     return;
   }
   std::optional<ItemRef> first = pending_show_;
@@ -308,7 +342,7 @@ void MainWindow::onStoreOpened(std::shared_ptr<const StoreListing> listing) {
                    .arg(QString::fromStdString(listing->path), DescribeRef(*first)));
     first.reset();
   }
-  if (!first) first = listing->MostRecent();
+  if (!first) first = listing->MostRecent(/*with_frontiers=*/!pending_compare_);
   if (pending_compare_ && first) {
     if (listing->Contains(*pending_compare_)) {
       compareItems(*first, *pending_compare_);
@@ -341,6 +375,11 @@ void MainWindow::onItemLoaded(std::shared_ptr<const LoadedItem> item) {
     splitter_->setSizes({total - memory, memory});
     stack_->setCurrentWidget(single_page_);
     timeline_->setFocus(Qt::OtherFocusReason);
+  } else if (item->frontier) {
+    frontier_title_->setText(QString::fromStdString(item->title));
+    frontier_->setFrontier(item->frontier);
+    stack_->setCurrentWidget(frontier_page_);
+    frontier_->setFocus(Qt::OtherFocusReason);
   } else {
     showPlaceholder(tr("%1 has no timeline; its per-stage costs are in the summary.")
                         .arg(QString::fromStdString(item->title)));
@@ -348,7 +387,7 @@ void MainWindow::onItemLoaded(std::shared_ptr<const LoadedItem> item) {
   summary_->setItem(item);
   browser_->setShownItems({item->ref});
   for (QAction* action : export_actions_)
-    action->setEnabled(item->index != nullptr);
+    action->setEnabled(item->index != nullptr || item->frontier != nullptr);
   updateZoomActions();
   statusBar()->showMessage(
       tr("%1 loaded in %2 ms").arg(DescribeRef(item->ref)).arg(item->load_ms, 0, 'f', 1), 8000);
@@ -416,6 +455,9 @@ bool MainWindow::isBannerShown() const {
 }
 bool MainWindow::isComparing() const {
   return stack_->currentWidget() == compare_page_;
+}
+bool MainWindow::isShowingFrontier() const {
+  return stack_->currentWidget() == frontier_page_;
 }
 
 void MainWindow::showPlaceholder(const QString& text) {

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // MainWindow: zbview's window. The store browser (left dock) lists what a store holds; the
-// centre shows one timeline over its memory track (one shared ViewState) or a comparison of two;
-// the summary (right dock) gives the figures. Loading runs in StoreLoader's worker threads with
-// progress in the status bar, so a 1M-op store never freezes the window; every error becomes
-// one line in a banner above the view (never a modal box: the window stays usable, and headless
-// tests never block on it).
+// centre shows one timeline over its memory track (one shared ViewState), a comparison of two, or
+// a memory-vs-bubble frontier plot; the summary (right dock) gives the figures. Loading runs in
+// StoreLoader's worker threads with progress in the status bar, so a 1M-op store never freezes the
+// window; every error becomes one line in a banner above the view (never a modal box: the window
+// stays usable, and headless tests never block on it).
 #ifndef ZBKIT_GUI_APP_MAIN_WINDOW_H_
 #define ZBKIT_GUI_APP_MAIN_WINDOW_H_
 
@@ -17,6 +17,7 @@
 #include "zbkit/schemas/status.h"
 
 class QAction;
+class QCheckBox;
 class QDockWidget;
 class QFrame;
 class QLabel;
@@ -28,6 +29,7 @@ class QStackedWidget;
 namespace zb::gui {
 
 class CompareView;
+class FrontierView;
 class LegendWidget;
 class MemoryTrack;
 class StoreBrowser;
@@ -50,7 +52,8 @@ class MainWindow : public QMainWindow {
                  std::optional<ItemRef> compare_with = std::nullopt);
   void showItem(const ItemRef& ref);
   void compareItems(const ItemRef& a, const ItemRef& b);
-  // Renders the central view (timeline and memory, or both compare panes) by extension.
+  // Renders the central view (timeline and memory, both compare panes, or the frontier plot) by
+  // extension.
   Status exportView(const QString& path);
 
   // Most recent first, files that no longer exist pruned (QSettings "recentFiles").
@@ -69,6 +72,10 @@ class MainWindow : public QMainWindow {
   TimelineView* timelineView() const { return timeline_; }
   MemoryTrack* memoryTrack() const { return memory_; }
   CompareView* compareView() const { return compare_; }
+  FrontierView* frontierView() const { return frontier_; }
+  // The frontier page's toggle for the makespan-convention bubble.
+  QCheckBox* makespanBubbleToggle() const { return makespan_toggle_; }
+  bool isShowingFrontier() const;
   ViewState* viewState() const { return state_; }
   QProgressBar* progressBar() const { return progress_; }
   QAction* showStageLanesAction() const { return stage_lanes_action_; }
@@ -117,6 +124,10 @@ class MainWindow : public QMainWindow {
   QWidget* compare_page_ = nullptr;
   LegendWidget* compare_legend_ = nullptr;
   CompareView* compare_ = nullptr;
+  QWidget* frontier_page_ = nullptr;
+  QLabel* frontier_title_ = nullptr;
+  QCheckBox* makespan_toggle_ = nullptr;
+  FrontierView* frontier_ = nullptr;
 
   QProgressBar* progress_ = nullptr;
   QMenu* recent_menu_ = nullptr;

@@ -9,6 +9,7 @@
 #include "item_views.h"
 #include "summary_panel.h"
 #include "zbkit/gui/compare_view.h"
+#include "zbkit/gui/frontier_view.h"
 #include "zbkit/gui/legend.h"
 #include "zbkit/gui/memory_track.h"
 #include "zbkit/gui/palette.h"
@@ -47,11 +48,14 @@ ReportView::ReportView(QWidget* parent) : QWidget(parent) {
   memory_->setLabelWidth(timeline_->laneLabelWidth());
   compare_ = new CompareView(this);
   compare_->hide();
+  frontier_ = new FrontierView(this);
+  frontier_->hide();
   // The timeline grows first; what it and the memory rows cannot use collects under the summary
   // (the spacer's small stretch), so the picture never shows half-empty lanes areas.
   layout->addWidget(timeline_, 100);
   layout->addWidget(memory_, 30);
   layout->addWidget(compare_, 100);
+  layout->addWidget(frontier_, 100);
 
   summary_ = new QLabel(this);
   summary_->setTextFormat(Qt::PlainText);
@@ -80,10 +84,14 @@ void ReportView::setHeader(const LoadedItem& item, const QString& title) {
 
 void ReportView::setItem(std::shared_ptr<const LoadedItem> item) {
   compare_->hide();
-  timeline_->show();
-  memory_->show();
+  const bool frontier = item && item->frontier;
+  timeline_->setVisible(!frontier);
+  memory_->setVisible(!frontier);
+  legend_->setVisible(!frontier);  // the plot draws its own
+  frontier_->setVisible(frontier);
   if (!item) return;
   setHeader(*item, QString::fromStdString(item->title));
+  if (frontier) frontier_->setFrontier(item->frontier);
   if (item->index) {
     ShowItemInViews(*item, legend_, timeline_, memory_, state_);
     // Per-stage lanes explain V and interleaved schedules, but past a few dozen lanes they leave
@@ -101,6 +109,8 @@ void ReportView::setComparison(std::shared_ptr<const LoadedItem> a,
   item_.reset();
   timeline_->hide();
   memory_->hide();
+  frontier_->hide();
+  legend_->show();
   compare_->show();
   setHeader(*a, QStringLiteral("%1  vs  %2")
                     .arg(QString::fromStdString(a->title), QString::fromStdString(b->title)));

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // ReportView: the composed picture of the headless `zbview --screenshot`: a title line, the
 // legend, the timeline with its bubbles and wait links, the memory track with the cap, and the
-// summary figures, laid out to be read by a person who does not want to read numbers.
+// summary figures, laid out to be read by a person who does not want to read numbers; for a
+// frontier, the plot (with its own legend) over the per-method summary.
 #ifndef ZBKIT_GUI_APP_REPORT_VIEW_H_
 #define ZBKIT_GUI_APP_REPORT_VIEW_H_
 
@@ -19,6 +20,7 @@ class QLabel;
 namespace zb::gui {
 
 class CompareView;
+class FrontierView;
 class LegendWidget;
 class MemoryTrack;
 class TimelineView;
@@ -40,6 +42,7 @@ class ReportView : public QWidget {
   TimelineView* timelineView() const { return timeline_; }
   MemoryTrack* memoryTrack() const { return memory_; }
   CompareView* compareView() const { return compare_; }
+  FrontierView* frontierView() const { return frontier_; }
   QString titleText() const;
   QString summaryText() const;
 
@@ -57,6 +60,7 @@ class ReportView : public QWidget {
   TimelineView* timeline_ = nullptr;
   MemoryTrack* memory_ = nullptr;
   CompareView* compare_ = nullptr;
+  FrontierView* frontier_ = nullptr;
   QLabel* summary_ = nullptr;
 };
 

@@ -22,6 +22,11 @@ std::pair<int, int64_t> Key(const ItemRef& ref) {
   return {static_cast<int>(ref.kind), ref.id};
 }
 
+// Comparisons are pane over pane of two timelines: schedules and timelines only.
+bool IsComparable(const ItemRef& ref) {
+  return ref.kind == ItemKind::kSchedule || ref.kind == ItemKind::kTimeline;
+}
+
 std::optional<ItemRef> RefOf(const QTreeWidgetItem* row) {
   if (row == nullptr || !row->data(0, kKindRole).isValid()) return std::nullopt;
   return ItemRef{static_cast<ItemKind>(row->data(0, kKindRole).toInt()),
@@ -184,6 +189,34 @@ void StoreBrowser::setListing(std::shared_ptr<const StoreListing> listing) {
     AlignNumbers(row);
     rows_[Key({ItemKind::kCostProfile, info.id})] = row;
   }
+  // Frontiers sit under the job of the cost profile they were computed from, in a group of their
+  // own (a job tuned with several grids or objectives has several).
+  std::map<std::pair<std::string, std::string>, QTreeWidgetItem*> frontier_groups;
+  for (const FrontierInfo& info : listing_->frontiers) {
+    QTreeWidgetItem*& group = frontier_groups[{info.cluster, info.job}];
+    if (group == nullptr) group = Group(job_row(info.cluster, info.job), nullptr, tr("frontiers"));
+    auto* row = new QTreeWidgetItem(group);
+    const QString caps = QStringLiteral("%1x-%2x").arg(
+        QString::number(info.min_cap_factor, 'g', 6), QString::number(info.max_cap_factor, 'g', 6));
+    row->setText(
+        kItemColumn,
+        tr("#%1 frontier %2 by %3").arg(info.id).arg(caps, QString::fromStdString(info.objective)));
+    row->setToolTip(kItemColumn,
+                    tr("frontier %1: bubble rate against the memory cap (%2), %3 placement, "
+                       "from cost profile %4 (%5)")
+                        .arg(info.id)
+                        .arg(caps, QString::fromStdString(info.placement))
+                        .arg(info.cost_profile_id)
+                        .arg(QString::fromStdString(info.cost_profile)));
+    row->setText(kMicrobatchesColumn, QString::number(info.microbatches));
+    row->setText(kOpsColumn, QString::number(info.num_points));
+    row->setToolTip(kOpsColumn, tr("points: caps x methods"));
+    row->setText(kCreatedColumn, Created(info.created_at));
+    row->setData(0, kKindRole, static_cast<int>(ItemKind::kFrontier));
+    row->setData(0, kIdRole, QVariant::fromValue<qlonglong>(info.id));
+    AlignNumbers(row);
+    rows_[Key({ItemKind::kFrontier, info.id})] = row;
+  }
   tree_->expandAll();
   // Cost profile groups stay folded: a tuned store holds one per schedule and they are rarely the
   // point.
@@ -246,8 +279,7 @@ void StoreBrowser::selectRefs(const std::vector<ItemRef>& refs) {
 
 void StoreBrowser::onSelectionChanged() {
   const std::vector<ItemRef> refs = selectedRefs();
-  compare_button_->setEnabled(refs.size() == 2 && refs[0].kind != ItemKind::kCostProfile &&
-                              refs[1].kind != ItemKind::kCostProfile);
+  compare_button_->setEnabled(refs.size() == 2 && IsComparable(refs[0]) && IsComparable(refs[1]));
   if (refs.size() == 1) emit itemActivated(refs.front());
 }
 
@@ -269,9 +301,8 @@ void StoreBrowser::showContextMenu(const QPoint& pos) {
   QMenu menu(this);
   menu.addAction(tr("Show %1").arg(DescribeRef(*clicked)), this,
                  [this, ref = *clicked] { emit itemActivated(ref); });
-  if (clicked->kind != ItemKind::kCostProfile) {
-    if (shown_.size() == 1 && shown_.front() != *clicked &&
-        shown_.front().kind != ItemKind::kCostProfile) {
+  if (IsComparable(*clicked)) {
+    if (shown_.size() == 1 && shown_.front() != *clicked && IsComparable(shown_.front())) {
       menu.addAction(
           tr("Compare with shown %1").arg(DescribeRef(shown_.front())), this,
           [this, shown = shown_.front(), ref = *clicked] { emit compareRequested(shown, ref); });

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // StoreBrowser: what a store holds, as a tree grouped by cluster and job: schedules (family, p, m,
 // makespan, both bubble rates, ops) with their timelines (predicted, measured runs) under them,
-// and cost profiles. Selecting one row asks the window to show it; selecting two and pressing
-// "Compare selected" (or "Compare with shown" in the context menu) asks for a comparison.
+// cost profiles and memory-vs-bubble frontiers. Selecting one row asks the window to show it;
+// selecting two schedules or timelines and pressing "Compare selected" (or "Compare with shown"
+// in the context menu) asks for a comparison.
 #ifndef ZBKIT_GUI_APP_STORE_BROWSER_H_
 #define ZBKIT_GUI_APP_STORE_BROWSER_H_
 

@@ -105,8 +105,69 @@ QString LowerBoundExplanation() {
       "1.000 means no schedule can be faster.");
 }
 
+QStringList FrontierLines(const Frontier& frontier) {
+  auto factor = [](double value) { return QString::number(value, 'g', 6) + u'x'; };
+  std::vector<std::string> methods;
+  for (const FrontierPoint& point : frontier.points) {
+    if (std::find(methods.begin(), methods.end(), point.method) == methods.end()) {
+      methods.push_back(point.method);
+    }
+  }
+  QStringList lines;
+  for (const std::string& method : methods) {
+    int caps = 0;
+    int fitting = 0;
+    const FrontierPoint* lowest = nullptr;   // the smallest cap that fits
+    const FrontierPoint* highest = nullptr;  // the largest cap that fits
+    for (const FrontierPoint& point : frontier.points) {
+      if (point.method != method) continue;
+      ++caps;
+      if (!point.fits) continue;
+      ++fitting;
+      if (lowest == nullptr || point.cap_factor < lowest->cap_factor) lowest = &point;
+      if (highest == nullptr || point.cap_factor > highest->cap_factor) highest = &point;
+    }
+    QString line = QStringLiteral("%1: fits %2 of %3 caps")
+                       .arg(QString::fromStdString(method))
+                       .arg(fitting)
+                       .arg(caps);
+    if (lowest != nullptr) {
+      line += QStringLiteral("; paper bubble %1 at %2 -> %3 at %4")
+                  .arg(FormatRate(lowest->paper_bubble_rate), factor(lowest->cap_factor),
+                       FormatRate(highest->paper_bubble_rate), factor(highest->cap_factor));
+    }
+    lines << line;
+  }
+  if (methods.size() == 2) {
+    // Where the two differ most, at a cap where both fit: what the search buys over the
+    // heuristic (or the other way round).
+    const FrontierPoint* best_a = nullptr;
+    const FrontierPoint* best_b = nullptr;
+    for (const FrontierPoint& a : frontier.points) {
+      if (a.method != methods[0] || !a.fits) continue;
+      for (const FrontierPoint& b : frontier.points) {
+        if (b.method != methods[1] || !b.fits || b.cap_factor != a.cap_factor) continue;
+        if (best_a == nullptr ||
+            std::fabs(a.paper_bubble_rate - b.paper_bubble_rate) >
+                std::fabs(best_a->paper_bubble_rate - best_b->paper_bubble_rate)) {
+          best_a = &a;
+          best_b = &b;
+        }
+      }
+    }
+    if (best_a != nullptr) {
+      lines << QStringLiteral("largest gap: %1 %2 vs %3 %4 at %5")
+                   .arg(QString::fromStdString(methods[0]), FormatRate(best_a->paper_bubble_rate),
+                        QString::fromStdString(methods[1]), FormatRate(best_b->paper_bubble_rate),
+                        factor(best_a->cap_factor));
+    }
+  }
+  return lines;
+}
+
 QStringList SummaryLines(const LoadedItem& item) {
   QStringList lines;
+  if (item.frontier) return FrontierLines(*item.frontier);
   if (!item.figures) return lines;
   const Prediction& figures = *item.figures;
   QString line = QStringLiteral(
@@ -241,6 +302,14 @@ SummaryPanel::SummaryPanel(QWidget* parent) : QWidget(parent) {
   layout->addWidget(costs_caption_);
   layout->addWidget(cost_table_);
 
+  frontier_ = new QLabel(this);
+  frontier_->setWordWrap(true);
+  frontier_->setTextFormat(Qt::RichText);
+  frontier_->setToolTip(
+      tr("Per method, the caps where a schedule of it fits and its paper bubble rate at the "
+         "smallest and the largest of them."));
+  layout->addWidget(frontier_);
+
   selection_ = new QLabel(this);
   selection_->setWordWrap(true);
   selection_->setToolTip(tr("Shift+drag (or right-drag) in the timeline to select a range."));
@@ -269,6 +338,8 @@ void SummaryPanel::setMessage(const QString& message) {
   cost_table_->setRowCount(0);
   selection_->clear();
   selection_->hide();
+  frontier_->clear();
+  frontier_->hide();
   for (QLabel* label : {makespan_, bubble_, paper_bubble_, lower_bound_, ops_})
     label->clear();
 }
@@ -299,6 +370,13 @@ void SummaryPanel::setItem(std::shared_ptr<const LoadedItem> item) {
       bubbles_->setText(tr("<b>Largest bubbles</b><br>") + rows.join(QStringLiteral("<br>")));
       bubbles_->show();
     }
+  }
+  if (item_->frontier) {
+    QStringList rows;
+    for (const QString& line : FrontierLines(*item_->frontier))
+      rows << line.toHtmlEscaped();
+    frontier_->setText(tr("<b>Frontier</b><br>") + rows.join(QStringLiteral("<br>")));
+    frontier_->show();
   }
   showCosts(*item_);
 }
@@ -435,6 +513,9 @@ QString SummaryPanel::lowerBoundText() const {
 }
 QString SummaryPanel::selectionText() const {
   return selection_->text();
+}
+QString SummaryPanel::frontierText() const {
+  return frontier_->text();
 }
 
 }  // namespace zb::gui

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // SummaryPanel: the figures of what the window shows (makespan, both bubble rates, T/LB, peak
 // memory per rank against the cap, the largest bubbles and what they waited for, the cost
-// profile) and the summary of the range selected in the timeline. The same figures, as text
+// profile; for a frontier, each method's reach) and the summary of the range selected in the
+// timeline. The same figures, as text
 // lines, go into the headless screenshot (SummaryLines), so both say the same thing.
 #ifndef ZBKIT_GUI_APP_SUMMARY_PANEL_H_
 #define ZBKIT_GUI_APP_SUMMARY_PANEL_H_
@@ -29,8 +30,12 @@ QString FormatRate(double rate);
 QString BubbleRatesExplanation();
 QString LowerBoundExplanation();
 
-// The figures of one item as a few lines of plain text: figures, memory, largest bubbles.
+// The figures of one item as a few lines of plain text: figures, memory, largest bubbles (for a
+// frontier: FrontierLines).
 QStringList SummaryLines(const LoadedItem& item);
+// A frontier per method: at how many caps it fits, its paper bubble rate at the smallest and the
+// largest cap it fits; then, for two methods, the largest gap between them at a common cap.
+QStringList FrontierLines(const Frontier& frontier);
 // Figures of a comparison, side by side: "makespan 1456.749 -> 1180.022 ms (-19.0%)", ...
 QStringList ComparisonLines(const LoadedItem& a, const LoadedItem& b);
 QString RangeSummaryText(const RangeSummary& range, int ranks);
@@ -55,6 +60,7 @@ class SummaryPanel : public QWidget {
   QString paperBubbleText() const;
   QString lowerBoundText() const;
   QString selectionText() const;
+  QString frontierText() const;
   QTableWidget* memoryTable() const { return memory_table_; }
   QTableWidget* costTable() const { return cost_table_; }
 
@@ -76,6 +82,7 @@ class SummaryPanel : public QWidget {
   QLabel* costs_caption_ = nullptr;
   QTableWidget* cost_table_ = nullptr;
   QLabel* selection_ = nullptr;
+  QLabel* frontier_ = nullptr;
   std::shared_ptr<const LoadedItem> item_;
   std::shared_ptr<const LoadedItem> other_;
 };
