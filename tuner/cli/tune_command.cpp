@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// zb tune --costs FILE --microbatches M --mem-limit L [--family NAME|best]
+// zb tune --costs FILE --microbatches M --mem-limit L [--family NAME|best|search]
 //         [--placement loop|v|any] [--chunks V] [--objective makespan|span]
+//         [--time-limit S] [--evaluations N] [--seed K] [--frontier FROM:TO:STEP]
 //         [--store DB [--cluster NAME] [--job NAME]] [--out FILE] [--json]
 #include <algorithm>
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "zbkit/cli/progress_bar.h"
 #include "zbkit/cli/text_table.h"
 #include "zbkit/schemas/json_io.h"
+#include "zbkit/tuner/frontier.h"
 #include "zbkit/tuner/tune_and_store.h"
 
 namespace zb::cli {
@@ -147,7 +149,7 @@ void AddTuneOptions(po::options_description& options) {
   po::options_description_easy_init add = options.add_options();
   add("costs", po::value<std::string>()->required(), "zb-costs/1 file: one stage per rank");
   add("microbatches,m", po::value<int>()->required(), "microbatches per iteration");
-  add("mem-limit", po::value<std::string>()->required(),
+  add("mem-limit", po::value<std::string>(),
       "per-rank activation cap: Nx (N x 1F1B's peak), a size in M_B units (KiB/MiB/GiB), none");
   add("family", po::value<std::string>()->default_value("best"),
       "a family (1f1b, 1f1b-i, zb-h1, zb-h2, zb-auto, zb-v, v-half, v-min), best (of the "
@@ -164,6 +166,9 @@ void AddTuneOptions(po::options_description& options) {
   add("objective", po::value<std::string>()->default_value("makespan"),
       "with --family best, pick by makespan (from t = 0: one synchronous iteration) or span "
       "(from each rank's first F: iterations overlap, e.g. with optimizer post-validation)");
+  add("frontier", po::value<std::string>(),
+      "instead of one cap: FROM:TO:STEP cap factors (e.g. 1x:3x:0.125x), the heuristic and the "
+      "search side by side at each (--time-limit per cap); stored with --store");
   add("store", po::value<std::string>(), "record the chosen schedule in this SQLite store");
   add("cluster", po::value<std::string>()->default_value("local"), "cluster name in the store");
   add("job", po::value<std::string>(), "job name in the store (default: the costs file name)");
@@ -200,8 +205,16 @@ Expected<tuner::TuneRequest> ReadTuneRequest(const po::variables_map& values) {
   }
   options.interleave_chunks = values["chunks"].as<int>();
   if (options.interleave_chunks < 1) return UsageError("--chunks must be >= 1");
-  ZB_ASSIGN_OR_RETURN(options.memory_limit,
-                      tuner::ParseMemoryLimit(values["mem-limit"].as<std::string>()));
+  if (values.count("frontier") > 0) {
+    if (values.count("mem-limit") > 0) {
+      return UsageError("--frontier gives the caps: drop --mem-limit");
+    }
+  } else if (values.count("mem-limit") == 0) {
+    return UsageError("--mem-limit is required (or --frontier FROM:TO:STEP)");
+  } else {
+    ZB_ASSIGN_OR_RETURN(options.memory_limit,
+                        tuner::ParseMemoryLimit(values["mem-limit"].as<std::string>()));
+  }
   request.costs_name = values["costs"].as<std::string>();
   ZB_ASSIGN_OR_RETURN(request.costs, ReadCostsFile(request.costs_name));
   request.microbatches = values["microbatches"].as<int>();
@@ -214,6 +227,109 @@ Expected<tuner::TuneRequest> ReadTuneRequest(const po::variables_map& values) {
   return request;
 }
 
+double Area(const std::vector<FrontierPoint>& points, const std::string& method, bool& complete) {
+  double area = 0;
+  const FrontierPoint* last = nullptr;
+  complete = true;
+  for (const FrontierPoint& point : points) {
+    if (point.method != method) continue;
+    if (!point.fits) {
+      complete = false;
+      last = nullptr;
+      continue;
+    }
+    if (last != nullptr) {
+      area += (point.cap_factor - last->cap_factor) *
+              (point.paper_bubble_rate + last->paper_bubble_rate) / 2;
+    }
+    last = &point;
+  }
+  return area;
+}
+
+int RunFrontier(const tuner::TuneRequest& request, const po::variables_map& values, bool json,
+                ProgressBar& progress, std::ostream& out, std::ostream& err) {
+  const std::string command = "tune";
+  auto factors = tuner::ParseFrontierGrid(values["frontier"].as<std::string>());
+  if (!factors.ok()) return ReportError(err, command, factors.status());
+  tuner::TuneRequest per_cap = request;
+  int done = 0;
+  if (!json && progress.active()) {
+    per_cap.options.search.progress = [&](double share, TimeNs best) {
+      progress.Show((done + share) / static_cast<double>(factors->size()),
+                    "cap " + std::to_string(done + 1) + "/" + std::to_string(factors->size()) +
+                        " best " + FormatMs(best) + " ms");
+      if (share >= 1) ++done;
+    };
+  }
+  auto outcome = tuner::ComputeFrontier(per_cap, *factors);
+  progress.Finish();
+  if (!outcome.ok()) return ReportError(err, command, outcome.status());
+  std::optional<int64_t> frontier_id;
+  if (request.store) {
+    int64_t id = 0;
+    Status stored = tuner::StoreFrontier(request, *request.store, *outcome, id);
+    if (!stored.ok()) return ReportError(err, command, stored);
+    frontier_id = id;
+  }
+  const std::vector<FrontierPoint>& points = outcome->frontier.points;
+  bool heuristic_complete = false, search_complete = false;
+  const double heuristic_area = Area(points, "heuristic", heuristic_complete);
+  const double search_area = Area(points, "search", search_complete);
+  if (json) {
+    nlohmann::json report = {
+        {"format", "zb-frontier-report/1"},         {"ranks", request.costs.num_stages()},
+        {"microbatches", request.microbatches},     {"objective", outcome->frontier.objective},
+        {"placement", outcome->frontier.placement}, {"points", nlohmann::json::array()}};
+    for (const FrontierPoint& point : points) {
+      nlohmann::json entry = {{"method", point.method},
+                              {"cap_factor", point.cap_factor},
+                              {"cap", point.cap},
+                              {"fits", point.fits}};
+      if (point.fits) {
+        entry["makespan"] = NsToMs(point.makespan);
+        entry["span"] = NsToMs(point.span);
+        entry["bubble_rate"] = point.bubble_rate;
+        entry["paper_bubble_rate"] = point.paper_bubble_rate;
+      }
+      if (point.schedule_id) entry["schedule_id"] = *point.schedule_id;
+      report["points"].push_back(entry);
+    }
+    if (heuristic_complete) report["area_heuristic"] = heuristic_area;
+    if (search_complete) report["area_search"] = search_area;
+    if (frontier_id) report["frontier_id"] = *frontier_id;
+    out << report.dump(2) << "\n";
+    return 0;
+  }
+  out << "frontier p=" << request.costs.num_stages() << " m=" << request.microbatches << " by "
+      << outcome->frontier.objective << ", search placement " << outcome->frontier.placement << " ("
+      << request.costs_name << "): bubble = idle share of p x span (uniform stages: the paper's rate)\n";
+  TextTable table(
+      {"cap", "cap_abs", "zb-auto", "zb-auto_span_ms", "search", "search_span_ms", "placement"});
+  for (size_t i = 0; i + 1 < points.size(); i += 2) {
+    const FrontierPoint& heuristic = points[i];
+    const FrontierPoint& search = points[i + 1];
+    const Schedule* found = outcome->schedules[i + 1] ? &*outcome->schedules[i + 1] : nullptr;
+    table.AddRow({FormatFixed(heuristic.cap_factor, 3) + "x", FormatFixed(heuristic.cap, 0),
+                  heuristic.fits ? FormatFixed(heuristic.paper_bubble_rate, 4) : "-",
+                  heuristic.fits ? FormatMs(heuristic.span) : "does not fit",
+                  search.fits ? FormatFixed(search.paper_bubble_rate, 4) : "-",
+                  search.fits ? FormatMs(search.span) : "does not fit",
+                  found ? PlacementName(found->placement) : "-"});
+  }
+  table.Render(out);
+  if (heuristic_complete && search_complete && heuristic_area > 0) {
+    out << "area under the curve: zb-auto " << FormatFixed(heuristic_area, 4) << ", search "
+        << FormatFixed(search_area, 4) << " ("
+        << FormatFixed(100 * (1 - search_area / heuristic_area), 1) << "% below)\n";
+  }
+  if (frontier_id) {
+    out << "stored as frontier " << *frontier_id << " in " << request.store->path
+        << " (zbview --frontier " << *frontier_id << " --store " << request.store->path << ")\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
@@ -222,14 +338,22 @@ int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
   AddTuneOptions(options);
   po::variables_map values;
   int exit_code = 0;
-  if (!ParseCommandLine(command, "--costs FILE --microbatches M --mem-limit L [options]", args,
-                        options, {}, values, out, err, exit_code)) {
+  if (!ParseCommandLine(command,
+                        "--costs FILE --microbatches M (--mem-limit L | --frontier FROM:TO:STEP) "
+                        "[options]",
+                        args, options, {}, values, out, err, exit_code)) {
     return exit_code;
   }
   auto request = ReadTuneRequest(values);
   if (!request.ok()) return ReportError(err, command, request.status());
   const bool json = values.count("json") > 0;
   ProgressBar progress(err, "search");
+  if (values.count("frontier") > 0) {
+    if (values.count("out") > 0) {
+      return ReportError(err, command, UsageError("--out takes one schedule: not with --frontier"));
+    }
+    return RunFrontier(*request, values, json, progress, out, err);
+  }
   if (!json && progress.active()) {
     request->options.search.progress = [&progress](double done, TimeNs best) {
       progress.Show(done, "best " + FormatMs(best) + " ms");
