@@ -16,6 +16,7 @@
 #include <string>
 
 #include "zbkit/schemas/json_io.h"
+#include "zbkit/schemas/store.h"
 
 namespace zb {
 namespace {
@@ -156,6 +157,73 @@ TEST_F(CliTest, TuneWritesTheScheduleAndTheStoreGivesItBack) {
 }
 
 // hetero4, m = 8, 1.5x, loop: 1F1B-I has the smallest makespan, ZB-auto the smallest span.
+TEST_F(CliTest, TuneSearchAddsARowThatIsNeverWorseAndIsDeterministic) {
+  const std::string tune = "tune --costs " + Data("costs/hetero4.json") +
+                           " -m 8 --mem-limit 1x --objective span --family search "
+                           "--time-limit 0 --evaluations 3000 --seed 7";
+  Result json = Zb(tune + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto report = nlohmann::json::parse(json.out);
+  const auto& search = report["candidates"].back();
+  ASSERT_EQ(search["family"], "search");
+  ASSERT_TRUE(search["ok"].get<bool>()) << search.dump();
+  EXPECT_TRUE(search["fits"].get<bool>());
+  EXPECT_GE(search["search"]["evaluations"].get<int64_t>(), 3000);
+  for (const auto& candidate : report["candidates"]) {
+    if (candidate["ok"].get<bool>() && candidate["fits"].get<bool>()) {
+      EXPECT_LE(search["span"].get<double>(), candidate["span"].get<double>())
+          << candidate["family"];
+    }
+  }
+  Result again = Zb(tune + " --json");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(nlohmann::json::parse(again.out)["candidates"].back()["span"], search["span"]);
+  Result text = Zb(tune);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("search: "), std::string::npos) << text.out;
+  EXPECT_EQ(text.err, "") << "no progress bar when stderr is not a terminal";
+}
+
+TEST_F(CliTest, TuneFrontierPrintsStoresAndRefusesBadGrids) {
+  const std::string store = (dir_ / "frontier.db").string();
+  const std::string tune = "tune --costs " + Data("costs/hetero4.json") +
+                           " -m 8 --objective span --time-limit 0 --evaluations 300";
+  Result json = Zb(tune + " --frontier 1x:2x:0.5x --store " + store + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto report = nlohmann::json::parse(json.out);
+  ASSERT_EQ(report["points"].size(), 6u);  // 1x, 1.5x, 2x, each heuristic then search
+  double last_search = 1e300;
+  for (size_t i = 0; i < report["points"].size(); i += 2) {
+    const auto& heuristic = report["points"][i];
+    const auto& search = report["points"][i + 1];
+    EXPECT_EQ(heuristic["method"], "heuristic");
+    EXPECT_EQ(search["method"], "search");
+    ASSERT_TRUE(search["fits"].get<bool>());
+    if (heuristic["fits"].get<bool>()) {
+      EXPECT_LE(search["span"].get<double>(), heuristic["span"].get<double>());
+    }
+    EXPECT_LE(search["span"].get<double>(), last_search) << "a larger cap gave a longer span";
+    last_search = search["span"];
+    EXPECT_TRUE(search.contains("schedule_id"));
+  }
+  ASSERT_TRUE(report.contains("frontier_id"));
+  auto opened = Store::Open(store, Store::Mode::kReadOnly);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  auto frontier = opened->LoadFrontier(report["frontier_id"].get<int64_t>());
+  ASSERT_TRUE(frontier.ok()) << frontier.status().message();
+  EXPECT_EQ(frontier->points.size(), 6u);
+  EXPECT_EQ(frontier->objective, "span");
+
+  ExpectOneLineError(Zb(tune + " --frontier 1x:2x"), 2, "tune", "FROM:TO:STEP");
+  ExpectOneLineError(Zb(tune + " --frontier 2x:1x:0.5x"), 2, "tune", "0 < FROM <= TO");
+  ExpectOneLineError(Zb(tune + " --frontier 1x:2x:0.5x --mem-limit 1x"), 2, "tune",
+                     "drop --mem-limit");
+  ExpectOneLineError(Zb(tune), 2, "tune", "--mem-limit is required");
+  ExpectOneLineError(Zb("tune --costs " + Data("costs/hetero4.json") +
+                        " -m 8 --mem-limit 1x --family search --time-limit 0"),
+                     2, "tune", "needs --evaluations");
+}
+
 TEST_F(CliTest, TuneObjectiveSpanPicksTheShortestSpanAndSaysSo) {
   const std::string tune =
       "tune --costs " + Data("costs/hetero4.json") + " -m 8 --mem-limit 1.5x --placement loop";
