@@ -235,6 +235,18 @@ class Searcher {
     return Reinsert(schedule, rank, from, std::clamp(to, 0, n - 1));
   }
 
+  // Exchanges two ops of a rank 1..8 places apart (two reinsertions), which keeps the ops
+  // between them in place: e.g. an F and a W trade places where moving either alone would raise
+  // the memory peak or delay what lies between.
+  bool RandomSwap(Schedule& schedule, int& rank) {
+    rank = static_cast<int>(Below(schedule.ranks));
+    const int n = static_cast<int>(schedule.programs[rank].ops.size());
+    if (n < 2) return false;
+    const int i = static_cast<int>(Below(n - 1));
+    const int j = std::min(n - 1, i + 1 + static_cast<int>(Below(8)));
+    return Reinsert(schedule, rank, j, i) && (j == i + 1 || Reinsert(schedule, rank, i + 1, j));
+  }
+
   // The ops on the critical path of `schedule` (simulated) that waited for their own rank, not
   // for a dependency: moving such an op earlier, or what ran before it later, can shorten the
   // path. Walks back from the op that ends the objective's figure.
@@ -332,6 +344,7 @@ class Searcher {
         return Reinsert(trial, r, from, std::min(n - 1, i + static_cast<int>(Below(4))));
       }
     }
+    if (Below(2) == 0) return RandomSwap(trial, rank);
     return RandomShift(trial, rank);
   }
 
