@@ -9,6 +9,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libsqlite3-dev sqlite3
   nlohmann-json3-dev zlib1g-dev
+  libz3-dev
   libboost-program-options-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format
