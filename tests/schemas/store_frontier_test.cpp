@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "raw_db.h"
 #include "zbkit/schemas/frontier.h"
 #include "zbkit/schemas/store.h"
 #include "zbkit/schemas/types.h"
@@ -33,54 +34,7 @@ namespace fs = std::filesystem;
   ASSERT_TRUE(tmp.ok()) << tmp.status().message();   \
   lhs = std::move(tmp).value()
 
-// A plain sqlite3 connection, to look at and tamper with a store behind the Store's back.
-class RawDb {
- public:
-  explicit RawDb(const std::string& path) {
-    EXPECT_EQ(sqlite3_open(path.c_str(), &db_), SQLITE_OK) << path;
-    sqlite3_busy_timeout(db_, 5000);
-  }
-  RawDb(const RawDb&) = delete;
-  RawDb& operator=(const RawDb&) = delete;
-  ~RawDb() { sqlite3_close(db_); }
-
-  void Exec(const std::string& sql) {
-    char* error = nullptr;
-    EXPECT_EQ(sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
-        << sql << ": " << (error ? error : "");
-    sqlite3_free(error);
-  }
-  // Whether `sql` fails (the store's CHECKs and foreign keys, seen from outside).
-  bool Fails(const std::string& sql) {
-    char* error = nullptr;
-    const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error);
-    sqlite3_free(error);
-    return rc != SQLITE_OK;
-  }
-  int64_t Int(const std::string& sql) {
-    sqlite3_stmt* stmt = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK)
-        << sql << ": " << sqlite3_errmsg(db_);
-    int64_t value = -1;
-    if (sqlite3_step(stmt) == SQLITE_ROW) value = sqlite3_column_int64(stmt, 0);
-    sqlite3_finalize(stmt);
-    return value;
-  }
-  std::string Text(const std::string& sql) {
-    sqlite3_stmt* stmt = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK)
-        << sql << ": " << sqlite3_errmsg(db_);
-    std::string value;
-    if (sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_text(stmt, 0) != nullptr) {
-      value = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
-    }
-    sqlite3_finalize(stmt);
-    return value;
-  }
-
- private:
-  sqlite3* db_ = nullptr;
-};
+using testing_support::RawDb;
 
 std::string ReadBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

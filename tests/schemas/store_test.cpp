@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "raw_db.h"
 #include "zbkit/schemas/types.h"
 #include "zbkit/schemas/validate.h"
 
@@ -45,56 +46,16 @@ const char* const kTables[] = {
     "timelines",         "timeline_ops",   "memory_samples", "cost_profile_spread",
     "cost_profile_hops", "frontiers",      "frontier_points"};
 
-// A plain sqlite3 connection, to look at and tamper with a store behind the Store's back.
-class RawDb {
- public:
-  explicit RawDb(const std::string& path) {
-    EXPECT_EQ(sqlite3_open(path.c_str(), &db_), SQLITE_OK) << path;
-    sqlite3_busy_timeout(db_, 5000);
-  }
-  RawDb(const RawDb&) = delete;
-  RawDb& operator=(const RawDb&) = delete;
-  ~RawDb() { sqlite3_close(db_); }
+using testing_support::RawDb;
 
-  sqlite3* get() { return db_; }
-
-  void Exec(const std::string& sql) {
-    char* error = nullptr;
-    EXPECT_EQ(sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
-        << sql << ": " << (error ? error : "");
-    sqlite3_free(error);
+// Rows per table, to show that a failed write left nothing behind.
+std::map<std::string, int64_t> RowCounts(RawDb& db) {
+  std::map<std::string, int64_t> counts;
+  for (const char* table : kTables) {
+    counts[table] = db.Int(std::string("SELECT count(*) FROM ") + table);
   }
-  int64_t Int(const std::string& sql) {
-    sqlite3_stmt* stmt = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK)
-        << sql << ": " << sqlite3_errmsg(db_);
-    int64_t value = -1;
-    if (sqlite3_step(stmt) == SQLITE_ROW) value = sqlite3_column_int64(stmt, 0);
-    sqlite3_finalize(stmt);
-    return value;
-  }
-  std::string Text(const std::string& sql) {
-    sqlite3_stmt* stmt = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK)
-        << sql << ": " << sqlite3_errmsg(db_);
-    std::string value;
-    if (sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_text(stmt, 0) != nullptr) {
-      value = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
-    }
-    sqlite3_finalize(stmt);
-    return value;
-  }
-  std::map<std::string, int64_t> RowCounts() {
-    std::map<std::string, int64_t> counts;
-    for (const char* table : kTables) {
-      counts[table] = Int(std::string("SELECT count(*) FROM ") + table);
-    }
-    return counts;
-  }
-
- private:
-  sqlite3* db_ = nullptr;
-};
+  return counts;
+}
 
 std::string ReadBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -467,7 +428,7 @@ TEST_F(StoreTest, FailedScheduleInsertLeavesNoRows) {
   std::map<std::string, int64_t> before;
   {
     RawDb raw(path);
-    before = raw.RowCounts();
+    before = RowCounts(raw);
   }
   ASSERT_GT(before["schedule_ops"], 0);
 
@@ -509,7 +470,7 @@ TEST_F(StoreTest, FailedScheduleInsertLeavesNoRows) {
 
   {
     RawDb raw(path);
-    EXPECT_EQ(raw.RowCounts(), before);
+    EXPECT_EQ(RowCounts(raw), before);
   }
   ZB_ASSERT_OK_AND_ASSIGN(Schedule still_there, store.LoadSchedule(kept));
   EXPECT_TRUE(still_there == MakeVSchedule());
@@ -1365,7 +1326,7 @@ TEST_F(StoreTest, RecordMeasuredRunIsOneTransaction) {
   std::map<std::string, int64_t> before;
   {
     RawDb raw(path);
-    before = raw.RowCounts();
+    before = RowCounts(raw);
   }
   const Timeline measured = MakeTwoIterationTimeline();
 
@@ -1388,7 +1349,7 @@ TEST_F(StoreTest, RecordMeasuredRunIsOneTransaction) {
       << failed.status().message();
   {
     RawDb raw(path);
-    EXPECT_EQ(raw.RowCounts(), before);
+    EXPECT_EQ(RowCounts(raw), before);
   }
 
   EXPECT_EQ(store.ListRunTimelines(12345).status().code(), ErrorCode::kNotFound);
