@@ -182,6 +182,16 @@ TEST_F(CliTest, TuneSearchAddsARowThatIsNeverWorseAndIsDeterministic) {
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("search: "), std::string::npos) << text.out;
   EXPECT_EQ(text.err, "") << "no progress bar when stderr is not a terminal";
+
+  // --exact certifies the chosen order (zb-h1 here) for its op set, or improves it.
+  Result exact = Zb("tune --costs " + Data("costs/hetero4.json") +
+                    " -m 8 --mem-limit 1x --family zb-h1 --exact --exact-time-limit 20 --json");
+  ASSERT_EQ(exact.exit_code, 0) << exact.err;
+  const auto certified = nlohmann::json::parse(exact.out)["exact"];
+  EXPECT_TRUE(certified["optimal"].get<bool>()) << certified.dump();
+  EXPECT_LE(certified["upper"].get<double>(),
+            nlohmann::json::parse(exact.out)["candidates"][0]["makespan"].get<double>());
+  EXPECT_EQ(certified["lower"], certified["upper"]);
 }
 
 TEST_F(CliTest, TuneFrontierPrintsStoresAndRefusesBadGrids) {

@@ -12,6 +12,7 @@
 #include "zbkit/cli/progress_bar.h"
 #include "zbkit/cli/text_table.h"
 #include "zbkit/schemas/json_io.h"
+#include "zbkit/tuner/exact.h"
 #include "zbkit/tuner/frontier.h"
 #include "zbkit/tuner/tune_and_store.h"
 
@@ -169,6 +170,10 @@ void AddTuneOptions(po::options_description& options) {
   add("frontier", po::value<std::string>(),
       "instead of one cap: FROM:TO:STEP cap factors (e.g. 1x:3x:0.125x), the heuristic and the "
       "search side by side at each (--time-limit per cap); stored with --store");
+  add("exact",
+      "prove the chosen order optimal for its op set, or report the gap (needs Z3; "
+      "small instances: at most 400 ops)");
+  add("exact-time-limit", po::value<double>()->default_value(10), "with --exact: seconds");
   add("store", po::value<std::string>(), "record the chosen schedule in this SQLite store");
   add("cluster", po::value<std::string>()->default_value("local"), "cluster name in the store");
   add("job", po::value<std::string>(), "job name in the store (default: the costs file name)");
@@ -303,7 +308,8 @@ int RunFrontier(const tuner::TuneRequest& request, const po::variables_map& valu
   }
   out << "frontier p=" << request.costs.num_stages() << " m=" << request.microbatches << " by "
       << outcome->frontier.objective << ", search placement " << outcome->frontier.placement << " ("
-      << request.costs_name << "): bubble = idle share of p x span (uniform stages: the paper's rate)\n";
+      << request.costs_name
+      << "): bubble = idle share of p x span (uniform stages: the paper's rate)\n";
   TextTable table(
       {"cap", "cap_abs", "zb-auto", "zb-auto_span_ms", "search", "search_span_ms", "placement"});
   for (size_t i = 0; i + 1 < points.size(); i += 2) {
@@ -379,6 +385,26 @@ int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
         Infeasible("no schedule fits --mem-limit " + values["mem-limit"].as<std::string>() +
                    " (the peak/1F1B column shows what each family needs)"));
   }
+  std::optional<tuner::ExactResult> exact;
+  if (values.count("exact")) {
+    // Certifies the chosen order's op set (or finds a better order of it), before it is kept.
+    tuner::ExactOptions exact_options;
+    exact_options.objective = outcome->objective;
+    exact_options.time_limit_s = values["exact-time-limit"].as<double>();
+    auto solved =
+        tuner::SolveExact(*outcome->chosen, outcome->rows[outcome->best].caps, exact_options);
+    if (!solved.ok()) return ReportError(err, command, solved.status());
+    exact = std::move(solved).value();
+    if (exact->upper < tuner::ObjectiveFigure(*outcome->chosen->predicted, outcome->objective)) {
+      exact->best.family = outcome->chosen->family;
+      outcome->chosen = exact->best;
+    }
+    report["exact"] = {{"optimal", exact->optimal},
+                       {"lower", NsToMs(exact->lower)},
+                       {"upper", NsToMs(exact->upper)},
+                       {"seconds", exact->seconds},
+                       {"probes", exact->probes}};
+  }
   if (request->store) {
     Status stored = tuner::StoreTuneOutcome(*request, *request->store, *outcome);
     if (!stored.ok()) return ReportError(err, command, stored);
@@ -395,6 +421,19 @@ int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
     return 0;
   }
   PrintTextSummary(*outcome, values, out);
+  if (exact) {
+    out << "exact (" << tuner::ObjectiveName(outcome->objective) << "): "
+        << (exact->optimal
+                ? "optimal, " + FormatMs(exact->upper) + " ms"
+                : "best " + FormatMs(exact->upper) + " ms, proved >= " + FormatMs(exact->lower) +
+                      " ms (gap " +
+                      FormatFixed(100.0 * static_cast<double>(exact->upper - exact->lower) /
+                                      static_cast<double>(exact->upper),
+                                  2) +
+                      "%)")
+        << " in " << FormatFixed(exact->seconds, 1) << " s, " << exact->probes
+        << " solver calls (each op type in microbatch order per stage)\n";
+  }
   return 0;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "zbkit/tuner/search_bench.h"
 
+#include <algorithm>
 #include <random>
 
 #include "zbkit/tuner/exact.h"
@@ -101,26 +102,27 @@ Expected<SearchBenchSetting> Measure(std::string name, const CostProfile& costs,
 
 }  // namespace
 
-CostProfile RandomUnevenProfile(uint64_t seed, int p) {
+CostProfile RandomUnevenProfile(uint64_t seed, int p, TimeNs grain) {
   std::mt19937_64 rng(seed);
   auto uniform = [&rng](double low, double high) {
     return low + (high - low) * static_cast<double>(rng() >> 11) * 0x1.0p-53;
   };
+  auto time = [grain](double ms) { return std::max<TimeNs>(grain, MsToNs(ms) / grain * grain); };
   CostProfile costs;
   double f_sum = 0;
   for (int s = 0; s < p; ++s) {
     const double heavy = s == 0 || s == p - 1 ? 1.4 : 1.0;
     const double f = uniform(0.8, 1.2) * heavy;
     StageCost stage;
-    stage.f = MsToNs(f);
-    stage.b = MsToNs(f * uniform(1.0, 1.3));
-    stage.w = MsToNs(f * uniform(0.5, 0.8));
+    stage.f = time(f);
+    stage.b = time(f * uniform(1.0, 1.3));
+    stage.w = time(f * uniform(0.5, 0.8));
     stage.m_b = uniform(0.8, 1.2) * heavy;
     stage.m_w = stage.m_b * uniform(0.4, 0.6);
     costs.stages.push_back(stage);
     f_sum += f;
   }
-  costs.comm = MsToNs(f_sum / p * uniform(0, 0.1));
+  costs.comm = MsToNs(f_sum / p * uniform(0, 0.1)) / grain * grain;
   return costs;
 }
 
@@ -150,7 +152,7 @@ Expected<SearchBenchReport> RunSearchBench(const SearchBenchOptions& options) {
     const int p = 2 + i % 3;
     const int m = 2 * p;
     const double factor = i % 2 == 0 ? 1 : 1.5;
-    const CostProfile costs = RandomUnevenProfile(options.seed * 2000 + i, p);
+    const CostProfile costs = RandomUnevenProfile(options.seed * 2000 + i, p, 100'000);
     const std::vector<double> caps =
         MemoryLimit{MemoryLimit::Kind::kRelative, factor}.RankCaps(costs);
     SearchOptions search;

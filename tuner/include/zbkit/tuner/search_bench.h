@@ -77,8 +77,9 @@ struct SearchBenchReport {
 Expected<SearchBenchReport> RunSearchBench(const SearchBenchOptions& options);
 
 // A random uneven instance: p stages with F, B, W and M_B drawn around 1 (B above F, W below),
-// the first and last stage 40 % heavier (embedding, loss), comm 0..10 % of F; costs in ms.
-CostProfile RandomUnevenProfile(uint64_t seed, int p);
+// the first and last stage 40 % heavier (embedding, loss), comm 0..10 % of F; costs in ms,
+// rounded to multiples of `grain` (coarser grains keep the exact solver's time units few).
+CostProfile RandomUnevenProfile(uint64_t seed, int p, TimeNs grain = 1);
 
 }  // namespace zb::tuner
 
