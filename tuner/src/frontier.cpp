@@ -41,7 +41,8 @@ FrontierPoint PointOf(std::string method, double factor, double cap, const Sched
   // one curve. For uniform stages the two agree.
   TimeNs work = 0;
   for (const RankProgram& program : schedule->programs) {
-    for (const Op& op : program.ops) work += op.end - op.start;
+    for (const Op& op : program.ops)
+      work += op.end - op.start;
   }
   const double mean = static_cast<double>(work) / schedule->ranks;
   auto idle = [mean](TimeNs length) {
