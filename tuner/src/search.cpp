@@ -109,6 +109,7 @@ struct Lineage {
   Schedule best;
   Score best_score;
   int64_t since_gain = 0;
+  int kick = 2;  // random moves of the next restart; doubles while restarts find nothing
 };
 
 class Searcher {
@@ -124,33 +125,15 @@ class Searcher {
     return true;
   }
 
-  // One move on `lineage`: kept when it fits, runs and is not worse.
+  // One move on `lineage`: kept when it fits, runs and is not worse. Every move that brings no
+  // gain, whether refused by the cap, deadlocked or just not better, counts towards a restart:
+  // under a tight cap most moves are refused, and those lineages need restarts most.
   void Step(Lineage& lineage) {
-    Schedule& trial = trial_;
-    CopyOrder(lineage.current, trial);
-    int rank = -1;
-    if (!Propose(lineage.current, trial, rank)) return;
-    if (!RankFits(trial, rank, caps_[rank])) return;
-    Score score;
-    if (!Evaluate(trial, score)) return;
-    if (!(score <= lineage.current_score)) {
-      ++lineage.since_gain;
-      MaybeRestart(lineage);
+    if (TryMove(lineage)) {
+      lineage.since_gain = 0;
+      lineage.kick = 2;
+      ++improvements_;
       return;
-    }
-    std::swap(lineage.current, trial);
-    lineage.current_score = score;
-    critical_valid_ = false;
-    if (score < lineage.best_score) {
-      const bool gain = score.primary < lineage.best_score.primary ||
-                        score.secondary < lineage.best_score.secondary;
-      lineage.best = lineage.current;
-      lineage.best_score = score;
-      if (gain) {
-        lineage.since_gain = 0;
-        ++improvements_;
-        return;
-      }
     }
     ++lineage.since_gain;
     MaybeRestart(lineage);
@@ -162,6 +145,25 @@ class Searcher {
 
  private:
   uint64_t Below(uint64_t n) { return n == 0 ? 0 : rng_() % n; }
+
+  // True when the move improved the lineage's best by the objective (or, by span, the makespan).
+  bool TryMove(Lineage& lineage) {
+    CopyOrder(lineage.current, trial_);
+    int rank = -1;
+    if (!Propose(lineage.current, trial_, rank)) return false;
+    if (!RankFits(trial_, rank, caps_[rank])) return false;
+    Score score;
+    if (!Evaluate(trial_, score) || !(score <= lineage.current_score)) return false;
+    std::swap(lineage.current, trial_);
+    lineage.current_score = score;
+    critical_valid_ = false;
+    if (!(score < lineage.best_score)) return false;
+    const bool gain = score.primary < lineage.best_score.primary ||
+                      score.secondary < lineage.best_score.secondary;
+    lineage.best = lineage.current;
+    lineage.best_score = score;
+    return gain;
+  }
 
   // Lineages of one placement and chunking share stages and costs, so only the orders differ.
   static void CopyOrder(const Schedule& from, Schedule& to) {
@@ -179,10 +181,14 @@ class Searcher {
   // that keep it feasible (kept whatever their figure).
   void MaybeRestart(Lineage& lineage) {
     const int64_t ops = lineage.current.num_ops();
-    if (lineage.since_gain < std::max<int64_t>(500, 2 * ops)) return;
+    if (lineage.since_gain < std::max<int64_t>(300, ops)) return;
     lineage.since_gain = 0;
     lineage.current = lineage.best;
-    const int kicks = 2 + static_cast<int>(Below(6));
+    // Each restart that found nothing kicks twice as hard next time, up to a quarter of the ops:
+    // a deep local optimum needs a larger step out of it.
+    const int kicks = lineage.kick + static_cast<int>(Below(lineage.kick + 1));
+    lineage.kick =
+        static_cast<int>(std::min<int64_t>(2 * lineage.kick, std::max<int64_t>(2, ops / 4)));
     for (int k = 0; k < kicks; ++k) {
       CopyOrder(lineage.current, trial_);
       int rank = -1;
