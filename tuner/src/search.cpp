@@ -535,7 +535,7 @@ Expected<SearchResult> Search(const CostProfile& rank_costs, int microbatches,
           done = used(seconds) >= 1;
           if (options.progress && now - last_progress > std::chrono::milliseconds(100)) {
             last_progress = now;
-            options.progress(std::min(1.0, used(seconds)),
+            options.progress(std::min(0.999, used(seconds)),
                              lineages[best_lineage()].best_score.primary);
           }
         }

@@ -42,7 +42,7 @@ struct SearchOptions {
   // a larger cap never gives a worse result (zb tune --frontier).
   std::vector<Schedule> warm_starts;
   // Called about ten times a second and once at the end with the share of the budget used
-  // (0..1) and the best figure by the objective so far.
+  // (below 1 until the end, exactly 1 once at the end) and the best figure by the objective.
   std::function<void(double done, TimeNs best)> progress;
 };
 
