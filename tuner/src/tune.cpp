@@ -11,7 +11,28 @@
 namespace zb::tuner {
 namespace {
 
-void Judge(const CostProfile& rank_costs, int microbatches, Candidate& candidate);
+// Fills the figures of a candidate whose schedule is simulated: fits, peak/1F1B, bounds, T/LB.
+void Judge(const CostProfile& rank_costs, int microbatches, Candidate& candidate) {
+  const int p = rank_costs.num_stages();
+  const CostProfile& scheduled = candidate.schedule.costs;
+  const Placement placement = candidate.schedule.placement;
+  const Prediction& predicted = *candidate.schedule.predicted;
+  const MemoryLimit one_x{MemoryLimit::Kind::kRelative, 1};
+  const std::vector<double> one_f_one_b = one_x.RankCaps(rank_costs);
+  candidate.fits = true;
+  for (int rank = 0; rank < p; ++rank) {
+    // A relative tolerance: split costs carry memory as fractions that may not add up exactly.
+    const double cap = candidate.caps[rank];
+    candidate.fits = candidate.fits && predicted.peak_memory[rank] <= cap * (1 + 1e-9);
+    candidate.peak_over_1f1b.push_back(
+        one_f_one_b[rank] > 0 ? predicted.peak_memory[rank] / one_f_one_b[rank] : 0);
+  }
+  candidate.bounds = ComputeLowerBounds(scheduled, p, microbatches, placement, candidate.caps);
+  candidate.t_over_lb =
+      candidate.bounds.makespan > 0
+          ? static_cast<double>(predicted.makespan) / static_cast<double>(candidate.bounds.makespan)
+          : 0;
+}
 
 Candidate Evaluate(std::string_view family, const CostProfile& rank_costs, int microbatches,
                    const TuneOptions& options, Simulator& simulator) {
@@ -45,29 +66,6 @@ Candidate Evaluate(std::string_view family, const CostProfile& rank_costs, int m
   return candidate;
 }
 
-// Fills the figures of a candidate whose schedule is simulated: fits, peak/1F1B, bounds, T/LB.
-void Judge(const CostProfile& rank_costs, int microbatches, Candidate& candidate) {
-  const int p = rank_costs.num_stages();
-  const CostProfile& scheduled = candidate.schedule.costs;
-  const Placement placement = candidate.schedule.placement;
-  const Prediction& predicted = *candidate.schedule.predicted;
-  const MemoryLimit one_x{MemoryLimit::Kind::kRelative, 1};
-  const std::vector<double> one_f_one_b = one_x.RankCaps(rank_costs);
-  candidate.fits = true;
-  for (int rank = 0; rank < p; ++rank) {
-    // A relative tolerance: split costs carry memory as fractions that may not add up exactly.
-    const double cap = candidate.caps[rank];
-    candidate.fits = candidate.fits && predicted.peak_memory[rank] <= cap * (1 + 1e-9);
-    candidate.peak_over_1f1b.push_back(
-        one_f_one_b[rank] > 0 ? predicted.peak_memory[rank] / one_f_one_b[rank] : 0);
-  }
-  candidate.bounds = ComputeLowerBounds(scheduled, p, microbatches, placement, candidate.caps);
-  candidate.t_over_lb =
-      candidate.bounds.makespan > 0
-          ? static_cast<double>(predicted.makespan) / static_cast<double>(candidate.bounds.makespan)
-          : 0;
-}
-
 Candidate RunSearch(const CostProfile& rank_costs, int microbatches, const TuneOptions& options) {
   Candidate candidate;
   candidate.family = "search";
@@ -81,7 +79,7 @@ Candidate RunSearch(const CostProfile& rank_costs, int microbatches, const TuneO
     candidate.status = found.status();
     return candidate;
   }
-  candidate.schedule = found->best;
+  candidate.schedule = std::move(found->best);  // the search figures keep the rest
   candidate.search = std::move(found).value();
   Judge(rank_costs, microbatches, candidate);
   return candidate;

@@ -41,7 +41,7 @@ struct Candidate {
   int fused_backwards = 0;  // split backwards the tuner fused where that was shorter (fuse.h)
   bool fits = false;        // every rank's peak <= its cap
   double t_over_lb = 0;     // makespan / makespan lower bound
-  std::optional<SearchResult> search;  // the search's own figures, on the "search" candidate
+  std::optional<SearchResult> search;  // on the "search" candidate: its figures (best moved out)
 };
 
 struct TuneResult {
