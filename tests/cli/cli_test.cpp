@@ -234,6 +234,22 @@ TEST_F(CliTest, TuneFrontierPrintsStoresAndRefusesBadGrids) {
                      2, "tune", "needs --evaluations");
 }
 
+TEST_F(CliTest, BenchSearchMeetsItsOwnNeverWorseChecks) {
+  // A short run: 50 ms per search over the 12 paper settings x 5 caps, one random instance.
+  Result json = Zb("bench search --time-limit 0.05 --random 1 --exact 0 --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto report = nlohmann::json::parse(json.out);
+  EXPECT_EQ(report["format"], "zb-bench-search/1");
+  ASSERT_EQ(report["paper"].size(), 12u);
+  ASSERT_EQ(report["random"].size(), 1u);
+  EXPECT_EQ(report["targets"]["worse_than_heuristic"], 0);
+  EXPECT_EQ(report["targets"]["worse_at_larger_cap"], 0);
+  // V placement beats the loop heuristic by far on the paper settings at these caps.
+  EXPECT_GT(report["targets"]["area_drop_any"].get<double>(), 0.25);
+  ExpectOneLineError(Zb("bench search --time-limit 0"), 2, "bench search",
+                     "--time-limit must be > 0");
+}
+
 TEST_F(CliTest, TuneObjectiveSpanPicksTheShortestSpanAndSaysSo) {
   const std::string tune =
       "tune --costs " + Data("costs/hetero4.json") + " -m 8 --mem-limit 1.5x --placement loop";

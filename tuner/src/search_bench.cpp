@@ -150,7 +150,7 @@ Expected<SearchBenchReport> RunSearchBench(const SearchBenchOptions& options) {
   if (!report.exact_available) return report;
   for (int i = 0; i < options.exact_instances; ++i) {
     const int p = 2 + i % 3;
-    const int m = 2 * p;
+    const int m = (2 + (i / 3) % 2) * p;  // 2p, then 3p: up to p = 4, m = 12
     const double factor = i % 2 == 0 ? 1 : 1.5;
     const CostProfile costs = RandomUnevenProfile(options.seed * 2000 + i, p, 100'000);
     const std::vector<double> caps =
