@@ -181,7 +181,7 @@ class Searcher {
   // that keep it feasible (kept whatever their figure).
   void MaybeRestart(Lineage& lineage) {
     const int64_t ops = lineage.current.num_ops();
-    if (lineage.since_gain < std::max<int64_t>(300, ops)) return;
+    if (lineage.since_gain < std::max<int64_t>(1000, 4 * ops)) return;
     lineage.since_gain = 0;
     lineage.current = lineage.best;
     // Each restart that found nothing kicks twice as hard next time, up to a quarter of the ops:
