@@ -5,6 +5,7 @@
 
 #include "golden.h"
 #include "zbkit/tuner/families.h"
+#include "zbkit/tuner/simulator.h"
 
 namespace zb::tuner {
 namespace {
@@ -102,6 +103,64 @@ TEST(TorchExportTest, RefusesAnOrderThatDeadlocks) {
     EXPECT_EQ(csv.status().message().rfind("PyTorch would hang on this order: deadlock", 0), 0u)
         << csv.status().message();
     EXPECT_EQ(csv.status().message().find('\n'), std::string::npos);
+  }
+}
+
+// PyTorch's runtime pairs the k-th loss the last stage computes with microbatch k
+// (docs/formats.md §4.1): an order whose last stage runs F1 before F0 would train wrong, so every
+// export refuses it with one line naming the rule, the rank, the stage and the microbatches.
+TEST(TorchExportTest, RefusesTheLastStagesForwardsOutOfMicrobatchOrder) {
+  auto schedule = OneFOneB(UniformCosts(2, 1, 1, 1, 0, 1, 0), 2);
+  ASSERT_TRUE(schedule.ok());
+  // Rank 1 holds the last stage: F1 F0 B0 B1 runs without deadlock, but out of order.
+  const Schedule swapped =
+      WithOrder(*schedule, {schedule->programs[0].ops,
+                            {MakeOp(OpKind::kF, 0, 1), MakeOp(OpKind::kF, 0, 0),
+                             MakeOp(OpKind::kBW, 0, 0), MakeOp(OpKind::kBW, 0, 1)}});
+  Schedule simulated = swapped;
+  ASSERT_TRUE(Simulate(simulated).ok()) << "the order itself can run";
+  const std::string expected =
+      "PyTorch runtime rule \"last stage's forwards in microbatch order\" (docs/formats.md "
+      "§4.1): rank 1, stage 1 runs F1 (ops[0]) before F0; PyTorch would start microbatch 0's "
+      "backward from microbatch 1's loss (tune with --runtime torch)";
+  EXPECT_EQ(CheckTorchRuntimeRules(swapped).message(), expected);
+  for (TorchCsvFormat format : {TorchCsvFormat::kComputeOnly, TorchCsvFormat::kComputeComms,
+                                TorchCsvFormat::kLegacyComputeOnly}) {
+    auto csv = ExportTorchCsv(swapped, format);
+    ASSERT_FALSE(csv.ok());
+    EXPECT_EQ(csv.status().code(), ErrorCode::kInfeasible);
+    EXPECT_EQ(csv.status().message(), expected);
+  }
+  // Rank 0 (stage 0) may run its forwards in any order: the rule is the last stage's.
+  EXPECT_TRUE(CheckTorchRuntimeRules(*schedule).ok());
+}
+
+TEST(TorchExportTest, TheRuntimeRuleOrdersOnlyTheLastStagesForwards) {
+  // 4 stages: stage 3 is the last.
+  EXPECT_TRUE(TorchRuntimeOrders(4, OpKind::kF, 3, 5, OpKind::kF, 3, 2));
+  EXPECT_FALSE(TorchRuntimeOrders(4, OpKind::kF, 3, 2, OpKind::kF, 3, 5));
+  EXPECT_FALSE(TorchRuntimeOrders(4, OpKind::kF, 2, 5, OpKind::kF, 2, 2));
+  EXPECT_FALSE(TorchRuntimeOrders(4, OpKind::kB, 3, 5, OpKind::kB, 3, 2));
+  EXPECT_FALSE(TorchRuntimeOrders(4, OpKind::kF, 3, 5, OpKind::kB, 3, 2));
+  EXPECT_EQ(ParseReplayRuntime("torch"), ReplayRuntime::kTorch);
+  EXPECT_EQ(ParseReplayRuntime("zbkit"), ReplayRuntime::kZbkit);
+  EXPECT_EQ(ParseReplayRuntime("executor"), std::nullopt);
+}
+
+// Every family writes the last stage's forwards in microbatch order on every placement, so none
+// is lost to the rule.
+TEST(TorchExportTest, EveryFamilyKeepsTheRuntimeRule) {
+  for (int p : {2, 3, 4}) {
+    for (int m : {4, 8, 12}) {
+      const CostProfile costs = UniformCosts(p, 1, 1, 1, 0, 1, 0);
+      for (const FamilyInfo& family : Families()) {
+        auto schedule = GenerateFamily(family.name, FamilyRequest{costs, m, 2, {}});
+        if (!schedule.ok()) continue;  // an instance the family cannot schedule
+        EXPECT_TRUE(CheckTorchRuntimeRules(*schedule).ok())
+            << family.name << " p" << p << " m" << m << ": "
+            << CheckTorchRuntimeRules(*schedule).message();
+      }
+    }
   }
 }
 

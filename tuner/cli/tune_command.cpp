@@ -164,6 +164,9 @@ void AddTuneOptions(po::options_description& options) {
   add("placement", po::value<std::string>()->default_value("any"),
       "with --family best: consider loop, v or any placement");
   add("chunks", po::value<int>()->default_value(2), "chunks per rank for 1f1b-i");
+  add("runtime", po::value<std::string>()->default_value("torch"),
+      "the runtime that replays the schedule: torch (the shim, zb export --format torch-csv: "
+      "orders keep its rule, docs/formats.md 4.1) or zbkit (zbkit's executor: any order)");
   add("objective", po::value<std::string>()->default_value("makespan"),
       "with --family best, pick by makespan (from t = 0: one synchronous iteration) or span "
       "(from each rank's first F: iterations overlap, e.g. with optimizer post-validation)");
@@ -193,6 +196,12 @@ Expected<tuner::TuneRequest> ReadTuneRequest(const po::variables_map& values) {
     }
     options.placement = *parsed;
   }
+  const std::string runtime = values["runtime"].as<std::string>();
+  auto parsed_runtime = tuner::ParseReplayRuntime(runtime);
+  if (!parsed_runtime) {
+    return UsageError("--runtime must be torch or zbkit, got \"" + runtime + "\"");
+  }
+  options.runtime = *parsed_runtime;
   const std::string objective = values["objective"].as<std::string>();
   auto parsed_objective = tuner::ParseObjective(objective);
   if (!parsed_objective) {

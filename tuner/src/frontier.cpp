@@ -112,6 +112,7 @@ Expected<FrontierOutcome> ComputeFrontier(const TuneRequest& request,
     search.objective = options.objective;
     search.placement = options.placement;
     search.interleave_chunks = options.interleave_chunks;
+    search.runtime = options.runtime;
     if (previous) search.warm_starts.push_back(*previous);
     auto found = Search(request.costs, m, caps, search);
     if (!found.ok() && found.status().code() != ErrorCode::kInfeasible) return found.status();

@@ -60,8 +60,15 @@ bool Fits(const Schedule& schedule, const std::vector<double>& caps) {
   return true;
 }
 
-// Whether `later` waits for `earlier` directly (dependencies.h), both on one rank.
-bool Waits(const RankProgram& program, const Op& later, const Op& earlier, int num_stages) {
+// Whether `later` waits for `earlier` directly (dependencies.h), or by the rule of the runtime
+// that replays the order (torch_export.h), both on one rank.
+bool Waits(const RankProgram& program, const Op& later, const Op& earlier, int num_stages,
+           ReplayRuntime runtime) {
+  if (runtime == ReplayRuntime::kTorch &&
+      TorchRuntimeOrders(num_stages, later.kind, program.stages[later.chunk], later.microbatch,
+                         earlier.kind, program.stages[earlier.chunk], earlier.microbatch)) {
+    return true;
+  }
   const auto dep = WaitsFor(later.kind, program.stages[later.chunk], later.microbatch,
                             DependencyRule{num_stages, 0});
   if (!dep || dep->microbatch != earlier.microbatch ||
@@ -217,13 +224,13 @@ class Searcher {
     const int stages = schedule.num_stages();
     if (to < from) {
       for (int i = to; i < from; ++i) {
-        if (Waits(program, moved, program.ops[i], stages)) return false;
+        if (Waits(program, moved, program.ops[i], stages, options_.runtime)) return false;
       }
       std::rotate(program.ops.begin() + to, program.ops.begin() + from,
                   program.ops.begin() + from + 1);
     } else {
       for (int i = from + 1; i <= to; ++i) {
-        if (Waits(program, program.ops[i], moved, stages)) return false;
+        if (Waits(program, program.ops[i], moved, stages, options_.runtime)) return false;
       }
       std::rotate(program.ops.begin() + from, program.ops.begin() + from + 1,
                   program.ops.begin() + to + 1);
@@ -419,6 +426,9 @@ std::vector<SeededSchedule> MakeSeeds(const CostProfile& rank_costs, int m,
     seeded.schedule = std::move(generated).value();
     if (!fusing) SplitFusedBackwards(seeded.schedule);
     Status status = ValidateSchedule(seeded.schedule);
+    if (status.ok() && options.runtime == ReplayRuntime::kTorch) {
+      status = CheckTorchRuntimeRules(seeded.schedule);
+    }
     if (status.ok()) status = simulator.Run(seeded.schedule);
     if (status.ok() && fusing)
       status = FuseBackwards(seeded.schedule, simulator, options.objective).status();

@@ -165,6 +165,47 @@ Expected<std::vector<std::vector<Action>>> LowerWithComms(const Schedule& schedu
 
 }  // namespace
 
+const char* ReplayRuntimeName(ReplayRuntime runtime) {
+  return runtime == ReplayRuntime::kTorch ? "torch" : "zbkit";
+}
+
+std::optional<ReplayRuntime> ParseReplayRuntime(std::string_view name) {
+  if (name == "torch") return ReplayRuntime::kTorch;
+  if (name == "zbkit") return ReplayRuntime::kZbkit;
+  return std::nullopt;
+}
+
+bool TorchRuntimeOrders(int num_stages, OpKind later_kind, int later_stage, int later_mb,
+                        OpKind earlier_kind, int earlier_stage, int earlier_mb) {
+  const int last = num_stages - 1;
+  return later_kind == OpKind::kF && earlier_kind == OpKind::kF && later_stage == last &&
+         earlier_stage == last && earlier_mb < later_mb;
+}
+
+Status CheckTorchRuntimeRules(const Schedule& schedule) {
+  const int last = schedule.num_stages() - 1;
+  for (int rank = 0; rank < schedule.ranks; ++rank) {
+    const RankProgram& program = schedule.programs[rank];
+    int expected = 0;  // the microbatch the next forward of the last stage must be
+    for (size_t i = 0; i < program.ops.size(); ++i) {
+      const Op& op = program.ops[i];
+      if (op.kind != OpKind::kF || program.stages[op.chunk] != last) continue;
+      if (op.microbatch != expected) {
+        return Infeasible(
+            "PyTorch runtime rule \"last stage's forwards in microbatch order\" "
+            "(docs/formats.md §4.1): rank " +
+            std::to_string(rank) + ", stage " + std::to_string(last) + " runs F" +
+            std::to_string(op.microbatch) + " (ops[" + std::to_string(i) + "]) before F" +
+            std::to_string(expected) + "; PyTorch would start microbatch " +
+            std::to_string(expected) + "'s backward from microbatch " +
+            std::to_string(op.microbatch) + "'s loss (tune with --runtime torch)");
+      }
+      ++expected;
+    }
+  }
+  return Status::Ok();
+}
+
 std::string ToTorchCsv(const Schedule& schedule, TorchDialect dialect) {
   std::ostringstream out;
   for (const RankProgram& program : schedule.programs) {
@@ -185,6 +226,7 @@ Status CheckTorchExportable(const Schedule& schedule, TorchCsvFormat format) {
   if (!run.ok()) {
     return Infeasible("PyTorch would hang on this order: " + run.message());
   }
+  ZB_RETURN_IF_ERROR(CheckTorchRuntimeRules(schedule));
   if (format == TorchCsvFormat::kLegacyComputeOnly) {
     ZB_RETURN_IF_ERROR(CheckLegacyExpressible(schedule));
   }

@@ -62,6 +62,10 @@ Candidate Evaluate(std::string_view family, const CostProfile& rank_costs, int m
         InternalError(std::string(family) + " produced an invalid schedule: " + valid.message());
     return candidate;
   }
+  if (options.runtime == ReplayRuntime::kTorch) {
+    candidate.status = CheckTorchRuntimeRules(candidate.schedule);
+    if (!candidate.status.ok()) return candidate;
+  }
   Judge(rank_costs, microbatches, candidate);
   return candidate;
 }
@@ -74,6 +78,7 @@ Candidate RunSearch(const CostProfile& rank_costs, int microbatches, const TuneO
   search.objective = options.objective;
   search.placement = options.placement;
   search.interleave_chunks = options.interleave_chunks;
+  search.runtime = options.runtime;
   auto found = Search(rank_costs, microbatches, candidate.caps, search);
   if (!found.ok()) {
     candidate.status = found.status();

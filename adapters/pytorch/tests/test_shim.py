@@ -169,6 +169,27 @@ def test_mismatched_schedule_is_refused_with_one_line_on_every_rank(tmp_path):
     assert "iter 0" not in done.stdout  # refused before the first step ran
 
 
+def test_a_csv_that_would_train_wrong_is_refused_before_the_first_step(tmp_path):
+    """A hand-written CSV whose last stage runs F1 before F0 deadlocks nowhere, but PyTorch's
+    runtime would pair microbatch 0's backward with microbatch 1's loss (docs/formats.md §4.1):
+    the shim refuses it on every rank with one line naming the rule, rank, stage and microbatch."""
+    csv_path = tmp_path / "swapped.csv"
+    csv_path.write_text(
+        "0F0,0F1,0F2,0F3,0B0,0B1,0B2,0B3\n1F1,1F0,1B0,1B1,1F2,1B2,1F3,1B3\n"
+    )
+    env = job_env(ZBKIT_SCHEDULE=str(csv_path), PYTHONPATH=str(HOOK_DIR))
+    done = run(torchrun_command(*JOB, "--schedule", "1F1B"), env)
+    assert done.returncode != 0
+    line = (
+        f"zbkit: {csv_path}: PyTorch runtime rule \"last stage's forwards in microbatch order\" "
+        "(docs/formats.md §4.1): rank 1, stage 1 runs F1 (action 0) before F0; PyTorch would "
+        "start microbatch 0's backward from microbatch 1's loss"
+    )
+    ours = [l for l in done.stderr.splitlines() if l.startswith("zbkit:")]
+    assert ours == [line, line], done.stderr[-3000:]
+    assert "iter 0" not in done.stdout
+
+
 def test_replay_usage_errors():
     done = zb("replay", "--store", "nowhere.db")
     assert done.returncode == 2

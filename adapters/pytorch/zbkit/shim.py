@@ -47,6 +47,8 @@ import tempfile
 import threading
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
+from . import torch_rules
+
 SCHEDULES_MODULE = "torch.distributed.pipelining.schedules"
 _REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
@@ -102,9 +104,11 @@ def _remove_quietly(path: str) -> None:
 
 
 class ScheduleShape:
-    """What a schedule CSV says about the job: per rank the stage ids, and the microbatches."""
+    """What a schedule CSV says about the job: per rank the stage ids, and the microbatches; and
+    the rows themselves, as (stage, kind, microbatch) with torch's kind letters (torch_rules)."""
 
     def __init__(self, rows: Sequence[Sequence[Tuple[int, str, Optional[int]]]], has_comms: bool):
+        self.rows = rows
         self.ranks = len(rows)
         self.stages_of_rank: List[Set[int]] = [set() for _ in rows]
         microbatches = -1
@@ -119,6 +123,10 @@ class ScheduleShape:
 
     def placement(self) -> str:
         return placement_name(self.stages_of_rank, self.ranks, self.num_stages)
+
+
+# torch's computation types by the letters its CSV and zbkit.torch_rules use.
+_KIND_LETTERS = {"FORWARD": "F", "BACKWARD_INPUT": "I", "BACKWARD_WEIGHT": "W", "FULL_BACKWARD": "B"}
 
 
 def read_shape(path: str) -> ScheduleShape:
@@ -138,7 +146,7 @@ def read_shape(path: str) -> ScheduleShape:
                     raise Refusal(f"zbkit: {path}: row {number}: {error}") from None
                 if action is None:
                     continue
-                kind = str(action.computation_type)
+                kind = _KIND_LETTERS.get(action.computation_type.name, action.computation_type.name)
                 has_comms = has_comms or any(token in cell for token in comm_tokens)
                 actions.append((action.stage_index, kind, action.microbatch_index))
             rows.append(actions)
@@ -226,6 +234,9 @@ def _prepare(schedule, path: str):
     shape = read_shape(csv_path)
     local = {stage.stage_index for stage in stages}
     check_fit(shape, local, rank, ranks, num_stages, schedule._n_microbatches)
+    broken = torch_rules.check(shape.rows, shape.num_stages)
+    if broken:
+        raise Refusal(f"zbkit: {path}: {broken}")
     runtime_class = torch_schedules._PipelineScheduleRuntime
     if isinstance(schedule, runtime_class):
         runtime = schedule

@@ -27,6 +27,7 @@
 #include "zbkit/schemas/status.h"
 #include "zbkit/schemas/types.h"
 #include "zbkit/tuner/objective.h"
+#include "zbkit/tuner/torch_export.h"
 
 namespace zb::tuner {
 
@@ -37,6 +38,9 @@ struct SearchOptions {
   double time_limit_s = 3;             // wall clock; <= 0: no limit (then max_evaluations bounds)
   int64_t max_evaluations = 0;         // simulations; 0: no limit (then time_limit_s bounds)
   uint64_t seed = 1;
+  // The runtime that will replay the result: for PyTorch's, moves keep its rule (torch_export.h,
+  // TorchRuntimeOrders) and seeds that break it are not used.
+  ReplayRuntime runtime = ReplayRuntime::kTorch;
   // Orders of this instance to start from as well (valid, any placement; those over the cap or
   // of another placement than `placement` are ignored), e.g. the result at a smaller cap, so that
   // a larger cap never gives a worse result (zb tune --frontier).

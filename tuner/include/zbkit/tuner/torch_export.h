@@ -9,11 +9,14 @@
 // runtime posts them (`_load_csv(path, format="compute_comms")`, run verbatim by PyTorch).
 //
 // ExportTorchCsv checks first what PyTorch would not (it runs a schedule as given and hangs on a
-// deadlock): every W after its B on the rank, and an order that can finish, by simulating it.
+// deadlock, or trains wrong): every W after its B on the rank, an order that can finish, by
+// simulating it, and the runtime's own rules (docs/formats.md §4.1).
 #ifndef ZBKIT_TUNER_TORCH_EXPORT_H_
 #define ZBKIT_TUNER_TORCH_EXPORT_H_
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "zbkit/schemas/status.h"
 #include "zbkit/schemas/types.h"
@@ -28,11 +31,32 @@ enum class TorchCsvFormat {
   kComputeComms,       // modern dialect, compute and communication ops (torch-csv-comms)
 };
 
+// Which runtime replays an order. PyTorch's `_PipelineScheduleRuntime` (the shim, `zb export
+// --format torch-csv*`) has a rule of its own beyond the data dependencies (docs/formats.md §4.1);
+// zbkit's executor runs any order the simulator can run.
+enum class ReplayRuntime { kTorch, kZbkit };
+const char* ReplayRuntimeName(ReplayRuntime runtime);
+std::optional<ReplayRuntime> ParseReplayRuntime(std::string_view name);
+
+// The rule "the last stage's forwards in microbatch order" (docs/formats.md §4.1): PyTorch's
+// runtime appends each loss in the order the last stage's forwards run and looks a backward's loss
+// up by microbatch index, so an order that runs F(last, 7) before F(last, 6) starts microbatch 6's
+// backward from microbatch 7's loss. True when that rule makes an op of kind `later_kind` on
+// `later_stage` for `later_mb` wait for one of kind `earlier_kind` on `earlier_stage` for
+// `earlier_mb` on the same rank, though no data flows between them.
+bool TorchRuntimeOrders(int num_stages, OpKind later_kind, int later_stage, int later_mb,
+                        OpKind earlier_kind, int earlier_stage, int earlier_mb);
+
+// OK when PyTorch's runtime replays `schedule`'s order as written (the rule above); otherwise
+// kInfeasible with one line naming the rule, the rank, the stage and the microbatches.
+Status CheckTorchRuntimeRules(const Schedule& schedule);
+
 // The compute-only CSV of `schedule` as it stands, without checks.
 std::string ToTorchCsv(const Schedule& schedule, TorchDialect dialect);
 
 // OK when PyTorch can run `schedule` in `format`: the schedule is structurally valid, every W
-// comes after its B on its rank, the order does not deadlock, and for the legacy dialect the
+// comes after its B on its rank, the order does not deadlock, it keeps the runtime's rule
+// (CheckTorchRuntimeRules), and for the legacy dialect the
 // backwards are either all split or all fused (PyTorch <= 2.5 decides what B means for the whole
 // schedule, with use_full_backward). Otherwise kInfeasible (kInvalidInput for a malformed
 // schedule) with one line naming the op and the reason.

@@ -26,8 +26,11 @@ struct TuneOptions {
   int interleave_chunks = 2;           // v for 1f1b-i
   MemoryLimit memory_limit;
   Objective objective = Objective::kMakespan;  // what picks "best" among those that fit
-  // With family "search": its budget, seed and progress report. Its objective, placement and
-  // chunks are the ones above.
+  // The runtime that replays the result: for PyTorch's, a family or search order that breaks its
+  // rule (torch_export.h) is not a candidate.
+  ReplayRuntime runtime = ReplayRuntime::kTorch;
+  // With family "search": its budget, seed and progress report. Its objective, placement,
+  // chunks and runtime are the ones above.
   SearchOptions search;
 };
 
