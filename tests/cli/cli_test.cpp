@@ -345,11 +345,35 @@ TEST_F(CliTest, BadRequestsAreUsageErrors) {
                      "--placement must be loop, v or any");
   ExpectOneLineError(Zb("tune" + costs + " -m 8 --mem-limit 1x --objective paper"), 2, "tune",
                      "--objective must be makespan or span, got \"paper\"");
+  ExpectOneLineError(Zb("tune" + costs + " -m 8 --mem-limit 1x --runtime deepspeed"), 2, "tune",
+                     "--runtime must be torch or zbkit, got \"deepspeed\"");
   ExpectOneLineError(Zb("export --format yaml -o - " + Data("costs/uniform4.json")), 2, "export",
                      "--format must be json, torch-csv, torch-csv-legacy or torch-csv-comms");
   Result unknown = Zb("frobnicate");
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("unknown command \"frobnicate\""), std::string::npos);
+}
+
+// docs/formats.md §4.1: a search for zbkit's executor may run the last stage's forwards out of
+// microbatch order (seed 5 of this profile does); PyTorch's runtime would pair them with the wrong
+// losses, so zb export refuses that order for torch with one line, and writes nothing. Tuned for
+// torch (the default), the same search exports.
+TEST_F(CliTest, ExportRefusesAnOrderPyTorchWouldTrainWrong) {
+  const std::string tune = "tune --costs " + Data("costs/fused2.json") +
+                           " -m 8 --mem-limit 2x --family search --placement loop --seed 5 "
+                           "--time-limit 0 --evaluations 3000 --out ";
+  ASSERT_EQ(Zb(tune + Path("free.json") + " --runtime zbkit").exit_code, 0);
+  const std::string csv = Path("free.csv");
+  ExpectOneLineError(Zb("export " + Path("free.json") + " --format torch-csv -o " + csv), 1,
+                     "export",
+                     "PyTorch runtime rule \"last stage's forwards in microbatch order\" "
+                     "(docs/formats.md §4.1): rank 1, stage 3 runs F");
+  EXPECT_FALSE(fs::exists(csv));
+  ExpectOneLineError(Zb("export " + Path("free.json") + " --format torch-csv-comms -o -"), 1,
+                     "export", "last stage's forwards in microbatch order");
+  ASSERT_EQ(Zb(tune + Path("torch.json")).exit_code, 0);
+  Result exported = Zb("export " + Path("torch.json") + " --format torch-csv -o -");
+  EXPECT_EQ(exported.exit_code, 0) << exported.err;
 }
 
 TEST_F(CliTest, NothingFitsFailsAndWritesNothing) {

@@ -157,6 +157,94 @@ def run_failure(job: Dict[str, Any], rank: int, result: Dict[str, Any]) -> None:
     result["seconds"] = time.monotonic() - t0
 
 
+def _grads_of(modules: Dict[int, nn.Module]) -> Dict[str, torch.Tensor]:
+    return {
+        f"{s}.{n}": p.grad.clone()
+        for s, mod in modules.items()
+        for n, p in mod.named_parameters()
+        if p.grad is not None
+    }
+
+
+def _torch_runtime(schedule: Any, rank: int, as_script: bool = True):
+    """This rank's stages of `schedule` as torch PipelineStages under a torch schedule object, as
+    a pipelining script builds them (as_script): Schedule1F1B for one stage per rank, else the
+    runtime class that loads CSVs; that class always without as_script. Returns (schedule
+    object, modules)."""
+    from torch.distributed.pipelining import PipelineStage
+    from torch.distributed.pipelining import schedules as torch_schedules
+
+    modules = {s: make_stage(s) for s in schedule.stages[rank]}
+    device = torch.device("cpu")
+    stages = [
+        PipelineStage(modules[s], s, schedule.num_stages, device, group=None)
+        for s in schedule.stages[rank]
+    ]
+    if as_script and len(stages) == 1:
+        obj = torch_schedules.Schedule1F1B(stages[0], schedule.microbatches, loss_fn=loss_fn)
+    else:
+        obj = torch_schedules._PipelineScheduleRuntime(
+            stages, n_microbatches=schedule.microbatches, loss_fn=loss_fn
+        )
+    return obj, modules
+
+
+def _torch_step(runtime: Any, schedule: Any, rank: int) -> List[float]:
+    """One step of a loaded torch runtime on the test batch; the losses it returns (last stage)."""
+    x, y = make_data(schedule.microbatches)
+    local = set(schedule.stages[rank])
+    args = (x,) if 0 in local else ()
+    kwargs: Dict[str, Any] = {}
+    losses: List[torch.Tensor] = []
+    if schedule.num_stages - 1 in local:
+        kwargs = {"target": y, "losses": losses}
+    step = type(runtime).step
+    getattr(step, "__wrapped__", step)(runtime, *args, **kwargs)
+    return [float(v.detach()) for v in losses]
+
+
+def run_equivalence(job: Dict[str, Any], rank: int, result: Dict[str, Any]) -> None:
+    """Every case of job["cases"] (name -> {"schedule", "json"}) replayed through zbkit's executor
+    and through PyTorch's runtime as the shim loads it (zbkit.shim._prepare: its checks, then
+    torch's _load_csv); a shim refusal is recorded, not raised (every rank refuses alike, from the
+    same file)."""
+    from zbkit import shim
+
+    for name, case in job["cases"].items():
+        schedule = case["schedule"]
+        entry: Dict[str, Any] = {}
+        ex, modules = _build(schedule, rank, timeout_s=job["timeout_s"])
+        xs, ys = _step_inputs(schedule)
+        entry["executor"] = {
+            "losses": [float(v) for v in ex.step(xs, ys)],
+            "grads": _grads_of(modules),
+        }
+        obj, modules = _torch_runtime(schedule, rank)
+        try:
+            runtime = shim._prepare(obj, case["json"])
+        except shim.Refusal as refusal:
+            entry["shim"] = {"refused": str(refusal)}
+        else:
+            losses = _torch_step(runtime, schedule, rank)
+            entry["shim"] = {"losses": losses, "grads": _grads_of(modules)}
+        result[name] = entry
+
+
+def run_unchecked(job: Dict[str, Any], rank: int, result: Dict[str, Any]) -> None:
+    """job["schedule"] through PyTorch's runtime from the CSV job["csv"], without the shim's
+    checks: its losses and gradients, or the error it raised (a rank that fails leaves, so its
+    peers fail too instead of waiting)."""
+    schedule = job["schedule"]
+    try:
+        runtime, modules = _torch_runtime(schedule, rank, as_script=False)
+        runtime._load_csv(job["csv"])
+        losses = _torch_step(runtime, schedule, rank)
+        result.update(losses=losses, grads=_grads_of(modules), error=None)
+    except Exception as error:  # whatever torch raises: the test reports it
+        cause = f" (caused by {error.__cause__})" if error.__cause__ is not None else ""
+        result.update(error=f"{type(error).__name__}: {str(error).strip()[:300]}{cause}")
+
+
 def main() -> None:
     mode, rank, world, port, job_path, out_dir = sys.argv[1:7]
     rank, world = int(rank), int(world)
@@ -173,13 +261,17 @@ def main() -> None:
         timeout=timedelta(seconds=60),
     )
     result: Dict[str, Any] = {}
-    (run_grads if mode == "grads" else run_failure)(job, rank, result)
+    runners = {
+        "grads": run_grads, "failure": run_failure, "equivalence": run_equivalence,
+        "unchecked": run_unchecked,
+    }  # fmt: skip
+    runners[mode](job, rank, result)
     path = Path(out_dir) / f"rank{rank}.pt"
     torch.save(result, str(path) + ".tmp")
     os.replace(str(path) + ".tmp", path)
     sys.stdout.flush()
     # After a failure the group holds receives that never complete; leave without tearing down.
-    if mode == "grads":
+    if mode in ("grads", "equivalence"):
         dist.barrier()
         dist.destroy_process_group()
     os._exit(0)

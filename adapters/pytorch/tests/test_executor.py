@@ -4,13 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-import pickle
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
@@ -18,64 +11,11 @@ import pytest
 torch = pytest.importorskip("torch", reason="torch is not installed")
 
 import pipeline_worker as pw  # noqa: E402
+from worker_session import Session  # noqa: E402
 from zbkit.schedule import Schedule  # noqa: E402
 
-WORKER = Path(__file__).with_name("pipeline_worker.py")
 FAMILIES = ("1f1b", "zb-h1", "zb-h2", "zb-auto", "zb-v", "1f1b-i")
 TUNE_ARGS = {"1f1b-i": ["--chunks", "2"]}  # interleaved: 2 stages per rank, loop placement
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Session:
-    """Two worker processes running one job; started at once, collected (bounded) on demand."""
-
-    def __init__(self, mode: str, job: Dict[str, Any], folder: Path, timeout: float = 90) -> None:
-        self.mode, self.job, self.folder, self.timeout = mode, job, folder, timeout
-        folder.mkdir(parents=True, exist_ok=True)
-        job_path = folder / "job.pkl"
-        job_path.write_bytes(pickle.dumps(job))
-        port = _free_port()
-        env = dict(os.environ, GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
-        self.started = time.monotonic()
-        self.procs = [
-            subprocess.Popen(
-                [sys.executable, str(WORKER), mode, str(r), "2", str(port), str(job_path)]
-                + [str(folder)],
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-            for r in range(2)
-        ]
-        self._results: List[Any] = []
-
-    def results(self) -> List[Any]:
-        """Each rank's result dict (None for a rank that died on purpose)."""
-        if self._results:
-            return self._results
-        deadline = self.started + self.timeout
-        logs = []
-        for p in self.procs:
-            try:
-                out, _ = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                for q in self.procs:
-                    q.kill()
-                pytest.fail(f"{self.mode} workers did not finish within {self.timeout} s")
-            logs.append(out)
-        for r in range(2):
-            path = self.folder / f"rank{r}.pt"
-            self._results.append(torch.load(path, weights_only=False) if path.exists() else None)
-            if self._results[-1] is None and self.job.get("die", {}).get(r) is None:
-                code = self.procs[r].returncode
-                pytest.fail(f"rank {r} wrote no result (exit {code}):\n{logs[r]}")
-        return self._results
 
 
 @pytest.fixture(scope="module")
