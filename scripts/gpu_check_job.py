@@ -16,6 +16,7 @@ With --workers N > 1 and no RANK in the environment it launches N copies of itse
 LOCAL_RANK and WORLD_SIZE set (like torchrun) and waits; worker r uses cuda:r and has
 layers + 2r layers, so that the stages differ.
 """
+
 import argparse
 import json
 import os
@@ -53,8 +54,9 @@ def worker(args, rank):
     torch.manual_seed(rank)
     layers = args.layers + 2 * rank
     weights = [
-        (torch.randn(args.hidden, args.hidden, device=device, dtype=torch.bfloat16) * 0.01)
-        .requires_grad_()
+        (
+            torch.randn(args.hidden, args.hidden, device=device, dtype=torch.bfloat16) * 0.01
+        ).requires_grad_()
         for _ in range(layers)
     ]
     inputs = [

@@ -73,7 +73,9 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as folder:
         for round_ in range(1, args.rounds + 1):
             order = STEPS if round_ % 2 else STEPS[::-1]
-            got = {step: run(args.schedule_file, step, extra, folder, round_ == 1) for step in order}
+            got = {
+                step: run(args.schedule_file, step, extra, folder, round_ == 1) for step in order
+            }
             sync, pv = got["sync"], got["post-validation"]
             drop = 1 - pv["median_ms"] / sync["median_ms"]
             drops.append(drop)

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import List
 
 import torch
-import torch.nn.functional as F
 import torch.distributed as dist
+import torch.nn.functional as F
 from torch import nn
 
 

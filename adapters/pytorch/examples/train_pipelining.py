@@ -26,8 +26,7 @@ import time
 
 import torch
 import torch.distributed as dist
-from torch.distributed.pipelining import PipelineStage
-from torch.distributed.pipelining import schedules
+from torch.distributed.pipelining import PipelineStage, schedules
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt_model import (  # noqa: E402
@@ -105,7 +104,7 @@ def main(argv=None) -> int:
         times.append(elapsed)
         line = f"rank {rank} iter {iteration} time_s {elapsed:.4f}"
         if has_last:
-            loss = torch.stack([l.detach() for l in microbatch_losses]).mean().item()
+            loss = torch.stack([part.detach() for part in microbatch_losses]).mean().item()
             losses.append(loss)
             line += f" loss {loss:.6f}"
         # One write per line: the ranks share the terminal (or pipe) and must not interleave.

@@ -57,6 +57,7 @@ from gpt_model import (  # noqa: E402
     split_stages,
     synthetic_batch,
 )
+
 from zbkit import runtime  # noqa: E402
 from zbkit.executor import PipelineExecutor  # noqa: E402
 from zbkit.post_validation import (  # noqa: E402
@@ -98,7 +99,7 @@ def parse_args(argv=None):
 
 
 def parse_injections(text: str):
-    """"3:1,7:0" -> {3: 1, 7: 0}: iteration -> rank whose gradient gets an Inf."""
+    """ "3:1,7:0" -> {3: 1, 7: 0}: iteration -> rank whose gradient gets an Inf."""
     injections = {}
     for item in filter(None, text.split(",")):
         try:

@@ -248,8 +248,9 @@ def run_unchecked(job: Dict[str, Any], rank: int, result: Dict[str, Any]) -> Non
 def main() -> None:
     mode, rank, world, port, job_path, out_dir = sys.argv[1:7]
     rank, world = int(rank), int(world)
-    import torch.distributed as dist
     from datetime import timedelta
+
+    import torch.distributed as dist
 
     job = pickle.loads(Path(job_path).read_bytes())
     job["out_dir"] = out_dir

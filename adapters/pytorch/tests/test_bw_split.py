@@ -10,10 +10,10 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
 
+import pipeline_worker as pw  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-import pipeline_worker as pw  # noqa: E402
 from zbkit.bw_split import BackwardSplit  # noqa: E402
 
 # ZBKIT_TEST_DEVICE=cuda runs these on a GPU (the device check); CPU otherwise.

@@ -12,7 +12,6 @@ import sqlite3
 import subprocess
 
 import pytest
-
 from test_shim import job_env, require_zb
 
 pytest.importorskip("torch")

@@ -12,6 +12,7 @@ torch = pytest.importorskip("torch", reason="torch is not installed")
 
 import pipeline_worker as pw  # noqa: E402
 from worker_session import Session  # noqa: E402
+
 from zbkit.schedule import Schedule  # noqa: E402
 
 FAMILIES = ("1f1b", "zb-h1", "zb-h2", "zb-auto", "zb-v", "1f1b-i")

@@ -10,7 +10,6 @@ parameters."""
 from __future__ import annotations
 
 import pytest
-
 from test_shim import (
     JOB,
     assert_matches_reference,

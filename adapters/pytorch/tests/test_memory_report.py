@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from test_shim import HOOK_DIR, MODEL, job_env, run, torchrun_command
 
 pytest.importorskip("torch")

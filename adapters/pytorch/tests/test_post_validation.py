@@ -9,19 +9,14 @@ rollback the same to rounding (allclose, rtol 1e-6)."""
 
 from __future__ import annotations
 
-import os
-import pickle
-import subprocess
-import sys
-import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
 
-from test_shim import free_port  # noqa: E402
+from worker_session import Session  # noqa: E402
 
 WORKER = Path(__file__).with_name("pv_worker.py")
 ITERS = 50
@@ -38,50 +33,6 @@ CONFIGS = {
     for name, kwargs in (("sgd", SGD), ("adam", ADAM), ("adamw", ADAMW))
     for rollback in ("snapshot", "in-place")
 }
-
-
-class Session:
-    """`world` worker processes training one job; collected (bounded) on demand."""
-
-    def __init__(self, job: Dict[str, Any], world: int, folder: Path, timeout: float) -> None:
-        self.world, self.folder, self.timeout = world, folder, timeout
-        job_path = folder / "job.pkl"
-        job_path.write_bytes(pickle.dumps(job))
-        port = free_port()
-        env = dict(os.environ, GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
-        self.started = time.monotonic()
-        self.procs = [
-            subprocess.Popen(
-                [sys.executable, str(WORKER), str(r), str(world), str(port), str(job_path)]
-                + [str(folder)],
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-            for r in range(world)
-        ]
-        self._results: List[Any] = []
-
-    def results(self) -> List[Any]:
-        if self._results:
-            return self._results
-        logs = []
-        for p in self.procs:
-            try:
-                remaining = max(1.0, self.started + self.timeout - time.monotonic())
-                logs.append(p.communicate(timeout=remaining)[0])
-            except subprocess.TimeoutExpired:
-                for q in self.procs:
-                    q.kill()
-                pytest.fail(f"post-validation workers did not finish within {self.timeout} s")
-        for r in range(self.world):
-            path = self.folder / f"rank{r}.pt"
-            if not path.exists():
-                code = self.procs[r].returncode
-                pytest.fail(f"rank {r} wrote no result (exit {code}):\n{logs[r]}")
-            self._results.append(torch.load(path, weights_only=False))
-        return self._results
 
 
 # family, ranks, microbatches, extra zb tune arguments, configs
@@ -109,7 +60,8 @@ def sessions(zb_tuner: Any, tmp_path_factory: Any) -> Dict[str, Session]:
             "inject": {9: ranks - 1, 22: 0, 31: 1},
             "configs": {c: CONFIGS[c] for c in configs},
         }
-        started[name] = Session(job, ranks, tmp_path_factory.mktemp(name), timeout=240)
+        folder = tmp_path_factory.mktemp(name)
+        started[name] = Session(None, job, folder, timeout=240, world=ranks, worker=WORKER)
     return started
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from test_shim import HOOK_DIR, MODEL, job_env, require_zb, run, torchrun_command, zb
 
 torch = pytest.importorskip("torch")

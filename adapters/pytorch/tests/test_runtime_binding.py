@@ -21,9 +21,10 @@ REPO_ROOT = PACKAGE_ROOT.parents[1]
 if str(PACKAGE_ROOT) not in sys.path:
     sys.path.insert(0, str(PACKAGE_ROOT))
 
+from conftest import schedule_from_json  # noqa: E402
+
 from zbkit import _zbrt, runtime  # noqa: E402
 from zbkit.runtime import Recorder, ZbrtError  # noqa: E402
-from conftest import schedule_from_json  # noqa: E402
 from zbkit.schedule import Op, Schedule  # noqa: E402
 
 PAPER_COSTS = REPO_ROOT / "tuner" / "data" / "paper" / "1.5B-p8-m24.json"

@@ -164,7 +164,7 @@ def test_mismatched_schedule_is_refused_with_one_line_on_every_rank(tmp_path):
     done = run(command, job_env())
     assert done.returncode != 0
     line = "zbkit: schedule has 4 stages in v placement, the script built 2 stages (loop)"
-    ours = [l for l in done.stderr.splitlines() if l.startswith("zbkit:")]
+    ours = [ln for ln in done.stderr.splitlines() if ln.startswith("zbkit:")]
     assert ours == [line, line], done.stderr[-3000:]
     assert "iter 0" not in done.stdout  # refused before the first step ran
 
@@ -174,18 +174,16 @@ def test_a_csv_that_would_train_wrong_is_refused_before_the_first_step(tmp_path)
     runtime would pair microbatch 0's backward with microbatch 1's loss (docs/formats.md §4.1):
     the shim refuses it on every rank with one line naming the rule, rank, stage and microbatch."""
     csv_path = tmp_path / "swapped.csv"
-    csv_path.write_text(
-        "0F0,0F1,0F2,0F3,0B0,0B1,0B2,0B3\n1F1,1F0,1B0,1B1,1F2,1B2,1F3,1B3\n"
-    )
+    csv_path.write_text("0F0,0F1,0F2,0F3,0B0,0B1,0B2,0B3\n1F1,1F0,1B0,1B1,1F2,1B2,1F3,1B3\n")
     env = job_env(ZBKIT_SCHEDULE=str(csv_path), PYTHONPATH=str(HOOK_DIR))
     done = run(torchrun_command(*JOB, "--schedule", "1F1B"), env)
     assert done.returncode != 0
     line = (
-        f"zbkit: {csv_path}: PyTorch runtime rule \"last stage's forwards in microbatch order\" "
+        f'zbkit: {csv_path}: PyTorch runtime rule "last stage\'s forwards in microbatch order" '
         "(docs/formats.md §4.1): rank 1, stage 1 runs F1 (action 0) before F0; PyTorch would "
         "start microbatch 0's backward from microbatch 1's loss"
     )
-    ours = [l for l in done.stderr.splitlines() if l.startswith("zbkit:")]
+    ours = [ln for ln in done.stderr.splitlines() if ln.startswith("zbkit:")]
     assert ours == [line, line], done.stderr[-3000:]
     assert "iter 0" not in done.stdout
 

@@ -33,7 +33,7 @@ def test_the_last_stages_forwards_must_run_in_microbatch_order():
     swapped = rows_of("0F0,0F1,0I0,0W0,0I1,0W1|1F1,1F0,1I0,1I1,1W0,1W1")
     reason = torch_rules.check(swapped, 2)
     assert reason == (
-        "PyTorch runtime rule \"last stage's forwards in microbatch order\" (docs/formats.md "
+        'PyTorch runtime rule "last stage\'s forwards in microbatch order" (docs/formats.md '
         "§4.1): rank 1, stage 1 runs F1 (action 0) before F0; PyTorch would start microbatch 0's "
         "backward from microbatch 1's loss"
     )
@@ -48,7 +48,7 @@ def test_an_order_the_lowering_cannot_schedule_names_where_each_rank_is_stuck():
     assert torch_rules.check_loss_order(cycle, 2) is None
     reason = torch_rules.check_lowering(cycle, 2)
     assert reason == (
-        "PyTorch runtime rule \"an order its lowering can schedule\" (docs/formats.md §4.1): no "
+        'PyTorch runtime rule "an order its lowering can schedule" (docs/formats.md §4.1): no '
         "rank can go on: rank 0 at 0B0 (stage 0, microbatch 0) waits for 1I0; rank 1 at 1F1 "
         "(stage 1, microbatch 1) waits for 0F1"
     )

@@ -21,6 +21,7 @@ torch = pytest.importorskip("torch")
 
 from conftest import zb_binary  # noqa: E402
 from test_shim import free_port, tune_uniform  # noqa: E402
+
 from zbkit import _zbrt, runtime  # noqa: E402
 from zbkit.runtime import ZbrtError  # noqa: E402
 

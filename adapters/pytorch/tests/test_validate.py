@@ -10,6 +10,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="torch is not installed")
 
 import pipeline_worker as pw  # noqa: E402
+
 from zbkit.executor import PipelineExecutor, ZbkitPipelineError, validate_schedule  # noqa: E402
 from zbkit.schedule import Op, Schedule  # noqa: E402
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from test_shim import MODEL, job_env, require_zb, run, torchrun_command
 
 pytest.importorskip("torch")

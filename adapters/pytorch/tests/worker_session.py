@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import pytest
 import torch
@@ -27,10 +27,17 @@ def _free_port() -> int:
 
 class Session:
     """`world` worker processes (default two) running one job; started at once, collected
-    (bounded) on demand."""
+    (bounded) on demand. Each runs ``WORKER [MODE] RANK WORLD PORT JOB.pkl FOLDER`` (`worker`
+    defaults to pipeline_worker.py; `mode` None passes none) and leaves FOLDER/rank{RANK}.pt."""
 
     def __init__(
-        self, mode: str, job: Dict[str, Any], folder: Path, timeout: float = 90, world: int = 2
+        self,
+        mode: Optional[str],
+        job: Dict[str, Any],
+        folder: Path,
+        timeout: float = 90,
+        world: int = 2,
+        worker: Path = WORKER,
     ) -> None:
         self.mode, self.job, self.folder, self.timeout = mode, job, folder, timeout
         folder.mkdir(parents=True, exist_ok=True)
@@ -41,8 +48,8 @@ class Session:
         self.started = time.monotonic()
         self.procs = [
             subprocess.Popen(
-                [sys.executable, str(WORKER), mode, str(r), str(world), str(port)]
-                + [str(job_path), str(folder)],
+                [sys.executable, str(worker), *([mode] if mode else []), str(r), str(world)]
+                + [str(port), str(job_path), str(folder)],
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -57,6 +64,7 @@ class Session:
         if self._results:
             return self._results
         deadline = self.started + self.timeout
+        worker_name = Path(self.procs[0].args[1]).stem
         logs = []
         for p in self.procs:
             try:
@@ -64,7 +72,9 @@ class Session:
             except subprocess.TimeoutExpired:
                 for q in self.procs:
                     q.kill()
-                pytest.fail(f"{self.mode} workers did not finish within {self.timeout} s")
+                pytest.fail(
+                    f"{self.mode or worker_name} workers did not finish within {self.timeout} s"
+                )
             logs.append(out)
         for r in range(len(self.procs)):
             path = self.folder / f"rank{r}.pt"

@@ -13,6 +13,8 @@ import threading
 from pathlib import Path
 from typing import Optional
 
+from .errors import ZbrtError
+
 ABI_VERSION = 1  # ZBRT_ABI_VERSION this binding speaks
 
 # zbrt_status
@@ -34,16 +36,6 @@ OP_KIND_NAMES = ("F", "B", "W", "BW")
 PLACEMENT_NAMES = ("loop", "v")
 
 LIBRARY_ENV = "ZBKIT_ZBRT_LIBRARY"
-
-
-class ZbrtError(RuntimeError):
-    """A libzbrt call failed (or the library could not be loaded). `code` is the zbrt_status
-    (None for loading problems), `status` its name."""
-
-    def __init__(self, message: str, code: Optional[int] = None):
-        super().__init__(message)
-        self.code = code
-        self.status = STATUS_NAMES.get(code, "ZBRT_ERROR_UNKNOWN") if code is not None else None
 
 
 class zbrt_op(ctypes.Structure):
@@ -151,9 +143,7 @@ def _load() -> ctypes.CDLL:
         function.argtypes = argtypes
     version = handle.zbrt_abi_version()
     if version != ABI_VERSION:
-        raise ZbrtError(
-            f"{path}: libzbrt ABI version {version}, this binding speaks {ABI_VERSION}"
-        )
+        raise ZbrtError(f"{path}: libzbrt ABI version {version}, this binding speaks {ABI_VERSION}")
     return handle
 
 

@@ -44,6 +44,8 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Set,
 import torch
 from torch.autograd.graph import GradientEdge, Node
 
+from .errors import BackwardSplitError
+
 __all__ = ["BackwardSplit", "SplitStats", "accumulate_grad"]
 
 
@@ -183,7 +185,7 @@ class BackwardSplit:
         if self._mapping_node is not None:
             box.owners.append(self._mapping_node)
         if box.tensor is None:
-            raise RuntimeError(
+            raise BackwardSplitError(
                 f"zbkit bw_split: a saved tensor {box.what} was released after B but W needs it"
             )
         return box.tensor
@@ -192,7 +194,7 @@ class BackwardSplit:
     def record(self) -> Iterator[None]:
         """Run the stage's forward (and loss) inside this to route saved tensors through here."""
         if self._state != "new":
-            raise RuntimeError("zbkit bw_split: record() used twice on one BackwardSplit")
+            raise BackwardSplitError("zbkit bw_split: record() used twice on one BackwardSplit")
         with torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack):
             yield
         self._state = "recorded"
@@ -204,12 +206,12 @@ class BackwardSplit:
         asked for in B get it, the others just anchor the split (a first stage's data input).
         """
         if self._state != "recorded":
-            raise RuntimeError("zbkit bw_split: seal() needs a recorded forward")
+            raise BackwardSplitError("zbkit bw_split: seal() needs a recorded forward")
         self._outputs = tuple(outputs)
         self._inputs = tuple(inputs)
         for out in self._outputs:
             if out.grad_fn is None:
-                raise ValueError(
+                raise BackwardSplitError(
                     "zbkit bw_split: a stage output does not depend on anything that requires grad"
                 )
         param_nodes: Dict[Node, torch.Tensor] = {}
@@ -248,9 +250,7 @@ class BackwardSplit:
 
         weight_only = {n for n in order if reach_param[n] and not reach_act[n]}
         mixed = [
-            n
-            for n in order
-            if reach_act[n] and any(c in weight_only for c, _ in _children(n))
+            n for n in order if reach_act[n] and any(c in weight_only for c, _ in _children(n))
         ]
         # W runs each mixed node from its captured gradient with that node's weight-side children
         # as targets. If such a child is also reachable another way (one parameter, or one
@@ -317,7 +317,7 @@ class BackwardSplit:
 
     def _grad_outputs(self, grads: Sequence[Optional[torch.Tensor]]) -> List[torch.Tensor]:
         if len(grads) != len(self._outputs):
-            raise ValueError(
+            raise BackwardSplitError(
                 f"zbkit bw_split: {len(grads)} output gradients for {len(self._outputs)} outputs"
             )
         result = []
@@ -332,7 +332,7 @@ class BackwardSplit:
 
         A None output gradient means 1 (a scalar loss)."""
         if self._state != "sealed":
-            raise RuntimeError(f"zbkit bw_split: backward_input() in state {self._state}")
+            raise BackwardSplitError(f"zbkit bw_split: backward_input() in state {self._state}")
         dys = self._grad_outputs(grad_outputs)
         if not self.split_clean:
             return self._fused_in_b(dys, want_input_grads)
@@ -389,7 +389,7 @@ class BackwardSplit:
     def backward_weight(self) -> None:
         """W: weight gradients of this (stage, microbatch), accumulated into ``.grad``."""
         if self._state != "b_done":
-            raise RuntimeError(f"zbkit bw_split: backward_weight() in state {self._state}")
+            raise BackwardSplitError(f"zbkit bw_split: backward_weight() in state {self._state}")
         if not self.split_clean:
             for p, g in self._deferred:
                 accumulate_grad(p, g)
@@ -444,7 +444,7 @@ class BackwardSplit:
     ) -> List[Optional[torch.Tensor]]:
         """BW: input and weight gradients in one engine pass; weights accumulate into .grad."""
         if self._state != "sealed":
-            raise RuntimeError(f"zbkit bw_split: backward_fused() in state {self._state}")
+            raise BackwardSplitError(f"zbkit bw_split: backward_fused() in state {self._state}")
         dys = self._grad_outputs(grad_outputs)
         wanted = [i for i, x in enumerate(self._inputs) if want_input_grads[i] and x.requires_grad]
         targets = [self._inputs[i] for i in wanted] + list(self._params)

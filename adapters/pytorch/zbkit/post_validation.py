@@ -33,14 +33,16 @@ factor and therefore every parameter are bit-for-bit the same in the two.
 
 from __future__ import annotations
 
-import datetime
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 import torch.distributed as dist
+
+from .errors import ZbkitPostValidationError
+from .p2p import TAG_GLOBAL, TAG_PARTIAL, StateWire, wait_bounded, wire_device
 
 __all__ = [
     "GradientState",
@@ -51,16 +53,7 @@ __all__ = [
 ]
 
 ROLLBACKS = ("snapshot", "in-place")
-# The last two message tags: the executor's data tags stay below 4 * stages * microbatches,
-# which validate_schedule keeps below 2**31 and a multiple of 4 away from these.
-_TAG_PARTIAL = 2**31 - 2
-_TAG_GLOBAL = 2**31 - 1
-_MAGIC = 0x7A627076  # "zbpv"
 _CLIP_EPS = 1e-6  # torch.nn.utils.clip_grad_norm_'s: coefficient max_norm / (norm + 1e-6)
-
-
-class ZbkitPostValidationError(RuntimeError):
-    """A peer that died, timed out or disagreed, or an optimizer that cannot be rolled back."""
 
 
 @dataclass(frozen=True)
@@ -122,18 +115,6 @@ def local_state(parameters: List[torch.Tensor]) -> GradientState:
     return GradientState(sum_sq, not math.isfinite(sum_sq))
 
 
-def _wait_bounded(
-    work: Any, timeout_s: float, what: str, error: Callable[[str], Exception]
-) -> None:
-    """Waits at most `timeout_s` for `work`; a failure or the timeout raises error(one line)."""
-    try:
-        ok = work.wait(datetime.timedelta(seconds=timeout_s))
-    except Exception as e:  # noqa: BLE001 - any backend failure becomes one clear line
-        raise error(f"{what} failed: {str(e).splitlines()[0]}") from e
-    if ok is False:
-        raise error(f"{what} timed out after {timeout_s:g} s")
-
-
 def _apply(optimizer: torch.optim.Optimizer, action: str, coefficient: float) -> None:
     """The synchronous step for a global decision (shared by both classes, so they agree)."""
     if action == "skip":
@@ -152,45 +133,22 @@ def _count(counts: StepCounts, action: str, state: GradientState) -> None:
     counts.skipped += action == "skip"
 
 
-class _Wire:
-    """Rank-to-rank messages of a gradient state: float64 [magic, step, sum_sq, found_inf]."""
+class _Wire(StateWire):
+    """The gradient-state messages of one rank (zbkit.p2p.StateWire) as GradientStates."""
 
     def __init__(self, rank: int, group: Any, device: torch.device, timeout_s: float) -> None:
-        self.rank, self.group, self.device, self.timeout_s = rank, group, device, timeout_s
+        super().__init__(rank, group, device, timeout_s, self.error)
 
-    def _global(self, rank: int) -> int:
-        return dist.get_global_rank(self.group, rank) if self.group is not None else rank
+    def send_state(self, state: "GradientState", step: int, to: int, tag: int) -> Any:
+        return self.send(state.sum_sq, state.found_inf, step, to, tag)
 
-    def send(self, state: GradientState, step: int, to: int, tag: int) -> Any:
-        data = [_MAGIC, step, state.sum_sq, float(state.found_inf)]
-        t = torch.tensor(data, dtype=torch.float64, device=self.device)
-        try:
-            return (dist.isend(t, self._global(to), group=self.group, tag=tag), t)
-        except Exception as e:  # noqa: BLE001
-            raise self.error(f"sending the gradient state to rank {to} failed: {e}") from e
-
-    def post(self, source: int, tag: int) -> Tuple[Any, torch.Tensor]:
-        t = torch.empty(4, dtype=torch.float64, device=self.device)
-        return (dist.irecv(t, self._global(source), group=self.group, tag=tag), t)
-
-    def wait(self, posted: Tuple[Any, torch.Tensor], source: int, step: int) -> GradientState:
-        work, t = posted
-        what = f"the gradient state of step {step} from peer rank {source}"
-        _wait_bounded(work, self.timeout_s, f"waiting for {what}", self.error)
-        magic, got_step, sum_sq, found_inf = t.tolist()
-        if magic != _MAGIC or got_step != step:
-            raise self.error(f"rank {source} sent step {got_step:g} where {what} was expected")
-        return GradientState(sum_sq, found_inf != 0.0)
+    def wait_state(
+        self, posted: Tuple[Any, torch.Tensor], source: int, step: int
+    ) -> "GradientState":
+        return GradientState(*self.wait(posted, source, step))
 
     def error(self, text: str) -> ZbkitPostValidationError:
         return ZbkitPostValidationError(f"zbkit post-validation rank {self.rank}: {text}")
-
-
-def _wire_device(group: Any) -> torch.device:
-    backend = str(dist.get_backend(group)).lower()
-    if backend == "nccl":
-        return torch.device("cuda", torch.cuda.current_device())
-    return torch.device("cpu")
 
 
 def _check_ranks(rank: int, ranks: int, group: Any) -> None:
@@ -229,7 +187,7 @@ class SynchronousGradientStep:
         self.max_norm = max_norm
         self.timeout_s = timeout_s
         self.counts = StepCounts()
-        self._device = _wire_device(group) if ranks > 1 else torch.device("cpu")
+        self._device = wire_device(group) if ranks > 1 else torch.device("cpu")
 
     def _error(self, text: str) -> ZbkitPostValidationError:
         return ZbkitPostValidationError(f"zbkit synchronous step rank {self.rank}: {text}")
@@ -250,7 +208,7 @@ class SynchronousGradientStep:
             vector[self.rank] = local.sum_sq
             vector[self.ranks + self.rank] = float(local.found_inf)
             work = dist.all_reduce(vector, group=self.group, async_op=True)
-            _wait_bounded(work, self.timeout_s, "the all-reduce", self._error)
+            wait_bounded(work, self.timeout_s, "the all-reduce", self._error)
             values = vector.tolist()
             total = GradientState(values[0], values[self.ranks] != 0.0)
             for r in range(1, self.ranks):
@@ -422,7 +380,7 @@ class PostValidatedOptimizer:
         self.max_norm = max_norm
         self.rollback = rollback
         self.counts = StepCounts()
-        device = _wire_device(group) if ranks > 1 else torch.device("cpu")
+        device = wire_device(group) if ranks > 1 else torch.device("cpu")
         self._wire = _Wire(rank, group, device, timeout_s)
         self._step = 0
         self._pending = False
@@ -468,16 +426,16 @@ class PostValidatedOptimizer:
         self._wait = 0.0
         state = local_state(_parameters(self.optimizer))
         if self.rank > 0:
-            posted = self._wire.post(self.rank - 1, _TAG_PARTIAL)
+            posted = self._wire.post(self.rank - 1, TAG_PARTIAL)
             start = time.perf_counter()
-            before = self._wire.wait(posted, self.rank - 1, self._step)
+            before = self._wire.wait_state(posted, self.rank - 1, self._step)
             self._wait += time.perf_counter() - start
             state = before.plus(state)
         if not self.is_last:
-            self._sends.append(self._wire.send(state, self._step, self.rank + 1, _TAG_PARTIAL))
+            self._sends.append(self._wire.send_state(state, self._step, self.rank + 1, TAG_PARTIAL))
             # Posted now, before the next iteration's receives from the same peer (NCCL matches
             # point-to-point messages in the order they are posted).
-            self._posted_global = self._wire.post(self.rank + 1, _TAG_GLOBAL)
+            self._posted_global = self._wire.post(self.rank + 1, TAG_GLOBAL)
             self._hyper = _hyperparameters(self.optimizer)
             self._stepped = state.action(self.max_norm)[0] == "step"
             if self._stepped:
@@ -498,7 +456,7 @@ class PostValidatedOptimizer:
         _count(self.counts, action, state)
         self.counts.wait_s.append(self._wait)
         if self.ranks > 1:
-            self._sends.append(self._wire.send(state, self._step, self.rank - 1, _TAG_GLOBAL))
+            self._sends.append(self._wire.send_state(state, self._step, self.rank - 1, TAG_GLOBAL))
             self._pending = True  # nothing to undo, but iteration k+1 may have to restart
 
     def poll(self) -> None:
@@ -508,11 +466,11 @@ class PostValidatedOptimizer:
 
     def _receive_global(self) -> None:
         start = time.perf_counter()
-        self._global = self._wire.wait(self._posted_global, self.rank + 1, self._step)
+        self._global = self._wire.wait_state(self._posted_global, self.rank + 1, self._step)
         self._wait += time.perf_counter() - start
         if self.rank > 0 and not self._forwarded:
             self._sends.append(
-                self._wire.send(self._global, self._step, self.rank - 1, _TAG_GLOBAL)
+                self._wire.send_state(self._global, self._step, self.rank - 1, TAG_GLOBAL)
             )
             self._forwarded = True
 
@@ -560,7 +518,7 @@ class PostValidatedOptimizer:
         for work, tensor in self._sends:
             if wait:
                 what = "sending a gradient state message"
-                _wait_bounded(work, self._wire.timeout_s, what, self._wire.error)
+                wait_bounded(work, self._wire.timeout_s, what, self._wire.error)
             elif not work.is_completed():
                 kept.append((work, tensor))
         self._sends = kept

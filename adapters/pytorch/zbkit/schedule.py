@@ -11,10 +11,36 @@ stage input), W (gradient w.r.t. the weights, after its B) or BW (B and W fused)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Collection, Optional, Tuple
+
+from .errors import ScheduleError
 
 OP_KINDS = ("F", "B", "W", "BW")
 PLACEMENTS = ("loop", "v")
+
+
+def placement_stages(
+    placement: str, ranks: int, num_stages: int, rank: int
+) -> Optional[Tuple[int, ...]]:
+    """The global stages `placement` puts on `rank`, by local chunk: "loop" stage s on rank
+    s % ranks (one stage per rank included), "v" (2 stages per rank) rank r holds r and
+    2*ranks-1-r. None when the placement cannot lay out `num_stages` over `ranks` (docs/
+    schedules.md). The one home of the placement rule in Python."""
+    if placement == "loop":
+        return tuple(range(rank, num_stages, ranks))
+    if placement == "v":
+        return (rank, 2 * ranks - 1 - rank) if num_stages == 2 * ranks else None
+    raise ScheduleError(f"unknown placement {placement!r} (one of {', '.join(PLACEMENTS)})")
+
+
+def placement_of_rank(held: Collection[int], rank: int, ranks: int, num_stages: int) -> str:
+    """The name of the placement that puts exactly `held` on `rank` ("loop" first where both
+    would), or "custom"."""
+    for name in PLACEMENTS:
+        expected = placement_stages(name, ranks, num_stages, rank)
+        if expected is not None and set(held) == set(expected):
+            return name
+    return "custom"
 
 
 @dataclass(frozen=True)
@@ -44,4 +70,4 @@ class Schedule:
         for rank, held in enumerate(self.stages):
             if stage in held:
                 return rank
-        raise ValueError(f"stage {stage} is on no rank of this {self.ranks}-rank schedule")
+        raise ScheduleError(f"stage {stage} is on no rank of this {self.ranks}-rank schedule")

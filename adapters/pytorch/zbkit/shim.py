@@ -48,13 +48,15 @@ import threading
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from . import torch_rules
+from .errors import ScheduleRefused
+from .schedule import placement_of_rank
 
 SCHEDULES_MODULE = "torch.distributed.pipelining.schedules"
 _REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
-class Refusal(Exception):
-    """A schedule that cannot run on the stages the script built; the message is the one line."""
+# A schedule that cannot run on the stages the script built; the message is the one line.
+Refusal = ScheduleRefused
 
 
 # ---------------------------------------------------------------------------------------------
@@ -126,7 +128,12 @@ class ScheduleShape:
 
 
 # torch's computation types by the letters its CSV and zbkit.torch_rules use.
-_KIND_LETTERS = {"FORWARD": "F", "BACKWARD_INPUT": "I", "BACKWARD_WEIGHT": "W", "FULL_BACKWARD": "B"}
+_KIND_LETTERS = {
+    "FORWARD": "F",
+    "BACKWARD_INPUT": "I",
+    "BACKWARD_WEIGHT": "W",
+    "FULL_BACKWARD": "B",
+}
 
 
 def read_shape(path: str) -> ScheduleShape:
@@ -156,29 +163,23 @@ def read_shape(path: str) -> ScheduleShape:
 
 
 def placement_name(stages_of_rank: Sequence[Set[int]], ranks: int, num_stages: int) -> str:
-    """"loop" (stage s on rank s % ranks, including one stage per rank), "v" (rank r holds r and
-    2*ranks-1-r) or "custom"."""
-    if all(held == set(range(r, num_stages, ranks)) for r, held in enumerate(stages_of_rank)):
-        return "loop"
-    if num_stages == 2 * ranks and all(
-        held == {r, 2 * ranks - 1 - r} for r, held in enumerate(stages_of_rank)
-    ):
-        return "v"
-    return "custom"
+    """ "loop" (stage s on rank s % ranks, including one stage per rank), "v" (rank r holds r and
+    2*ranks-1-r) or "custom" (zbkit.schedule.placement_stages)."""
+    names = {
+        placement_of_rank(held, rank, ranks, num_stages) for rank, held in enumerate(stages_of_rank)
+    }
+    return names.pop() if len(names) == 1 else "custom"
 
 
 def script_placement(local: Set[int], rank: int, ranks: int, num_stages: int) -> str:
     """The placement name of the script's stages, judged from this rank's own (the only ones a
     rank can see without talking to its peers)."""
-    if local == set(range(rank, num_stages, ranks)):
-        return "loop"
-    if num_stages == 2 * ranks and local == {rank, 2 * ranks - 1 - rank}:
-        return "v"
-    return "custom"
+    return placement_of_rank(local, rank, ranks, num_stages)
 
 
-def check_fit(shape: ScheduleShape, local: Set[int], rank: int, ranks: int, num_stages: int,
-              microbatches: int) -> None:
+def check_fit(
+    shape: ScheduleShape, local: Set[int], rank: int, ranks: int, num_stages: int, microbatches: int
+) -> None:
     """Raises Refusal with one line naming both sides when the schedule does not fit."""
     built = script_placement(local, rank, ranks, num_stages)
     fits_stages = (
@@ -419,7 +420,10 @@ class _StageLabels:
         def backward_one_chunk(bwd_chunk_id, loss=None, full_backward=True, last_backward=False):
             if not stage.has_backward:
                 return backward(
-                    bwd_chunk_id, loss=loss, full_backward=full_backward, last_backward=last_backward
+                    bwd_chunk_id,
+                    loss=loss,
+                    full_backward=full_backward,
+                    last_backward=last_backward,
                 )
             if not full_backward:
                 with record_function(f"PP:{s}I{bwd_chunk_id}"):

@@ -23,7 +23,9 @@ W (weight gradient), B (full backward), plus the communication kinds, which are 
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Set, Tuple
+from typing import Optional, Sequence, Tuple
+
+from .validation import stuck_points
 
 # One action of a rank: (global stage, torch kind, microbatch or None).
 Action = Tuple[int, str, Optional[int]]
@@ -56,55 +58,24 @@ def check_loss_order(rows: Sequence[Sequence[Action]], num_stages: int) -> Optio
     return None
 
 
-def _waits_for(action: Action, num_stages: int) -> Optional[Tuple[int, Set[str], int]]:
-    """What torch's lowering makes `action` wait for: (stage, kinds, microbatch), or None."""
-    stage, kind, microbatch = action
-    if kind == "F" and stage > 0:
-        return stage - 1, {"F"}, microbatch
-    if kind in ("I", "B") and stage < num_stages - 1:
-        return stage + 1, {"I", "B"}, microbatch
-    return None
+# torch's kind letters as zbkit's op kinds (I: input gradient B; B: full backward BW).
+_ZBKIT_KIND = {"F": "F", "I": "B", "W": "W", "B": "BW"}
+_TORCH_LETTER = {"F": "F", "B": "I", "W": "W", "BW": "B"}
 
 
 def check_lowering(rows: Sequence[Sequence[Action]], num_stages: int) -> Optional[str]:
     """None when torch's lowering (`_add_send_recv`) can place every compute action: each rank in
     turn runs its next action once what it waits for has run on any rank (a local input and a
-    received one count the same). Otherwise the one-line reason, naming where each unfinished
+    received one count the same), which is zbkit's data-dependency rule
+    (zbkit.validation.stuck_points). Otherwise the one-line reason, naming where each unfinished
     rank is stuck."""
-    compute = [[a for a in row if a[1] in ("F", "I", "W", "B")] for row in rows]
-    done: Set[Tuple[int, str, int]] = set()
-    position = [0] * len(compute)
-    remaining = sum(len(row) for row in compute)
-    while remaining:
-        progress = False
-        for rank, row in enumerate(compute):
-            if position[rank] == len(row):
-                continue
-            action = row[position[rank]]
-            needed = _waits_for(action, num_stages)
-            if needed is not None and not any(
-                (needed[0], kind, needed[2]) in done for kind in needed[1]
-            ):
-                continue
-            done.add(action)  # type: ignore[arg-type]
-            position[rank] += 1
-            remaining -= 1
-            progress = True
-        if not progress:
-            stuck = []
-            for rank, row in enumerate(compute):
-                if position[rank] == len(row):
-                    continue
-                stage, kind, microbatch = row[position[rank]]
-                waited = _waits_for(row[position[rank]], num_stages)
-                assert waited is not None  # only a waiting action can be stuck
-                waited_kind = "F" if kind == "F" else "I"
-                stuck.append(
-                    f"rank {rank} at {stage}{kind}{microbatch} (stage {stage}, microbatch "
-                    f"{microbatch}) waits for {waited[0]}{waited_kind}{microbatch}"
-                )
-            return f"{_rule(LOWERING_RULE)}: no rank can go on: " + "; ".join(stuck)
-    return None
+    orders = [[(_ZBKIT_KIND[k], s, mb) for s, k, mb in row if k in _ZBKIT_KIND] for row in rows]
+    stuck = [
+        f"rank {rank} at {stage}{_TORCH_LETTER[kind]}{mb} (stage {stage}, microbatch {mb}) waits "
+        f"for {need[1]}{_TORCH_LETTER[need[0]]}{need[2]}"
+        for rank, _, (kind, stage, mb), need in stuck_points(orders, num_stages)
+    ]
+    return f"{_rule(LOWERING_RULE)}: no rank can go on: " + "; ".join(stuck) if stuck else None
 
 
 def check(rows: Sequence[Sequence[Action]], num_stages: int) -> Optional[str]:
