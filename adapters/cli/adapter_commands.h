@@ -18,7 +18,7 @@ int RunReplayCommand(const Args& args, std::ostream& out, std::ostream& err);
 
 // zb demo [options]: profile the bundled PyTorch job under torch's Schedule1F1B, tune, replay the
 // tuned schedule through the shim and through zbkit's executor next to torch's own schedules, and
-// report measured against predicted (demo_command.cpp says how).
+// report measured against predicted: runs the Python module zbkit.demo (demo_command.cpp).
 int RunDemoCommand(const Args& args, std::ostream& out, std::ostream& err);
 
 }  // namespace zb::cli

@@ -308,6 +308,7 @@ def main(argv=None) -> int:
 
     measured = times[args.warmup :] or times
     summary = {
+        "format": "zb-job-summary/1",  # docs/formats.md §3.1, read by zbkit.jobs.read_summary
         "rank": rank,
         "schedule": schedule.family,
         "class": PipelineExecutor.__name__,
