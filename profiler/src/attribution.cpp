@@ -193,11 +193,6 @@ bool IsNcclKernel(std::string_view name) {
   return false;
 }
 
-int StageOf(Placement placement, int ranks, int rank, int chunk) {
-  if (placement == Placement::kV) return chunk == 0 ? rank : 2 * ranks - 1 - rank;
-  return chunk * ranks + rank;
-}
-
 std::vector<Projection> ProjectRanges(const RawTrace& trace, const std::vector<size_t>& op_ranges,
                                       const std::vector<bool>& is_comm, bool cross_thread) {
   const std::vector<Assignment> assignment = AssignActivities(trace, op_ranges, cross_thread);
@@ -487,10 +482,10 @@ void AssignStages(ProcessOps& proc, const AttributionOptions& options, Attributi
                                "' does not exist in the V placement (2 chunks); skipped");
         continue;
       }
-      op.stage = StageOf(options.placement, result.ranks, proc.rank, match.chunk);
+      op.stage = StageOfChunk(options.placement, result.ranks, proc.rank, match.chunk);
       counts.max_chunk = std::max(counts.max_chunk, match.chunk);
     } else {
-      op.stage = StageOf(options.placement, result.ranks, proc.rank, 0);
+      op.stage = StageOfChunk(options.placement, result.ranks, proc.rank, 0);
     }
     op.peer_stage = PeerStage(op.stage, op.direction);
     counts.max_stage = std::max(counts.max_stage, op.stage);

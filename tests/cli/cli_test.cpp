@@ -305,6 +305,28 @@ TEST_F(CliTest, ShowDrawsEveryRankAndTheSummary) {
   const auto summary = nlohmann::json::parse(json.out);
   EXPECT_EQ(summary["ranks"].size(), 4u);
   EXPECT_EQ(summary["family"], "zb-h1");
+  EXPECT_TRUE(summary["cap"].is_null());  // a file records no cap
+}
+
+// T/LB means one thing (docs/bubbles.md §4): the bound under the cap the schedule was tuned for,
+// which the store keeps, so zb show of a stored schedule agrees with zb tune.
+TEST_F(CliTest, ShowOfAStoredScheduleDividesByTheBoundUnderItsCap) {
+  const std::string store = Path("zb.db");
+  Result tuned = Zb("tune --costs " + Data("costs/hetero4.json") +
+                    " -m 8 --mem-limit 1x --json --store " + store);
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.err;
+  const auto report = nlohmann::json::parse(tuned.out);
+  double tune_t_over_lb = 0;
+  for (const auto& candidate : report["candidates"]) {
+    if (candidate["family"] == report["best"]) tune_t_over_lb = candidate["t_over_lb"];
+  }
+  Result shown = Zb("show --store " + store + " --schedule 1 --json");
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  const auto summary = nlohmann::json::parse(shown.out);
+  ASSERT_FALSE(summary["cap"].is_null());
+  EXPECT_NEAR(summary["t_over_lb"].get<double>(), tune_t_over_lb, 1e-12);
+  Result text = Zb("show --store " + store + " --schedule 1");
+  EXPECT_NE(text.out.find("(bound under the cap "), std::string::npos) << text.out;
 }
 
 TEST_F(CliTest, BenchPaperMatchesThePublishedTable) {

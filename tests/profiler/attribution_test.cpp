@@ -167,14 +167,14 @@ TEST(Rules, MalformedRuleFilesNameTheField) {
 
 TEST(StageMapping, LoopAndV) {
   // P = 4: loop puts chunk c of rank r at stage c*P + r; V at r and 2P-1-r.
-  EXPECT_EQ(StageOf(Placement::kLoop, 4, 0, 0), 0);
-  EXPECT_EQ(StageOf(Placement::kLoop, 4, 3, 0), 3);
-  EXPECT_EQ(StageOf(Placement::kLoop, 4, 1, 1), 5);
-  EXPECT_EQ(StageOf(Placement::kLoop, 4, 3, 2), 11);
-  EXPECT_EQ(StageOf(Placement::kV, 4, 0, 0), 0);
-  EXPECT_EQ(StageOf(Placement::kV, 4, 0, 1), 7);
-  EXPECT_EQ(StageOf(Placement::kV, 4, 3, 1), 4);
-  EXPECT_EQ(StageOf(Placement::kV, 4, 1, 1), 6);
+  EXPECT_EQ(StageOfChunk(Placement::kLoop, 4, 0, 0), 0);
+  EXPECT_EQ(StageOfChunk(Placement::kLoop, 4, 3, 0), 3);
+  EXPECT_EQ(StageOfChunk(Placement::kLoop, 4, 1, 1), 5);
+  EXPECT_EQ(StageOfChunk(Placement::kLoop, 4, 3, 2), 11);
+  EXPECT_EQ(StageOfChunk(Placement::kV, 4, 0, 0), 0);
+  EXPECT_EQ(StageOfChunk(Placement::kV, 4, 0, 1), 7);
+  EXPECT_EQ(StageOfChunk(Placement::kV, 4, 3, 1), 4);
+  EXPECT_EQ(StageOfChunk(Placement::kV, 4, 1, 1), 6);
 }
 
 // ---- Traces built by hand ------------------------------------------------------------------

@@ -4,10 +4,14 @@
 #include <algorithm>
 #include <cctype>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <vector>
 
 #include "tuner_commands.h"
 #include "zbkit/cli/schedule_source.h"
 #include "zbkit/cli/text_table.h"
+#include "zbkit/schemas/store.h"
 #include "zbkit/tuner/lower_bound.h"
 #include "zbkit/tuner/simulator.h"
 
@@ -71,8 +75,22 @@ int RunShowCommand(const Args& args, std::ostream& out, std::ostream& err) {
   Status simulated = simulator.Run(schedule);
   if (!simulated.ok()) return ReportError(err, command, simulated);
   const Prediction& predicted = *schedule.predicted;
+  // T/LB divides by the bound under the cap the schedule was tuned for (docs/bubbles.md §4), as
+  // zb tune and zbview do: the store keeps it; a zb-schedule/1 file does not, and then the bound
+  // has no cap (and the line says so).
+  std::optional<double> cap;
+  if (values.count("store")) {
+    auto store = Store::Open(values["store"].as<std::string>(), Store::Mode::kReadOnly);
+    auto listed =
+        store.ok() ? store->ListSchedules() : Expected<std::vector<ScheduleInfo>>(store.status());
+    if (!listed.ok()) return ReportError(err, command, listed.status());
+    for (const ScheduleInfo& info : *listed) {
+      if (info.id == values["schedule"].as<int64_t>()) cap = info.memory_limit;
+    }
+  }
+  const std::vector<double> caps(cap ? schedule.ranks : 0, cap.value_or(0));
   const tuner::LowerBounds bounds = tuner::ComputeLowerBounds(
-      schedule.costs, schedule.ranks, schedule.microbatches, schedule.placement, {});
+      schedule.costs, schedule.ranks, schedule.microbatches, schedule.placement, caps);
   const double t_over_lb =
       bounds.makespan > 0 ? static_cast<double>(predicted.makespan) / bounds.makespan : 0;
 
@@ -89,6 +107,7 @@ int RunShowCommand(const Args& args, std::ostream& out, std::ostream& err) {
                               {"paper_bubble_rate", predicted.paper_bubble_rate},
                               {"lower_bound", NsToMs(bounds.makespan)},
                               {"t_over_lb", t_over_lb},
+                              {"cap", cap ? nlohmann::json(*cap) : nlohmann::json(nullptr)},
                               {"ranks", nlohmann::json::array()}};
     for (int r = 0; r < schedule.ranks; ++r) {
       const tuner::RankFigures& figures = simulator.ranks()[r];
@@ -125,7 +144,10 @@ int RunShowCommand(const Args& args, std::ostream& out, std::ostream& err) {
   out << "makespan " << FormatMs(predicted.makespan) << " ms, span " << FormatMs(predicted.span)
       << " ms, bubble " << FormatFixed(predicted.bubble_rate, 4) << " (from t=0), "
       << FormatFixed(predicted.paper_bubble_rate, 4) << " (paper, from each rank's first F), "
-      << "T/LB " << FormatFixed(t_over_lb, 3) << " (bound without memory cap)\n";
+      << "T/LB " << FormatFixed(t_over_lb, 3)
+      << (cap ? " (bound under the cap " + (std::ostringstream() << *cap).str() + ")"
+              : " (bound without memory cap: the file records none)")
+      << "\n";
   return 0;
 }
 

@@ -21,6 +21,8 @@
 
 #include "zbkit/schemas/dependencies.h"
 #include "zbkit/schemas/validate.h"
+#include "zbkit/tuner/memory_limit.h"
+#include "zbkit/tuner/objective.h"
 #include "zbkit/tuner/simulator.h"
 
 #endif  // ZBKIT_HAVE_Z3
@@ -34,14 +36,6 @@ namespace {
 // The model's size grows with the square of the ops per rank; beyond this Z3 does not close the
 // gap in any useful time, so a larger request is refused instead of left to run out its limit.
 constexpr int64_t kMaxOps = 400;
-
-// The tolerance tune.cpp allows a peak over its cap (float rounding of split memory figures), so
-// that every incumbent the tuner calls fitting is accepted here too.
-constexpr double kCapTolerance = 1e-9;
-
-bool FitsCap(double peak, double cap) {
-  return peak <= cap * (1 + kCapTolerance);
-}
 
 using Clock = std::chrono::steady_clock;
 
@@ -154,8 +148,8 @@ int AddMemoryPrecedences(Graph& graph, const std::vector<double>& caps) {
           releases += delta;
         }
       }
-      const double limit = cap + 1e-9 * scale;
-      if (forced + releases > limit) continue;  // over the cap in any order: left to the solver
+      // Over the cap in any order: left to the solver.
+      if (!FitsCap(forced + releases, cap, scale)) continue;
       for (int y : ids) {
         if (y == x || graph.Reaches(x, y) || graph.Reaches(y, x)) continue;
         double lost = 0;   // releases that y after x takes away
@@ -166,9 +160,9 @@ int AddMemoryPrecedences(Graph& graph, const std::vector<double>& caps) {
           if (delta < 0 && (z == y || graph.Reaches(y, z))) lost += delta;
           if (delta > 0 && (z == y || graph.Reaches(z, y))) extra += delta;
         }
-        if (forced + releases - lost > limit) {
+        if (!FitsCap(forced + releases - lost, cap, scale)) {
           edges.emplace_back(y, x);
-        } else if (forced + releases + extra > limit) {
+        } else if (!FitsCap(forced + releases + extra, cap, scale)) {
           edges.emplace_back(x, y);
         }
       }
@@ -453,7 +447,8 @@ class Model {
             terms.push_back(z3::ite(Before(y, x), ExactReal(ctx_, other), ctx_.real_val(0)));
           }
         }
-        if (worst + 1e-9 * scale <= caps[r]) continue;
+        // Within the cap in any order, by more than the tolerance: no constraint needed.
+        if (worst + kCapTolerance * scale <= caps[r]) continue;
         base_.push_back(z3::sum(terms) <= ExactReal(ctx_, caps[r]));
       }
     }
@@ -559,10 +554,6 @@ class Model {
   std::vector<std::vector<int>> pair_index_;  // per rank, (i, j) with i < j -> index in order_
 };
 
-TimeNs Figure(const Prediction& prediction, Objective objective) {
-  return objective == Objective::kSpan ? prediction.span : prediction.makespan;
-}
-
 // The schedule of a model solution: each rank's ops by start, then end (a zero-length op before
 // the op that starts when it ends), then precedence (zero-length ops at one instant keep their
 // dependencies' order), simulated.
@@ -641,7 +632,7 @@ Expected<ExactResult> SolveExact(const Schedule& incumbent, const std::vector<do
 
   ZB_ASSIGN_OR_RETURN(const Graph graph, BuildGraph(incumbent, caps));
   const TimeNs unit = graph.unit;
-  const TimeNs incumbent_figure = Figure(*result.best.predicted, objective);
+  const TimeNs incumbent_figure = ObjectiveFigure(*result.best.predicted, objective);
   if (incumbent_figure % unit != 0) {
     return InternalError("exact: a simulated figure is not a multiple of the op durations' gcd");
   }
@@ -683,7 +674,7 @@ Expected<ExactResult> SolveExact(const Schedule& incumbent, const std::vector<do
         }
         ZB_ASSIGN_OR_RETURN(Schedule found,
                             Extract(incumbent, graph, solver.get_model(), model.start(), caps));
-        const TimeNs figure = Figure(*found.predicted, objective);
+        const TimeNs figure = ObjectiveFigure(*found.predicted, objective);
         if (figure > mid * unit || figure % unit != 0) {
           return InternalError("exact: the simulator gives " + std::to_string(figure) +
                                " ns for an order the model bounds by " +

@@ -8,6 +8,7 @@
 #include "zbkit/schemas/store.h"
 #include "zbkit/schemas/validate.h"
 #include "zbkit/tuner/families.h"
+#include "zbkit/tuner/memory_limit.h"
 #include "zbkit/tuner/search.h"
 #include "zbkit/tuner/simulator.h"
 
@@ -55,7 +56,7 @@ FrontierPoint PointOf(std::string method, double factor, double cap, const Sched
 
 bool FitsCaps(const Prediction& predicted, const std::vector<double>& caps) {
   for (size_t r = 0; r < caps.size(); ++r) {
-    if (predicted.peak_memory[r] > caps[r] * (1 + 1e-9)) return false;
+    if (!FitsCap(predicted.peak_memory[r], caps[r])) return false;
   }
   return true;
 }

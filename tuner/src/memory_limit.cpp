@@ -8,6 +8,11 @@
 #include <sstream>
 
 namespace zb::tuner {
+
+bool FitsCap(double memory, double cap, double scale) {
+  if (std::isinf(cap) && cap > 0) return true;
+  return memory <= cap + kCapTolerance * std::max({1.0, std::abs(cap), scale});
+}
 namespace {
 
 // Parses a whole string as a finite double; std::from_chars for double is in GCC 11+.

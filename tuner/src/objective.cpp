@@ -13,6 +13,10 @@ std::optional<Objective> ParseObjective(std::string_view name) {
   return std::nullopt;
 }
 
+TimeNs ObjectiveFigure(const Prediction& predicted, Objective objective) {
+  return objective == Objective::kSpan ? predicted.span : predicted.makespan;
+}
+
 bool Better(const Prediction& a, const Prediction& b, Objective objective) {
   if (objective == Objective::kSpan && a.span != b.span) return a.span < b.span;
   return a.makespan < b.makespan;

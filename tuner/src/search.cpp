@@ -10,6 +10,7 @@
 #include "zbkit/schemas/validate.h"
 #include "zbkit/tuner/families.h"
 #include "zbkit/tuner/fuse.h"
+#include "zbkit/tuner/memory_limit.h"
 #include "zbkit/tuner/simulator.h"
 
 namespace zb::tuner {
@@ -48,7 +49,7 @@ bool RankFits(const Schedule& schedule, int rank, double cap) {
   double memory = 0;
   for (const Op& op : program.ops) {
     memory += schedule.costs.stages[program.stages[op.chunk]].MemoryDelta(op.kind);
-    if (memory > cap * (1 + 1e-9)) return false;
+    if (!FitsCap(memory, cap)) return false;
   }
   return true;
 }
@@ -462,10 +463,6 @@ std::vector<SeededSchedule> MakeSeeds(const CostProfile& rank_costs, int m,
 }
 
 }  // namespace
-
-TimeNs ObjectiveFigure(const Prediction& predicted, Objective objective) {
-  return objective == Objective::kSpan ? predicted.span : predicted.makespan;
-}
 
 Expected<SearchResult> Search(const CostProfile& rank_costs, int microbatches,
                               const std::vector<double>& rank_caps, const SearchOptions& options) {

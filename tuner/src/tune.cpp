@@ -23,7 +23,7 @@ void Judge(const CostProfile& rank_costs, int microbatches, Candidate& candidate
   for (int rank = 0; rank < p; ++rank) {
     // A relative tolerance: split costs carry memory as fractions that may not add up exactly.
     const double cap = candidate.caps[rank];
-    candidate.fits = candidate.fits && predicted.peak_memory[rank] <= cap * (1 + 1e-9);
+    candidate.fits = candidate.fits && FitsCap(predicted.peak_memory[rank], cap);
     candidate.peak_over_1f1b.push_back(
         one_f_one_b[rank] > 0 ? predicted.peak_memory[rank] / one_f_one_b[rank] : 0);
   }

@@ -30,6 +30,8 @@
 #include <utility>
 #include <vector>
 
+#include "zbkit/tuner/memory_limit.h"
+
 namespace zb::tuner {
 namespace {
 
@@ -50,13 +52,6 @@ int LocalChunkOf(int category, int stream_chunk) {
 
 OpKind KindOf(int category) {
   return category == kCatF ? OpKind::kF : (category == kCatB ? OpKind::kB : OpKind::kW);
-}
-
-// Memory comparisons tolerate the rounding of long sums of fractional deltas; integer-valued
-// inputs (the golden vectors, byte counts) are unaffected.
-bool FitsUnder(double value, double cap) {
-  if (cap == std::numeric_limits<double>::infinity()) return true;
-  return value <= cap + 1e-9 * std::max(1.0, std::abs(cap));
 }
 
 struct Problem {
@@ -238,7 +233,7 @@ class HeuristicPass {
   }
 
   bool Fits(int rank, int stream) const {
-    return FitsUnder(memory_[rank] + problem_.memory[rank][stream], problem_.cap[rank]);
+    return FitsCap(memory_[rank] + problem_.memory[rank][stream], problem_.cap[rank]);
   }
 
   // Fits(), plus in a reserving pass room for the F1 of every F0 in flight when admitting an F0.
@@ -249,7 +244,7 @@ class HeuristicPass {
           count_[rank][StreamIndex(kCatF, 0)] + 1 - count_[rank][StreamIndex(kCatF, 1)];
       needed += in_flight * problem_.memory[rank][StreamIndex(kCatF, 1)];
     }
-    return FitsUnder(memory_[rank] + needed, problem_.cap[rank]);
+    return FitsCap(memory_[rank] + needed, problem_.cap[rank]);
   }
 
   // Appends the next op of a stream to the rank's program at the earliest time the rank and the
@@ -345,7 +340,7 @@ class HeuristicPass {
         const double lookahead = (r + 1) * (problem_.memory[r][StreamIndex(kCatF, 0)] +
                                             problem_.memory[r][StreamIndex(kCatF, 1)]);
         bool stalled = false;
-        while (!stalled && FitsUnder(memory_[r] + lookahead, problem_.cap[r]) &&
+        while (!stalled && FitsCap(memory_[r] + lookahead, problem_.cap[r]) &&
                clock_[r] + problem_.cost[r][StreamIndex(kCatF, 0)] <= handoff &&
                count_[r][StreamIndex(kCatF, 0)] < m_) {
           for (int j = 0; j <= r && !stalled; ++j) {
@@ -546,7 +541,7 @@ Expected<Problem> MakeProblem(const CostProfile& chunk_costs, int microbatches,
     const double cap = rank_caps.empty() ? one_f1b : rank_caps[r];
     if (std::isnan(cap)) return UsageError("zb-v: memory cap is NaN");
     problem.cap.push_back(cap);
-    if (!FitsUnder(one_f1b, cap)) problem.strict = true;
+    if (!FitsCap(one_f1b, cap)) problem.strict = true;
   }
   return problem;
 }

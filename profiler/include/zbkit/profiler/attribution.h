@@ -170,10 +170,6 @@ std::vector<Projection> ProjectRanges(const RawTrace& trace, const std::vector<s
 // True for NCCL kernel names (substring "nccl", any case).
 bool IsNcclKernel(std::string_view name);
 
-// Stage of local chunk `chunk` on pipeline rank `rank` of a P-rank job: loop c*P + r; v: r for
-// c = 0, 2P-1-r for c = 1.
-int StageOf(Placement placement, int ranks, int rank, int chunk);
-
 }  // namespace zb::profiler
 
 #endif  // ZBKIT_PROFILER_ATTRIBUTION_H_

@@ -34,6 +34,15 @@ struct MemoryLimit {
 // kUsage with the reason for anything that is not one of the three forms or is not > 0.
 Expected<MemoryLimit> ParseMemoryLimit(std::string_view text);
 
+// "Fits the cap", the one definition every family, the search, the frontier, the exact solver
+// and tune judge by: `memory` (a peak, or a sum of memory deltas) is within `cap` (+infinity: no
+// cap) up to the rounding of the fractional deltas split costs carry: a tolerance of
+// kCapTolerance times the magnitude involved, at least 1 unit: the cap's, or `scale` (the sum of
+// the absolute values added up into `memory`) where that is larger. Integer-valued inputs (byte
+// counts, the golden vectors) are unaffected.
+inline constexpr double kCapTolerance = 1e-9;
+bool FitsCap(double memory, double cap, double scale = 0);
+
 }  // namespace zb::tuner
 
 #endif  // ZBKIT_TUNER_MEMORY_LIMIT_H_

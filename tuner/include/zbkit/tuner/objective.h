@@ -25,6 +25,9 @@ std::optional<Objective> ParseObjective(std::string_view name);
 // a tie keeps the incumbent: the earlier candidate in Families() order, the unfused order.
 bool Better(const Prediction& a, const Prediction& b, Objective objective);
 
+// The figure `objective` names, of a simulated schedule: its makespan or its span.
+TimeNs ObjectiveFigure(const Prediction& predicted, Objective objective);
+
 }  // namespace zb::tuner
 
 #endif  // ZBKIT_TUNER_OBJECTIVE_H_

@@ -75,9 +75,6 @@ struct SearchResult {
 Expected<SearchResult> Search(const CostProfile& rank_costs, int microbatches,
                               const std::vector<double>& rank_caps, const SearchOptions& options);
 
-// The figure `objective` names, of a simulated schedule.
-TimeNs ObjectiveFigure(const Prediction& predicted, Objective objective);
-
 }  // namespace zb::tuner
 
 #endif  // ZBKIT_TUNER_SEARCH_H_
