@@ -136,7 +136,9 @@ ZBRT_API zbrt_status zbrt_recorder_open(const zbrt_schedule* schedule, int32_t r
 ZBRT_API zbrt_status zbrt_op_begin(zbrt_recorder* recorder, int64_t op_index);
 ZBRT_API zbrt_status zbrt_op_end(zbrt_recorder* recorder, int64_t op_index);
 /* Iteration `iteration` (a training step) begins / the open one ends. Optional; they become
- * `zb:iter:<n>` ranges, which the profiler uses to split iterations. */
+ * `zb:iter:<n>` ranges, which the profiler uses to split iterations. The range-name contract
+ * holds iteration numbers in 32 bits: `iteration` must be in 0..INT32_MAX
+ * (ZBRT_ERROR_OUT_OF_RANGE otherwise; the parameter is 64-bit for ABI version 1's sake). */
 ZBRT_API zbrt_status zbrt_iteration_begin(zbrt_recorder* recorder, int64_t iteration);
 ZBRT_API zbrt_status zbrt_iteration_end(zbrt_recorder* recorder);
 /* A sample: `bytes` of memory held on the rank from now on. */

@@ -3,15 +3,16 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <charconv>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "zbkit/profiler/attribution.h"
 #include "zbkit/profiler/shard.h"
+#include "zbkit/schemas/range_name.h"
 #include "zbkit/schemas/store.h"
 #include "zbrt_internal.h"
 
@@ -68,25 +69,20 @@ zb::Status AddShard(const std::string& path, const zb::Schedule& schedule,
   }
   seen_ranks[rank] = true;
   const std::vector<int32_t>& stages = schedule.programs[rank].stages;
-  // The recorder's iteration ranges ("zb:iter:<n>", runtime/README.md): an op belongs to the one
+  // The recorder's iteration ranges ("zb:iter:<n>", range_name.h): an op belongs to the one
   // it starts in.
   struct IterationSpan {
     zb::TimeNs start, end;
-    int64_t number;
+    int32_t number;
   };
   std::vector<IterationSpan> iterations;
-  constexpr std::string_view kIterationPrefix = "zb:iter:";
   for (const zb::profiler::TraceRange& range : trace.ranges) {
-    if (range.name.compare(0, kIterationPrefix.size(), kIterationPrefix) != 0) continue;
-    int64_t number = 0;
-    const char* first = range.name.data() + kIterationPrefix.size();
-    const char* last = range.name.data() + range.name.size();
-    const auto parsed = std::from_chars(first, last, number);
-    if (parsed.ec == std::errc() && parsed.ptr == last && number >= 0) {
-      iterations.push_back({range.start, range.end, number});
+    const std::optional<zb::RangeName> name = zb::ParseRangeName(range.name);
+    if (name && name->role == zb::RangeName::Role::kIteration) {
+      iterations.push_back({range.start, range.end, name->iteration});
     }
   }
-  auto iteration_of = [&](zb::TimeNs start) -> int64_t {
+  auto iteration_of = [&](zb::TimeNs start) -> int32_t {
     for (const IterationSpan& span : iterations) {
       if (span.start <= start && start <= span.end) return span.number;
     }
@@ -114,7 +110,7 @@ zb::Status AddShard(const std::string& path, const zb::Schedule& schedule,
       return zb::InvalidInput(path + ": range " + range.name + " ends before it begins");
     }
     timeline.ops.push_back({rank, match.stage, match.kind, match.microbatch, range.start, range.end,
-                            static_cast<int32_t>(iteration_of(range.start))});
+                            iteration_of(range.start)});
   }
   int64_t held = 0;  // the shard keeps deltas (runtime/README.md)
   for (const zb::profiler::MemoryEvent& event : trace.memory) {

@@ -9,12 +9,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cstdio>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "zbkit/profiler/shard.h"
+#include "zbkit/schemas/range_name.h"
 #include "zbrt_internal.h"
 
 #if ZBRT_HAVE_NVTX
@@ -50,7 +51,7 @@ struct Mark {
 };
 
 struct Iteration {
-  int64_t number = 0;
+  int32_t number = 0;  // the contract's width (range_name.h), checked by zbrt_iteration_begin
   int64_t begin = 0;
   int64_t end = 0;
   int64_t thread = 0;
@@ -118,11 +119,9 @@ zb::Status WriteShard(const zbrt_recorder& recorder) {
   process.world_size = recorder.ranks;
   ZB_ASSIGN_OR_RETURN(zb::profiler::ShardWriter writer,
                       zb::profiler::ShardWriter::Create(recorder.shard_path, process, "zbrt"));
-  char name[48];
   for (const Iteration& iteration : recorder.iterations) {
-    std::snprintf(name, sizeof(name), "zb:iter:%lld", static_cast<long long>(iteration.number));
-    writer.Add(
-        zb::profiler::TraceRange{name, "", iteration.thread, iteration.begin, iteration.end, 0});
+    writer.Add(zb::profiler::TraceRange{zb::FormatIterationRangeName(iteration.number), "",
+                                        iteration.thread, iteration.begin, iteration.end, 0});
   }
   for (const std::vector<Mark>* part : {&recorder.spilled, &recorder.marks}) {
     for (const Mark& mark : *part) {
@@ -168,7 +167,7 @@ zbrt_status zbrt_recorder_open(const zbrt_schedule* schedule, int32_t rank, cons
     recorder->names.reserve(program.ops.size());
     for (const zb::Op& op : program.ops) {
       recorder->names.push_back(
-          zbrt::OpRangeName(op.kind, program.stages[op.chunk], op.microbatch));
+          zb::FormatRangeName(op.kind, program.stages[op.chunk], op.microbatch));
     }
     recorder->open.assign(program.ops.size(), -1);
     recorder->marks.reserve(program.ops.size() > 0 ? program.ops.size() : 1);
@@ -231,10 +230,13 @@ zbrt_status zbrt_op_end(zbrt_recorder* recorder, int64_t op_index) {
 zbrt_status zbrt_iteration_begin(zbrt_recorder* recorder, int64_t iteration) {
   constexpr const char* kFn = "zbrt_iteration_begin";
   if (recorder == nullptr) return NullRecorder(kFn);
-  if (iteration < 0) {
-    return zbrt::Fail(
-        ZBRT_ERROR_INVALID_ARGUMENT,
-        std::string(kFn) + ": iteration must be >= 0, got " + std::to_string(iteration));
+  // The ABI takes int64 (ZBRT_ABI_VERSION 1); the range-name contract holds int32, so larger
+  // numbers are refused here rather than truncated later (range_name.h).
+  if (iteration < 0 || iteration > std::numeric_limits<int32_t>::max()) {
+    return zbrt::Fail(ZBRT_ERROR_OUT_OF_RANGE,
+                      std::string(kFn) + ": iteration must be in 0.." +
+                          std::to_string(std::numeric_limits<int32_t>::max()) + ", got " +
+                          std::to_string(iteration));
   }
   if (recorder->in_iteration) {
     return zbrt::Fail(ZBRT_ERROR_STATE, std::string(kFn) + ": iteration " +
@@ -253,11 +255,9 @@ zbrt_status zbrt_iteration_begin(zbrt_recorder* recorder, int64_t iteration) {
     return zbrt::Fail(ZBRT_ERROR_INTERNAL, std::string(kFn) + ": out of memory");
   }
   recorder->in_iteration = true;
-  recorder->current = Iteration{iteration, 0, 0, ThreadId()};
+  recorder->current = Iteration{static_cast<int32_t>(iteration), 0, 0, ThreadId()};
 #if ZBRT_HAVE_NVTX
-  char name[48];
-  std::snprintf(name, sizeof(name), "zb:iter:%lld", static_cast<long long>(iteration));
-  nvtxRangePushA(name);
+  nvtxRangePushA(zb::FormatIterationRangeName(recorder->current.number).c_str());
 #endif
   recorder->current.begin = NowNs();
   return ZBRT_OK;

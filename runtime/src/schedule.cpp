@@ -53,11 +53,6 @@ zbrt_status Fail(const char* function, const zb::Status& status) {
   return Fail(StatusCode(status.code()), std::string(function) + ": " + status.message());
 }
 
-std::string OpRangeName(zb::OpKind kind, int32_t stage, int32_t microbatch) {
-  return std::string("zb:") + zb::OpKindName(kind) + ":s" + std::to_string(stage) + ":mb" +
-         std::to_string(microbatch);
-}
-
 bool CheckSchedule(const char* function, const zbrt_schedule* schedule) {
   if (schedule != nullptr) return true;
   Fail(ZBRT_ERROR_INVALID_ARGUMENT, std::string(function) + ": schedule handle is null");

@@ -26,7 +26,6 @@ zbrt_status Fail(const char* function, const zb::Status& status);
 zbrt_status StatusCode(zb::ErrorCode code);
 
 // "zb:F:s3:mb7", the range-name contract the profiler attributes (profiler/README.md).
-std::string OpRangeName(zb::OpKind kind, int32_t stage, int32_t microbatch);
 
 // Checks shared by the queries; on failure they record the error and return false.
 bool CheckSchedule(const char* function, const zbrt_schedule* schedule);

@@ -319,6 +319,11 @@ TEST_F(Zbrt, BadInputsGiveCodesAndMessages) {
   ASSERT_EQ(zbrt_op_begin(recorder, 0), ZBRT_OK);
   ExpectError(zbrt_op_begin(recorder, 0), ZBRT_ERROR_STATE, "already begun");
   ExpectError(zbrt_iteration_begin(recorder, 0), ZBRT_ERROR_STATE, "1 ops begun");
+  // Iteration numbers have the range-name contract's width (int32) end to end: a larger one is
+  // refused at the ABI, not truncated in the store.
+  ExpectError(zbrt_iteration_begin(recorder, int64_t{1} << 31), ZBRT_ERROR_OUT_OF_RANGE,
+              "iteration must be in 0..2147483647, got 2147483648");
+  ExpectError(zbrt_iteration_begin(recorder, -1), ZBRT_ERROR_OUT_OF_RANGE, "got -1");
   ExpectError(zbrt_iteration_end(recorder), ZBRT_ERROR_STATE, "no iteration begun");
   ExpectError(zbrt_record_memory(recorder, -5), ZBRT_ERROR_INVALID_ARGUMENT, "bytes must be");
   ASSERT_EQ(zbrt_op_end(recorder, 0), ZBRT_OK);
