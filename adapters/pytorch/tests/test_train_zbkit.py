@@ -37,7 +37,7 @@ ITERS = 2
 JOB = MODEL + ["--batch", "8", "--iters", str(ITERS), "--warmup", "0"]
 TIMEOUT_S = 150
 SUMMARY_KEYS = {
-    "rank", "schedule", "class", "ranks", "stages", "microbatches", "iters", "median_iter_s",
+    "format", "rank", "schedule", "class", "ranks", "stages", "microbatches", "iters", "median_iter_s",
     "iter_s", "peak_activation_bytes", "optimizer", "optimizer_step",
 }  # fmt: skip
 STEP_KEYS = {"barrier_s", "grad_norms", "clipped", "skipped", "rollbacks", "restarts"}
@@ -120,6 +120,7 @@ def test_tuned_schedule_trains_like_the_reference(zb, tmp_path, family, stages):
     summaries = read_summaries(done, pattern)
     for rank, summary in enumerate(summaries):
         assert set(summary) == SUMMARY_KEYS, summary
+        assert summary["format"] == "zb-job-summary/1"  # docs/formats.md §3.1
         assert summary["rank"] == rank and summary["ranks"] == 2
         assert (summary["schedule"], summary["stages"]) == (family, stages)
         assert summary["class"] == "PipelineExecutor" and summary["microbatches"] == 4
