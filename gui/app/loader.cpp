@@ -9,10 +9,10 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <queue>
 #include <system_error>
 #include <tuple>
 
+#include "zbkit/schemas/timeline_analysis.h"
 #include "zbkit/schemas/validate.h"
 #include "zbkit/tuner/lower_bound.h"
 #include "zbkit/tuner/simulator.h"
@@ -66,24 +66,10 @@ bool HasTimes(const Schedule& schedule) {
   return false;
 }
 
-std::vector<TimeNs> RankBusy(const TimelineIndex& index) {
-  std::vector<TimeNs> busy(static_cast<size_t>(index.num_ranks()), 0);
-  for (int r = 0; r < index.num_ranks(); ++r) {
-    const int lane_index = index.RankLane(r);
-    if (lane_index < 0) continue;
-    const TimelineLane& lane = index.lane(lane_index);
-    TimeNs sum = 0;
-    for (size_t i = 0; i < lane.size(); ++i)
-      sum += lane.end[i] - lane.start[i];
-    busy[static_cast<size_t>(r)] = sum;
-  }
-  return busy;
-}
-
 // Fills what every item with a timeline has: the index-derived figures the summary shows.
 void FinishTimelineItem(LoadedItem& item) {
   if (!item.figures) item.figures = item.index->Figures();
-  item.rank_busy = RankBusy(*item.index);
+  item.rank_busy = item.index->rank_busy();
   item.bubbles = FindBubbles(*item.index, item.figures->makespan, 5);
 }
 
@@ -434,55 +420,17 @@ Expected<LoadedItem> LoadItem(const StoreListing& listing, const ItemRef& ref,
 }
 
 std::vector<BubbleNote> FindBubbles(const TimelineIndex& index, TimeNs makespan, int count) {
-  struct Gap {
-    TimeNs length;
-    int lane;
-    int64_t next;  // op index that ended the gap, -1 for the idle tail
-    TimeNs start;
-    TimeNs end;
-    bool operator>(const Gap& other) const { return length > other.length; }
-  };
-  if (count <= 0) return {};
-  // Keep only the `count` longest: a 1M-op timeline has up to 1M gaps.
-  std::priority_queue<Gap, std::vector<Gap>, std::greater<Gap>> longest;
-  auto offer = [&](const Gap& gap) {
-    if (gap.length <= 0) return;
-    if (static_cast<int>(longest.size()) < count) {
-      longest.push(gap);
-    } else if (gap.length > longest.top().length) {
-      longest.pop();
-      longest.push(gap);
-    }
-  };
-  // Predicted timelines count from t = 0 (the makespan convention); measured ones from their
-  // first op, since their clock has an arbitrary origin.
-  const TimeNs origin = index.kind() == TimelineKind::kPredicted ? 0 : index.begin();
-  const TimeNs finish = std::max(index.end(), origin + makespan);
-  for (int r = 0; r < index.num_ranks(); ++r) {
-    const int lane_index = index.RankLane(r);
-    if (lane_index < 0) continue;
-    const TimelineLane& lane = index.lane(lane_index);
-    TimeNs previous_end = origin;
-    for (size_t i = 0; i < lane.size(); ++i) {
-      offer({lane.start[i] - previous_end, lane_index, static_cast<int64_t>(i), previous_end,
-             lane.start[i]});
-      previous_end = std::max(previous_end, lane.end[i]);
-    }
-    offer({finish - previous_end, lane_index, -1, previous_end, finish});
-  }
   std::vector<BubbleNote> notes;
-  while (!longest.empty()) {
-    const Gap gap = longest.top();
-    longest.pop();
-    const TimelineLane& lane = index.lane(gap.lane);
+  for (const Bubble& bubble : LongestBubbles(index, makespan, count)) {
+    const TimelineLane& lane = index.lane(bubble.lane);
     BubbleNote note;
     note.rank = lane.rank;
-    note.start = gap.start;
-    note.end = gap.end;
-    if (gap.next >= 0) {
-      const auto i = static_cast<size_t>(gap.next);
+    note.start = bubble.start;
+    note.end = bubble.end;
+    if (bubble.next >= 0) {
+      const auto i = static_cast<size_t>(bubble.next);
       note.before = DescribeOp(lane, i);
-      if (auto cause = index.WaitedFor(gap.lane, i)) {
+      if (auto cause = index.WaitedFor(bubble.lane, i)) {
         const TimelineLane& cause_lane = index.lane(cause->lane);
         note.waited_for =
             DescribeOp(cause_lane, cause->index) + " on rank " + std::to_string(cause_lane.rank);
@@ -490,7 +438,6 @@ std::vector<BubbleNote> FindBubbles(const TimelineIndex& index, TimeNs makespan,
     }
     notes.push_back(std::move(note));
   }
-  std::reverse(notes.begin(), notes.end());
   return notes;
 }
 

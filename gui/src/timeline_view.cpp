@@ -24,6 +24,7 @@
 #include "tooltip.h"
 #include "zbkit/gui/lane_rasterizer.h"
 #include "zbkit/gui/palette.h"
+#include "zbkit/schemas/timeline_analysis.h"
 
 namespace zb::gui {
 namespace {
@@ -217,7 +218,7 @@ void TimelineView::setTimeline(std::shared_ptr<const TimelineIndex> index) {
       impl_->active.emplace_back(lane.size() ? lane.start.front() : 0, end);
     }
     impl_->highlighted.resize(index_->lanes().size());
-    impl_->origin = index_->kind() == TimelineKind::kMeasured ? index_->begin() : 0;
+    impl_->origin = TimelineOrigin(*index_);
     // A small margin keeps the first and last blocks off the edges when everything is shown.
     const TimeNs pad = std::max<TimeNs>((index_->end() - index_->begin()) / 100, 1);
     state_->setTraceRange({index_->begin() - pad, index_->end() + pad});
@@ -448,9 +449,11 @@ QString TimelineView::tooltipText(QPoint pos) const {
   if (t < active0 || t >= active1) return {};
   const size_t next = index_->Visible(lane_id, t, active1).first;
   if (next >= lane.size() || lane.start[next] <= t) return {};
-  const TimeNs gap_start = next > 0 ? lane.end[next - 1] : active0;
-  QString text = QStringLiteral("idle %1 before %2")
-                     .arg(FormatTime(lane.start[next] - gap_start), OpText(lane, next));
+  // The stretch the bubble list names: from where every earlier op has ended (timeline_analysis.h).
+  const Bubble idle = IdleBefore(*index_, lane_id, next);
+  if (t < idle.start) return {};  // an earlier, overlapping op still runs here
+  QString text =
+      QStringLiteral("idle %1 before %2").arg(FormatTime(idle.length()), OpText(lane, next));
   if (auto cause = index_->WaitedFor(lane_id, next)) {
     const TimelineLane& other = index_->lane(cause->lane);
     text += QStringLiteral("\nwhich waited for %1 (rank %2)")

@@ -174,12 +174,22 @@ class TimelineIndex {
   // lane); the cause is always on a rank lane. nullopt for comm lanes and ops that did not wait.
   std::optional<WaitCause> WaitedFor(int lane, size_t index) const;
 
- private:
+  // Per rank: the sum of its compute ops' durations, and its latest compute op end.
+  const std::vector<TimeNs>& rank_busy() const { return rank_busy_; }
+  const std::vector<TimeNs>& rank_end() const { return rank_end_; }
+
   // An op of a rank lane, for the (kind, stage, microbatch) lookup.
   struct OpRef {
     int32_t rank = 0;
     uint32_t index = 0;
   };
+  // Ops of the rank lanes with this (kind, stage, microbatch), in rank then start order.
+  std::pair<const OpRef*, const OpRef*> Find(OpKind kind, int32_t stage, int32_t microbatch) const;
+  // A dense id of op `index` of rank `rank`'s rank lane, 0 .. num_rank_lane_ops() - 1 (bitmaps).
+  size_t RankOpId(int32_t rank, uint32_t index) const { return rank_op_offset_[rank] + index; }
+  size_t num_rank_lane_ops() const { return rank_op_offset_.empty() ? 0 : rank_op_offset_.back(); }
+
+ private:
   struct OpKey {
     int32_t stage = 0;
     int32_t microbatch = 0;
@@ -188,11 +198,6 @@ class TimelineIndex {
 
   void BuildLookup();
   void ComputeFigures();
-  // Ops of the rank lanes with this (kind, stage, microbatch), in rank then start order.
-  std::pair<const OpRef*, const OpRef*> Find(OpKind kind, int32_t stage, int32_t microbatch) const;
-  size_t RankOpId(int32_t rank, uint32_t index) const { return rank_op_offset_[rank] + index; }
-  friend TimelineComparison CompareTimelines(const TimelineIndex& a, const TimelineIndex& b,
-                                             double relative_tolerance);
 
   TimelineKind kind_ = TimelineKind::kPredicted;
   int num_ranks_ = 0;
