@@ -55,12 +55,36 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   loader_ = new StoreLoader(this);
 
-  // Centre: an error banner over a stack of placeholder / single timeline / comparison.
+  // Centre: an error banner over a stack of placeholder / single timeline / comparison / frontier.
   auto* central = new QWidget(this);
   auto* central_layout = new QVBoxLayout(central);
   central_layout->setContentsMargins(0, 0, 0, 0);
   central_layout->setSpacing(0);
+  createBanner(central);
+  central_layout->addWidget(banner_);
+  createPages(central);
+  central_layout->addWidget(stack_, 1);
+  setCentralWidget(central);
 
+  createDocks();
+  createMenus();
+
+  progress_ = new QProgressBar(this);
+  progress_->setRange(0, 100);
+  progress_->setMaximumWidth(220);
+  progress_->setTextVisible(true);
+  progress_->hide();
+  statusBar()->addPermanentWidget(progress_);
+  connectSignals();
+
+  showPlaceholder(
+      tr("Open a zbkit store with File > Open (Ctrl+O), or pass it on the command "
+         "line: zbview STORE.db"));
+  updateZoomActions();
+}
+
+// The error banner: one line (wrapped) with a dismiss button, hidden until a failure.
+void MainWindow::createBanner(QWidget* central) {
   banner_ = new QFrame(central);
   banner_->setObjectName(QStringLiteral("banner"));
   banner_->setStyleSheet(
@@ -80,8 +104,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   banner_layout->addWidget(banner_label_, 1);
   banner_layout->addWidget(dismiss, 0, Qt::AlignTop);
   banner_->hide();
-  central_layout->addWidget(banner_);
+}
 
+// The stack of pages: placeholder, single timeline (legend, timeline over memory), comparison,
+// frontier.
+void MainWindow::createPages(QWidget* central) {
   stack_ = new QStackedWidget(central);
   placeholder_ = new QLabel(stack_);
   placeholder_->setAlignment(Qt::AlignCenter);
@@ -141,19 +168,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   frontier_layout->addLayout(frontier_header);
   frontier_layout->addWidget(frontier_, 1);
   stack_->addWidget(frontier_page_);
-  central_layout->addWidget(stack_, 1);
-  setCentralWidget(central);
+}
 
-  createDocks();
-  createMenus();
-
-  progress_ = new QProgressBar(this);
-  progress_->setRange(0, 100);
-  progress_->setMaximumWidth(220);
-  progress_->setTextVisible(true);
-  progress_->hide();
-  statusBar()->addPermanentWidget(progress_);
-
+void MainWindow::connectSignals() {
   connect(loader_, &StoreLoader::busyChanged, this, [this](bool busy) {
     progress_->setVisible(busy);
     if (busy) progress_->setValue(0);
@@ -185,11 +202,6 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connectRangeSelection(timeline_);
   connectRangeSelection(compare_->top());
   connectRangeSelection(compare_->bottom());
-
-  showPlaceholder(
-      tr("Open a zbkit store with File > Open (Ctrl+O), or pass it on the command "
-         "line: zbview STORE.db"));
-  updateZoomActions();
 }
 
 MainWindow::~MainWindow() {

@@ -87,6 +87,9 @@ class MainWindow : public QMainWindow {
 
  private:
   void createMenus();
+  void createBanner(QWidget* central);
+  void createPages(QWidget* central);
+  void connectSignals();
   void createDocks();
   void addRecentFile(const QString& path);
   void rebuildRecentMenu();

@@ -98,6 +98,14 @@ void StoreBrowser::clear() {
   compare_button_->setEnabled(false);
 }
 
+// The row's item (for activation), aligned numbers, and the lookup by reference.
+void StoreBrowser::registerRow(QTreeWidgetItem* row, const ItemRef& ref) {
+  row->setData(0, kKindRole, static_cast<int>(ref.kind));
+  row->setData(0, kIdRole, QVariant::fromValue<qlonglong>(ref.id));
+  AlignNumbers(row);
+  rows_[Key(ref)] = row;
+}
+
 void StoreBrowser::setListing(std::shared_ptr<const StoreListing> listing) {
   clear();
   listing_ = std::move(listing);
@@ -139,10 +147,7 @@ void StoreBrowser::setListing(std::shared_ptr<const StoreListing> listing) {
     }
     row->setText(kOpsColumn, QString::number(info.num_ops));
     row->setText(kCreatedColumn, Created(info.created_at));
-    row->setData(0, kKindRole, static_cast<int>(ItemKind::kSchedule));
-    row->setData(0, kIdRole, QVariant::fromValue<qlonglong>(info.id));
-    AlignNumbers(row);
-    rows_[Key({ItemKind::kSchedule, info.id})] = row;
+    registerRow(row, {ItemKind::kSchedule, info.id});
   }
 
   QTreeWidgetItem* unlinked = nullptr;
@@ -166,10 +171,7 @@ void StoreBrowser::setListing(std::shared_ptr<const StoreListing> listing) {
                     tr("timeline %1 (%2)").arg(info.id).arg(TimelineKindName(info.kind)));
     row->setText(kOpsColumn, QString::number(info.num_ops));
     row->setText(kCreatedColumn, Created(info.created_at));
-    row->setData(0, kKindRole, static_cast<int>(ItemKind::kTimeline));
-    row->setData(0, kIdRole, QVariant::fromValue<qlonglong>(info.id));
-    AlignNumbers(row);
-    rows_[Key({ItemKind::kTimeline, info.id})] = row;
+    registerRow(row, {ItemKind::kTimeline, info.id});
   }
 
   std::map<std::pair<std::string, std::string>, QTreeWidgetItem*> profile_groups;
@@ -184,10 +186,7 @@ void StoreBrowser::setListing(std::shared_ptr<const StoreListing> listing) {
     row->setText(kRanksColumn, QString::number(info.num_stages));
     row->setToolTip(kRanksColumn, tr("stages"));
     row->setText(kCreatedColumn, Created(info.created_at));
-    row->setData(0, kKindRole, static_cast<int>(ItemKind::kCostProfile));
-    row->setData(0, kIdRole, QVariant::fromValue<qlonglong>(info.id));
-    AlignNumbers(row);
-    rows_[Key({ItemKind::kCostProfile, info.id})] = row;
+    registerRow(row, {ItemKind::kCostProfile, info.id});
   }
   // Frontiers sit under the job of the cost profile they were computed from, in a group of their
   // own (a job tuned with several grids or objectives has several).
@@ -212,10 +211,7 @@ void StoreBrowser::setListing(std::shared_ptr<const StoreListing> listing) {
     row->setText(kOpsColumn, QString::number(info.num_points));
     row->setToolTip(kOpsColumn, tr("points: caps x methods"));
     row->setText(kCreatedColumn, Created(info.created_at));
-    row->setData(0, kKindRole, static_cast<int>(ItemKind::kFrontier));
-    row->setData(0, kIdRole, QVariant::fromValue<qlonglong>(info.id));
-    AlignNumbers(row);
-    rows_[Key({ItemKind::kFrontier, info.id})] = row;
+    registerRow(row, {ItemKind::kFrontier, info.id});
   }
   tree_->expandAll();
   // Cost profile groups stay folded: a tuned store holds one per schedule and they are rarely the

@@ -61,6 +61,7 @@ class StoreBrowser : public QWidget {
   void compareRequested(zb::gui::ItemRef a, zb::gui::ItemRef b);
 
  private:
+  void registerRow(QTreeWidgetItem* row, const ItemRef& ref);
   void onSelectionChanged();
   void showContextMenu(const QPoint& pos);
 

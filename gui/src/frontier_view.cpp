@@ -269,6 +269,15 @@ void FrontierView::paintEvent(QPaintEvent* /*event*/) {
   const QRect plot = plotRect();
   painter.fillRect(plot, BackgroundColor());
 
+  paintAxes(painter, plot);
+  paintSeries(painter, plot);
+  paintLegend(painter, plot);
+}
+
+// The grid, the rate labels, the caps under the plot and the axis titles.
+void FrontierView::paintAxes(QPainter& painter, const QRect& plot) const {
+  const QFontMetrics metrics = fontMetrics();
+  const int line = metrics.height();
   // Horizontal grid and the rate labels.
   const int decimals = PercentDecimals(y_step_);
   const int num_ticks = static_cast<int>(std::lround((y_max_ - y_min_) / y_step_));
@@ -324,7 +333,11 @@ void FrontierView::paintEvent(QPaintEvent* /*event*/) {
   painter.setPen(FrameColor());
   painter.setBrush(Qt::NoBrush);
   painter.drawRect(plot.adjusted(0, 0, -1, -1));
+}
 
+// Per method, its points by cap (a cap where it fits nothing breaks the line), and the hovered
+// point.
+void FrontierView::paintSeries(QPainter& painter, const QRect& plot) const {
   // The series: per method, its points by cap; a cap where it fits nothing breaks the line.
   painter.setRenderHint(QPainter::Antialiasing, true);
   for (int s = 0; s < static_cast<int>(methods_.size()); ++s) {
@@ -377,7 +390,11 @@ void FrontierView::paintEvent(QPaintEvent* /*event*/) {
     painter.setBrush(Qt::NoBrush);
     painter.drawEllipse(at, kMarkerRadius + 4, kMarkerRadius + 4);
   }
+}
 
+void FrontierView::paintLegend(QPainter& painter, const QRect& plot) const {
+  const QFontMetrics metrics = fontMetrics();
+  const int line = metrics.height();
   // The legend, above the plot.
   double x = plot.left();
   const double y = (plot.top() - 2) / 2.0;

@@ -240,7 +240,11 @@ void MemoryTrack::paintEvent(QPaintEvent* /*event*/) {
   }
   painter.setClipping(false);
 
-  // Labels: rank and its peak (against its cap).
+  paintLabels(painter, small_font);
+}
+
+// Per rank its label and peak (against its cap), the row rules and the label column's edge.
+void MemoryTrack::paintLabels(QPainter& painter, const QFont& small_font) const {
   painter.setFont(small_font);
   for (int rank = 0; rank < index_->num_ranks(); ++rank) {
     const QRect row = rowRect(rank);

@@ -24,18 +24,31 @@ std::string Describe(OpKind kind, int stage, int microbatch) {
 }  // namespace
 
 Status Simulator::Run(Schedule& schedule, const SimulationOptions& options) {
-  const int p = schedule.ranks;
-  const int m = schedule.microbatches;
-  const int num_stages = schedule.num_stages();
-  const std::vector<StageCost>& costs = schedule.costs.stages;
-  const TimeNs comm = schedule.costs.comm;
+  IndexOps(schedule);
+  // The rule names B(s+1, j) where a fused BW also delivers; its slot holds either.
+  rule_ = DependencyRule{};
+  rule_.num_stages = schedule.num_stages();
+  if (options.paper_interleaved_quirk && schedule.chunks > 1 &&
+      schedule.placement == Placement::kLoop) {
+    rule_.wrap_period = schedule.ranks;
+  }
+  ZB_RETURN_IF_ERROR(RunOps(schedule));
+  ZB_RETURN_IF_ERROR(CheckFinished(schedule));
+  ComputeFigures(schedule);
+  return Status::Ok();
+}
 
+// Flat op ids (rank by rank, in order) and the (kind, stage, microbatch) -> id index.
+void Simulator::IndexOps(const Schedule& schedule) {
+  const int p = schedule.ranks;
+  num_stages_ = schedule.num_stages();
+  microbatches_ = schedule.microbatches;
   rank_offset_.assign(p + 1, 0);
   for (int r = 0; r < p; ++r) {
     rank_offset_[r + 1] = rank_offset_[r] + static_cast<int64_t>(schedule.programs[r].ops.size());
   }
   const int64_t num_ops = rank_offset_[p];
-  op_index_.assign(static_cast<size_t>(3) * num_stages * m, -1);
+  op_index_.assign(static_cast<size_t>(3) * num_stages_ * microbatches_, -1);
   for (int r = 0; r < p; ++r) {
     const RankProgram& program = schedule.programs[r];
     for (size_t i = 0; i < program.ops.size(); ++i) {
@@ -43,10 +56,11 @@ Status Simulator::Run(Schedule& schedule, const SimulationOptions& options) {
       const int stage = program.stages[op.chunk];
       const int64_t id = rank_offset_[r] + static_cast<int64_t>(i);
       if (op.kind == OpKind::kBW) {
-        op_index_[Slot(1, stage, op.microbatch, num_stages, m)] = id;
-        op_index_[Slot(2, stage, op.microbatch, num_stages, m)] = id;
+        op_index_[Slot(1, stage, op.microbatch, num_stages_, microbatches_)] = id;
+        op_index_[Slot(2, stage, op.microbatch, num_stages_, microbatches_)] = id;
       } else {
-        op_index_[Slot(static_cast<int>(op.kind), stage, op.microbatch, num_stages, m)] = id;
+        op_index_[Slot(static_cast<int>(op.kind), stage, op.microbatch, num_stages_,
+                       microbatches_)] = id;
       }
     }
   }
@@ -57,22 +71,21 @@ Status Simulator::Run(Schedule& schedule, const SimulationOptions& options) {
   ready_.clear();
   for (int r = p - 1; r >= 0; --r)
     ready_.push_back(r);
+}
 
-  // The slot of the op each op waits for (zbkit/schemas/dependencies.h), -1 when it has none.
-  // The rule names B(s+1, j) where a fused BW also delivers; its slot holds either.
-  DependencyRule rule;
-  rule.num_stages = num_stages;
-  if (options.paper_interleaved_quirk && schedule.chunks > 1 &&
-      schedule.placement == Placement::kLoop) {
-    rule.wrap_period = p;
-  }
-  auto dependency_slot = [&](const Op& op, int stage) -> int64_t {
-    const std::optional<Dependency> dep = WaitsFor(op.kind, stage, op.microbatch, rule);
-    if (!dep) return -1;  // also COMM, which ValidateSchedule rejects
-    return static_cast<int64_t>(
-        Slot(static_cast<int>(dep->kind), dep->stage, dep->microbatch, num_stages, m));
-  };
+// The slot of the op `op` waits for (zbkit/schemas/dependencies.h), -1 when it has none.
+int64_t Simulator::DependencySlot(const Op& op, int stage) const {
+  const std::optional<Dependency> dep = WaitsFor(op.kind, stage, op.microbatch, rule_);
+  if (!dep) return -1;  // also COMM, which ValidateSchedule rejects
+  return static_cast<int64_t>(
+      Slot(static_cast<int>(dep->kind), dep->stage, dep->microbatch, num_stages_, microbatches_));
+}
 
+// Runs each rank as far as its dependencies allow; a rank blocked on an op that has not run waits
+// on it and is made ready again when it ends.
+Status Simulator::RunOps(Schedule& schedule) {
+  const std::vector<StageCost>& costs = schedule.costs.stages;
+  const TimeNs comm = schedule.costs.comm;
   while (!ready_.empty()) {
     const int r = ready_.back();
     ready_.pop_back();
@@ -82,7 +95,7 @@ Status Simulator::Run(Schedule& schedule, const SimulationOptions& options) {
     while (position < program.ops.size()) {
       Op& op = program.ops[position];
       const int stage = program.stages[op.chunk];
-      const int64_t slot = dependency_slot(op, stage);
+      const int64_t slot = DependencySlot(op, stage);
       TimeNs ready_at = 0;
       if (slot >= 0) {
         const int64_t dep = op_index_[slot];
@@ -110,15 +123,18 @@ Status Simulator::Run(Schedule& schedule, const SimulationOptions& options) {
       ++position;
     }
   }
+  return Status::Ok();
+}
 
-  // Any rank that did not finish is stuck behind an op that can never run.
+// Any rank that did not finish is stuck behind an op that can never run: name each.
+Status Simulator::CheckFinished(const Schedule& schedule) const {
   std::string stuck;
-  for (int r = 0; r < p; ++r) {
+  for (int r = 0; r < schedule.ranks; ++r) {
     const RankProgram& program = schedule.programs[r];
     if (position_[r] == program.ops.size()) continue;
     const Op& op = program.ops[position_[r]];
     const int stage = program.stages[op.chunk];
-    const int64_t dep = op_index_[dependency_slot(op, stage)];
+    const int64_t dep = op_index_[DependencySlot(op, stage)];
     int dep_rank = 0;
     while (dep >= rank_offset_[dep_rank + 1])
       ++dep_rank;
@@ -131,11 +147,16 @@ Status Simulator::Run(Schedule& schedule, const SimulationOptions& options) {
              std::to_string(dep_rank) + " op " + std::to_string(dep - rank_offset_[dep_rank]) + ")";
   }
   if (!stuck.empty()) return Infeasible("deadlock: " + stuck);
+  return Status::Ok();
+}
 
-  rank_figures_.assign(p, RankFigures{});
+// Per-rank figures and the schedule's prediction, from the simulated times.
+void Simulator::ComputeFigures(Schedule& schedule) {
+  const std::vector<StageCost>& costs = schedule.costs.stages;
+  rank_figures_.assign(schedule.ranks, RankFigures{});
   Prediction prediction;
   TimeNs max_busy = 0;
-  for (int r = 0; r < p; ++r) {
+  for (int r = 0; r < schedule.ranks; ++r) {
     const RankProgram& program = schedule.programs[r];
     RankFigures& figures = rank_figures_[r];
     double memory = 0;
@@ -165,7 +186,6 @@ Status Simulator::Run(Schedule& schedule, const SimulationOptions& options) {
   prediction.bubble_rate = rate(prediction.makespan);
   prediction.paper_bubble_rate = rate(prediction.span);
   schedule.predicted = std::move(prediction);
-  return Status::Ok();
 }
 
 Status Simulate(Schedule& schedule, const SimulationOptions& options) {

@@ -20,6 +20,8 @@
 
 #include "zbkit/schemas/frontier.h"
 
+class QPainter;
+
 namespace zb::gui {
 
 class FrontierView : public QWidget {
@@ -63,6 +65,9 @@ class FrontierView : public QWidget {
   void leaveEvent(QEvent* event) override;
 
  private:
+  void paintAxes(QPainter& painter, const QRect& plot) const;
+  void paintSeries(QPainter& painter, const QRect& plot) const;
+  void paintLegend(QPainter& painter, const QRect& plot) const;
   void updateScale();
   int seriesOf(size_t index) const;
   double xForFactor(double factor) const;

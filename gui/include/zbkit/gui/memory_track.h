@@ -13,6 +13,9 @@
 #include "zbkit/gui/view_state.h"
 #include "zbkit/schemas/timeline_index.h"
 
+class QFont;
+class QPainter;
+
 namespace zb::gui {
 
 class MemoryTrack : public QWidget {
@@ -49,6 +52,7 @@ class MemoryTrack : public QWidget {
   void wheelEvent(QWheelEvent* event) override;
 
  private:
+  void paintLabels(QPainter& painter, const QFont& small_font) const;
   void UpdateScale();
   TimeNs TimeAtX(double x) const;
 

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "zbkit/schemas/dependencies.h"
 #include "zbkit/schemas/status.h"
 #include "zbkit/schemas/types.h"
 
@@ -48,6 +49,15 @@ class Simulator {
   const std::vector<RankFigures>& ranks() const { return rank_figures_; }
 
  private:
+  void IndexOps(const Schedule& schedule);
+  int64_t DependencySlot(const Op& op, int stage) const;
+  Status RunOps(Schedule& schedule);
+  Status CheckFinished(const Schedule& schedule) const;
+  void ComputeFigures(Schedule& schedule);
+
+  DependencyRule rule_;
+  int num_stages_ = 0;
+  int microbatches_ = 0;
   // Reused between runs so that repeated simulation (search, benchmarks) does not allocate.
   std::vector<int64_t> op_index_;      // (kind, stage, microbatch) -> flat op id, -1 if absent
   std::vector<TimeNs> op_end_;         // per flat op id, -1 until it ran
