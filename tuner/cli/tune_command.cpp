@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "tuner_commands.h"
 #include "zbkit/cli/progress_bar.h"
@@ -14,6 +16,7 @@
 #include "zbkit/schemas/json_io.h"
 #include "zbkit/tuner/exact.h"
 #include "zbkit/tuner/frontier.h"
+#include "zbkit/tuner/torch_orders.h"
 #include "zbkit/tuner/tune_and_store.h"
 
 namespace zb::cli {
@@ -77,7 +80,8 @@ nlohmann::json ReportJson(const TuneOutcome& outcome) {
                            {"objective", tuner::ObjectiveName(outcome.objective)},
                            {"candidates", nlohmann::json::array()}};
   for (const ComparisonRow& row : outcome.rows) {
-    nlohmann::json entry = {{"family", row.family}, {"ok", row.status.ok()}};
+    nlohmann::json entry = {
+        {"family", row.family}, {"ok", row.status.ok()}, {"reference", row.reference}};
     std::vector<double> caps;
     for (double cap : row.caps)
       caps.push_back(std::isinf(cap) ? -1 : cap);
@@ -145,6 +149,46 @@ void PrintTextSummary(const TuneOutcome& outcome, const po::variables_map& value
   if (values.count("out")) out << "wrote " << values["out"].as<std::string>() << "\n";
 }
 
+// `python -m zbkit.torch_orders` output: DIR/index.json (zb-torch-orders/1) naming one CSV per
+// torch schedule class, or why the installed torch refused the class for these ranks and
+// microbatches. Each becomes a "torch:<Class>" row.
+Expected<std::vector<std::pair<std::string, Expected<Schedule>>>> ReadTorchOrders(
+    const std::string& dir, const CostProfile& costs, int microbatches) {
+  const std::filesystem::path index = std::filesystem::path(dir) / "index.json";
+  std::ifstream in(index);
+  if (!in)
+    return NotFound(index.string() + ": no index (write it with python -m zbkit.torch_orders)");
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || doc.value("format", "") != "zb-torch-orders/1" ||
+      !doc.contains("schedules") || !doc["schedules"].is_array()) {
+    return InvalidInput(index.string() + ": not a zb-torch-orders/1 index with \"schedules\"");
+  }
+  std::vector<std::pair<std::string, Expected<Schedule>>> orders;
+  for (const nlohmann::json& entry : doc["schedules"]) {
+    if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string()) {
+      return InvalidInput(index.string() + ": schedules[" + std::to_string(orders.size()) +
+                          "] has no \"name\"");
+    }
+    const std::string name = "torch:" + entry["name"].get<std::string>();
+    if (entry.contains("error") && entry["error"].is_string()) {
+      orders.emplace_back(name, Infeasible("torch refuses: " + entry["error"].get<std::string>()));
+      continue;
+    }
+    if (!entry.contains("csv") || !entry["csv"].is_string()) {
+      return InvalidInput(index.string() + ": " + name + " has neither \"csv\" nor \"error\"");
+    }
+    const std::filesystem::path csv_path =
+        std::filesystem::path(dir) / entry["csv"].get<std::string>();
+    std::ifstream csv_in(csv_path);
+    if (!csv_in) return NotFound(csv_path.string() + ": cannot read");
+    std::ostringstream text;
+    text << csv_in.rdbuf();
+    orders.emplace_back(
+        name, tuner::ScheduleFromTorchCsv(text.str(), csv_path.string(), costs, microbatches));
+  }
+  return orders;
+}
+
 // The options that parse into a TuneRequest, and that parsing (the costs file is read here).
 void AddTuneOptions(po::options_description& options) {
   po::options_description_easy_init add = options.add_options();
@@ -164,6 +208,9 @@ void AddTuneOptions(po::options_description& options) {
   add("placement", po::value<std::string>()->default_value("any"),
       "with --family best: consider loop, v or any placement");
   add("chunks", po::value<int>()->default_value(2), "chunks per rank for 1f1b-i");
+  add("torch-orders", po::value<std::string>(),
+      "a directory written by python -m zbkit.torch_orders: torch's built-in schedules as rows "
+      "beside the candidates (simulated under the same costs and cap, never chosen)");
   add("runtime", po::value<std::string>()->default_value("torch"),
       "the runtime that replays the schedule: torch (the shim, zb export --format torch-csv: "
       "orders keep its rule, docs/formats.md 4.1) or zbkit (zbkit's executor: any order)");
@@ -232,6 +279,11 @@ Expected<tuner::TuneRequest> ReadTuneRequest(const po::variables_map& values) {
   request.costs_name = values["costs"].as<std::string>();
   ZB_ASSIGN_OR_RETURN(request.costs, ReadCostsFile(request.costs_name));
   request.microbatches = values["microbatches"].as<int>();
+  if (values.count("torch-orders")) {
+    ZB_ASSIGN_OR_RETURN(options.reference_orders,
+                        ReadTorchOrders(values["torch-orders"].as<std::string>(), request.costs,
+                                        request.microbatches));
+  }
   if (values.count("store")) {
     request.store = tuner::StoreTarget{
         values["store"].as<std::string>(), values["cluster"].as<std::string>(),

@@ -90,6 +90,25 @@ Candidate RunSearch(const CostProfile& rank_costs, int microbatches, const TuneO
   return candidate;
 }
 
+// An order given as it is (torch's own schedule): simulated and judged like a family, never fused
+// (it is what that runtime runs), never chosen.
+Candidate EvaluateReference(const std::string& name, const Expected<Schedule>& order,
+                            const CostProfile& rank_costs, int microbatches,
+                            const TuneOptions& options) {
+  Candidate candidate;
+  candidate.family = name;
+  candidate.reference = true;
+  candidate.caps = options.memory_limit.RankCaps(rank_costs);
+  if (!order.ok()) {
+    candidate.status = order.status();
+    return candidate;
+  }
+  candidate.schedule = *order;
+  candidate.status = Simulate(candidate.schedule);
+  if (candidate.status.ok()) Judge(rank_costs, microbatches, candidate);
+  return candidate;
+}
+
 }  // namespace
 
 Expected<TuneResult> Tune(const CostProfile& rank_costs, int microbatches,
@@ -128,9 +147,11 @@ Expected<TuneResult> Tune(const CostProfile& rank_costs, int microbatches,
     result.candidates.push_back(std::move(candidate));
   }
   if (search) result.candidates.push_back(RunSearch(rank_costs, microbatches, options));
+  for (const auto& [name, order] : options.reference_orders)
+    result.candidates.push_back(EvaluateReference(name, order, rank_costs, microbatches, options));
   for (int i = 0; i < static_cast<int>(result.candidates.size()); ++i) {
     const Candidate& candidate = result.candidates[i];
-    if (!candidate.status.ok() || !candidate.fits) continue;
+    if (!candidate.status.ok() || !candidate.fits || candidate.reference) continue;
     if (result.best < 0 ||
         Better(*candidate.schedule.predicted, *result.candidates[result.best].schedule.predicted,
                options.objective)) {

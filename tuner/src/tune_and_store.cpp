@@ -38,6 +38,7 @@ ComparisonRow RowFor(const Candidate& candidate) {
   row.t_over_lb = candidate.t_over_lb;
   row.fused_backwards = candidate.fused_backwards;
   row.fits = candidate.fits;
+  row.reference = candidate.reference;
   return row;
 }
 

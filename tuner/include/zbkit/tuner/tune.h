@@ -29,6 +29,10 @@ struct TuneOptions {
   // The runtime that replays the result: for PyTorch's, a family or search order that breaks its
   // rule (torch_export.h) is not a candidate.
   ReplayRuntime runtime = ReplayRuntime::kTorch;
+  // Orders to show beside the candidates, never chosen: torch's built-in schedules
+  // (torch_orders.h), each (row name, schedule over these costs, not yet simulated, or why there
+  // is none).
+  std::vector<std::pair<std::string, Expected<Schedule>>> reference_orders;
   // With family "search": its budget, seed and progress report. Its objective, placement,
   // chunks and runtime are the ones above.
   SearchOptions search;
@@ -45,10 +49,11 @@ struct Candidate {
   bool fits = false;        // every rank's peak <= its cap
   double t_over_lb = 0;     // makespan / makespan lower bound
   std::optional<SearchResult> search;  // on the "search" candidate: its figures (best moved out)
+  bool reference = false;              // one of TuneOptions::reference_orders: shown, never chosen
 };
 
 struct TuneResult {
-  std::vector<Candidate> candidates;  // in Families() order
+  std::vector<Candidate> candidates;  // in Families() order, then search, then the references
   // Index of the candidate that fits with the smallest figure options.objective names (ties: the
   // smaller makespan, then the earlier in Families() order), -1 if none fits.
   int best = -1;

@@ -59,6 +59,7 @@ struct ComparisonRow {
   int fused_backwards = 0;              // split backwards the tuner fused (fuse.h)
   bool fits = false;                    // every rank's peak <= its cap
   std::optional<SearchFigures> search;  // on the "search" row
+  bool reference = false;               // torch's own schedule: shown, never chosen
 };
 
 struct TuneOutcome {
