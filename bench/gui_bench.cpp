@@ -78,7 +78,7 @@ void BM_TimelineRepaint_ZoomedIn(benchmark::State& state) {
   view.resize(1600, 800);
   view.setTimeline(MillionOps());
   const TimeRange all = view.viewState()->visibleRange();
-  view.viewState()->zoomAt(all.t0 + all.span() / 2, 1.0 / 2000);
+  view.viewState()->zoomAt(all.t0 + all.length() / 2, 1.0 / 2000);
   Repaint(state, view, view.viewState());
   state.counters["ops_in_view"] = static_cast<double>(view.lastRenderStats().ops_in_view);
   state.counters["labels"] = static_cast<double>(view.lastRenderStats().labels);
@@ -91,7 +91,7 @@ void BM_TimelineRepaint_Mid(benchmark::State& state) {
   view.resize(1600, 800);
   view.setTimeline(MillionOps());
   const TimeRange all = view.viewState()->visibleRange();
-  view.viewState()->zoomAt(all.t0 + all.span() / 2, 1.0 / 40);
+  view.viewState()->zoomAt(all.t0 + all.length() / 2, 1.0 / 40);
   Repaint(state, view, view.viewState());
   state.counters["ops_in_view"] = static_cast<double>(view.lastRenderStats().ops_in_view);
 }
@@ -106,8 +106,8 @@ void BM_TimelineRepaint_Hover(benchmark::State& state) {
   const TimeRange all = view.viewState()->visibleRange();
   TimeNs t = all.t0;
   for (auto _ : state) {
-    t += all.span() / 997;
-    view.viewState()->setHoverTime(all.t0 + (t - all.t0) % all.span());
+    t += all.length() / 997;
+    view.viewState()->setHoverTime(all.t0 + (t - all.t0) % all.length());
     QPixmap pixmap = view.grab();
     benchmark::DoNotOptimize(pixmap);
   }

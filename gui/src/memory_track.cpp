@@ -103,7 +103,7 @@ int MemoryTrack::yForValue(int rank, double value) const {
 double MemoryTrack::xForTime(TimeNs t) const {
   const TimeRange range = state_->visibleRange();
   const double w = std::max(1, width() - label_width_);
-  return label_width_ + static_cast<double>(t - range.t0) * w / static_cast<double>(range.span());
+  return label_width_ + static_cast<double>(t - range.t0) * w / static_cast<double>(range.length());
 }
 
 QSize MemoryTrack::sizeHint() const {
@@ -117,7 +117,7 @@ QString MemoryTrack::tooltipText(QPoint pos) const {
     if (!rowRect(rank).contains(pos)) continue;
     const TimeRange range = state_->visibleRange();
     const double ns_per_px =
-        static_cast<double>(range.span()) / std::max(1, width() - label_width_);
+        static_cast<double>(range.length()) / std::max(1, width() - label_width_);
     const TimeNs c0 =
         range.t0 + static_cast<TimeNs>(std::floor((pos.x() - label_width_) * ns_per_px));
     const TimeNs c1 = std::max(c0 + 1, c0 + static_cast<TimeNs>(std::ceil(ns_per_px)));
@@ -233,7 +233,7 @@ void MemoryTrack::paintEvent(QPaintEvent* /*event*/) {
     painter.drawLine(QPointF(x, 0), QPointF(x, height()));
   }
   const auto selection = state_->selection();
-  if (selection && selection->span() > 0) {
+  if (selection && selection->length() > 0) {
     const double x0 = xForTime(selection->t0);
     const double x1 = xForTime(selection->t1);
     painter.fillRect(QRectF(x0, 0, x1 - x0, height()), SelectionColor(30));
@@ -269,7 +269,7 @@ TimeNs MemoryTrack::TimeAtX(double x) const {
   const TimeRange range = state_->visibleRange();
   const double w = std::max(1, width() - label_width_);
   return range.t0 + static_cast<TimeNs>(
-                        std::floor((x - label_width_) * static_cast<double>(range.span()) / w));
+                        std::floor((x - label_width_) * static_cast<double>(range.length()) / w));
 }
 
 void MemoryTrack::mouseMoveEvent(QMouseEvent* event) {

@@ -132,7 +132,7 @@ void PaintWaitLinks(QPainter& painter, const TimelineIndex& index, const std::ve
 
 void PaintSelectionBand(QPainter& painter, const std::optional<TimeRange>& selection,
                         const PaintFrame& frame) {
-  if (!selection || selection->span() <= 0) return;
+  if (!selection || selection->length() <= 0) return;
   const double x0 = frame.X(selection->t0);
   const double x1 = frame.X(selection->t1);
   painter.fillRect(QRectF(x0, kRulerHeight, x1 - x0, frame.lanes_height()), SelectionColor(40));
@@ -185,7 +185,7 @@ void PaintRuler(QPainter& painter, TimeNs origin, const QFont& font, const Paint
   };
   // The step depends on how wide labels are, and their width on the step's decimals.
   const int lanes_width = frame.lanes_width();
-  TimeNs step = NiceStep(static_cast<double>(range.span()), lanes_width / 110.0);
+  TimeNs step = NiceStep(static_cast<double>(range.length()), lanes_width / 110.0);
   for (int pass = 0; pass < 2; ++pass) {
     const int label_px =
         metrics.horizontalAdvance(tick_label(
@@ -193,7 +193,7 @@ void PaintRuler(QPainter& painter, TimeNs origin, const QFont& font, const Paint
             decimals_for(step))) +
         16;
     step =
-        NiceStep(static_cast<double>(range.span()), lanes_width / std::max(60.0, 1.0 * label_px));
+        NiceStep(static_cast<double>(range.length()), lanes_width / std::max(60.0, 1.0 * label_px));
   }
   const int decimals = decimals_for(step);
   const int tick_top = kRulerTopRowHeight;
@@ -229,13 +229,13 @@ void PaintTitle(QPainter& painter, const QString& title, const QFont& font,
 
 void PaintSelectionTag(QPainter& painter, const TimelineIndex& index, const TimeRange& selection,
                        const QFont& font, const PaintFrame& frame) {
-  if (selection.span() <= 0) return;
+  if (selection.length() <= 0) return;
   const double x0 = std::max<double>(frame.label_width, frame.X(selection.t0));
   const double x1 = std::min<double>(frame.width, frame.X(selection.t1));
   painter.fillRect(QRectF(x0, 0, std::max(1.0, x1 - x0), kRulerHeight), SelectionColor(40));
   const RangeSummary summary = index.Summarize(selection.t0, selection.t1);
   const QString text = QStringLiteral("%1  busy %2%")
-                           .arg(FormatTime(selection.span()))
+                           .arg(FormatTime(selection.length()))
                            .arg(summary.busy_fraction * 100.0, 0, 'f', 1);
   painter.setFont(font);
   const int text_width = QFontMetrics(font).horizontalAdvance(text) + 8;

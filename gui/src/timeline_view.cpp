@@ -343,15 +343,15 @@ QRect TimelineView::laneRect(int lane) const {
 TimeNs TimelineView::timeAtX(double x) const {
   const TimeRange range = state_->visibleRange();
   const double w = std::max(1, width() - laneLabelWidth());
-  return range.t0 + static_cast<TimeNs>(
-                        std::floor((x - laneLabelWidth()) * static_cast<double>(range.span()) / w));
+  return range.t0 + static_cast<TimeNs>(std::floor((x - laneLabelWidth()) *
+                                                   static_cast<double>(range.length()) / w));
 }
 
 double TimelineView::xForTime(TimeNs t) const {
   const TimeRange range = state_->visibleRange();
   const double w = std::max(1, width() - laneLabelWidth());
   return laneLabelWidth() +
-         static_cast<double>(t - range.t0) * w / static_cast<double>(range.span());
+         static_cast<double>(t - range.t0) * w / static_cast<double>(range.length());
 }
 
 QSize TimelineView::sizeHint() const {
@@ -376,7 +376,7 @@ std::optional<std::pair<int, size_t>> TimelineView::opAt(QPoint pos) const {
   if (lane < 0) return std::nullopt;
   const TimeRange range = state_->visibleRange();
   const double ns_per_px =
-      static_cast<double>(range.span()) / std::max(1, width() - laneLabelWidth());
+      static_cast<double>(range.length()) / std::max(1, width() - laneLabelWidth());
   const TimeNs t = timeAtX(pos.x() + 0.5);
   if (auto hit = index_->HitTest(lane, t)) return std::make_pair(lane, *hit);
   const auto tolerance = static_cast<TimeNs>(std::ceil(kHoverNearPx * ns_per_px));
@@ -391,7 +391,7 @@ QString TimelineView::tooltipText(QPoint pos) const {
   const TimelineLane& lane = index_->lane(lane_id);
   const TimeRange range = state_->visibleRange();
   const double ns_per_px =
-      static_cast<double>(range.span()) / std::max(1, width() - laneLabelWidth());
+      static_cast<double>(range.length()) / std::max(1, width() - laneLabelWidth());
   // The pixel column under the cursor, in time.
   const TimeNs c0 = timeAtX(pos.x());
   const TimeNs c1 = std::max(c0 + 1, timeAtX(pos.x() + 1));
@@ -465,7 +465,7 @@ QString TimelineView::tooltipText(QPoint pos) const {
 
 QString TimelineView::selectionSummaryText() const {
   const auto selection = state_->selection();
-  if (!index_ || !selection || selection->span() <= 0) return {};
+  if (!index_ || !selection || selection->length() <= 0) return {};
   RangeSummary summary = index_->Summarize(selection->t0, selection->t1);
   summary.t0 -= impl_->origin;
   summary.t1 -= impl_->origin;
@@ -501,7 +501,7 @@ void TimelineView::paintEvent(QPaintEvent* /*event*/) {
   frame.label_width = label_width;
   if (frame.lanes_width() <= 0 || frame.lanes_height() <= 0) return;
   frame.x_per_ns =
-      static_cast<double>(frame.lanes_width()) / static_cast<double>(frame.range.span());
+      static_cast<double>(frame.lanes_width()) / static_cast<double>(frame.range.length());
 
   // The lanes image depends only on what is shown where: hover and selection changes (every
   // mouse move) reuse it and redraw the overlays only.
@@ -541,7 +541,8 @@ void TimelineView::wheelEvent(QWheelEvent* event) {
   const TimeRange range = state_->visibleRange();
   if (delta.x() != 0 && std::abs(delta.x()) > std::abs(delta.y())) {
     // Horizontal scrolling (touchpads) pans.
-    state_->pan(static_cast<TimeNs>(-delta.x() / 120.0 * 0.1 * static_cast<double>(range.span())));
+    state_->pan(
+        static_cast<TimeNs>(-delta.x() / 120.0 * 0.1 * static_cast<double>(range.length())));
     event->accept();
     return;
   }
@@ -585,7 +586,7 @@ void TimelineView::mouseMoveEvent(QMouseEvent* event) {
     const int dx = pos.x() - d.press_pos.x();
     if (dx != 0) d.moved = true;
     const auto delta = static_cast<TimeNs>(
-        std::llround(-dx * static_cast<double>(d.press_range.span()) / lanes_width));
+        std::llround(-dx * static_cast<double>(d.press_range.length()) / lanes_width));
     state_->setVisibleRange({d.press_range.t0 + delta, d.press_range.t1 + delta}, false);
   } else if (d.drag == Impl::Drag::kSelect) {
     if (std::abs(pos.x() - d.press_pos.x()) >= 2) d.moved = true;
@@ -639,8 +640,8 @@ void TimelineView::keyPressEvent(QKeyEvent* event) {
   const TimeRange range = state_->visibleRange();
   const auto hover = state_->hoverTime();
   const TimeNs anchor =
-      hover && *hover >= range.t0 && *hover <= range.t1 ? *hover : range.t0 + range.span() / 2;
-  const auto pan_step = static_cast<TimeNs>(static_cast<double>(range.span()) * 0.15);
+      hover && *hover >= range.t0 && *hover <= range.t1 ? *hover : range.t0 + range.length() / 2;
+  const auto pan_step = static_cast<TimeNs>(static_cast<double>(range.length()) * 0.15);
   switch (event->key()) {
     case Qt::Key_W:
     case Qt::Key_Plus:

@@ -24,11 +24,11 @@ ViewState::ViewState(QObject* parent) : QObject(parent) {
 
 TimeRange ViewState::Clamp(TimeRange range) const {
   if (range.t1 < range.t0) std::swap(range.t0, range.t1);
-  const TimeNs trace_span = trace_.span();
-  TimeNs span = std::clamp(range.span(), kMinimumSpan, std::max(trace_span, kMinimumSpan));
+  const TimeNs trace_span = trace_.length();
+  TimeNs span = std::clamp(range.length(), kMinimumSpan, std::max(trace_span, kMinimumSpan));
   // Keep the centre where the caller asked when the span had to grow or shrink.
-  if (span != range.span()) {
-    const TimeNs centre = range.t0 + range.span() / 2;
+  if (span != range.length()) {
+    const TimeNs centre = range.t0 + range.length() / 2;
     range.t0 = centre - span / 2;
   }
   range.t0 = std::clamp(range.t0, trace_.t0, std::max(trace_.t0, trace_.t1 - span));
@@ -39,7 +39,7 @@ TimeRange ViewState::Clamp(TimeRange range) const {
 void ViewState::setTraceRange(TimeRange range) {
   if (range.t1 < range.t0) std::swap(range.t0, range.t1);
   // An empty or tiny trace still gets a drawable window (the span floor applies to it too).
-  if (range.span() < kMinimumSpan) range.t1 = range.t0 + kMinimumSpan;
+  if (range.length() < kMinimumSpan) range.t1 = range.t0 + kMinimumSpan;
   trace_ = range;
   visible_ = trace_;
   back_.clear();
@@ -65,7 +65,7 @@ void ViewState::setVisibleRange(TimeRange range, bool record) {
 
 void ViewState::zoomAt(TimeNs anchor, double factor, bool record) {
   if (!(factor > 0) || !std::isfinite(factor)) return;
-  const double span = static_cast<double>(visible_.span());
+  const double span = static_cast<double>(visible_.length());
   const double new_span = std::max(span * factor, static_cast<double>(kMinimumSpan));
   // The anchor keeps its fraction of the window, i.e. its screen position.
   const double fraction = (static_cast<double>(anchor - visible_.t0)) / span;

@@ -80,7 +80,7 @@ class CompareViewTest : public QObject {
     const TimeRange before = top->viewState()->visibleRange();
     SendWheel(top, QPoint(x, top->laneRect(0).center().y()), 240);
     const TimeRange zoomed = top->viewState()->visibleRange();
-    QVERIFY(zoomed.span() < before.span());
+    QVERIFY(zoomed.length() < before.length());
     QCOMPARE(bottom->viewState()->visibleRange(), zoomed);
     // Same time at the same x in both panes.
     for (int px : {x, x - 300, x + 400})
@@ -91,8 +91,8 @@ class CompareViewTest : public QObject {
     QTest::mouseMove(bottom, QPoint(600, y));
     QTest::mouseRelease(bottom, Qt::LeftButton, Qt::NoModifier, QPoint(600, y));
     QVERIFY(top->viewState()->visibleRange().t0 > zoomed.t0);
-    QCOMPARE(top->xForTime(zoomed.t0 + zoomed.span() / 2),
-             bottom->xForTime(zoomed.t0 + zoomed.span() / 2));
+    QCOMPARE(top->xForTime(zoomed.t0 + zoomed.length() / 2),
+             bottom->xForTime(zoomed.t0 + zoomed.length() / 2));
     // Keys on one pane move both.
     QTest::keyClick(top, Qt::Key_Home);
     QCOMPARE(bottom->viewState()->visibleRange(), view_->viewState()->traceRange());

@@ -138,7 +138,7 @@ class LevelOfDetailTest : public QObject {
       for (int zoom = 0; zoom < 40; ++zoom) {
         const double factor = zoom < 25 ? 0.5 : 1.0 / 0.5;
         state->zoomAt(anchor, factor);
-        if (zoom % 5 == 4) state->pan(state->visibleRange().span() / 3);
+        if (zoom % 5 == 4) state->pan(state->visibleRange().length() / 3);
         const QImage image = view.grab().toImage();
         if (round == 0 && zoom % 8 == 0) {
           SaveArtifact(image,
@@ -162,7 +162,7 @@ class LevelOfDetailTest : public QObject {
         ++steps;
       }
     }
-    QVERIFY(state->visibleRange().span() >= ViewState::kMinimumSpan);
+    QVERIFY(state->visibleRange().length() >= ViewState::kMinimumSpan);
     QVERIFY(max_exact > 0);
     qInfo("%d zoom steps checked, up to %lld exact blocks", steps,
           static_cast<long long>(max_exact));
@@ -183,7 +183,7 @@ class LevelOfDetailTest : public QObject {
       state->zoomAt(anchor, 0.6);
       view.grab();  // painting at the floor must not hang
     }
-    QCOMPARE(state->visibleRange().span(), ViewState::kMinimumSpan);
+    QCOMPARE(state->visibleRange().length(), ViewState::kMinimumSpan);
     const QImage deep = view.grab().toImage();
     QVERIFY(VanishedOps(view, *index, deep).isEmpty());
     // Back through the history: every recorded step in reverse, ending where it started.

@@ -238,9 +238,9 @@ void MainWindowTest::zoomHistoryFromTheMenu() {
   QAction* forward = FindAction(&window, QStringLiteral("View"), QStringLiteral("Zoom Forward"));
   QAction* fit = FindAction(&window, QStringLiteral("View"), QStringLiteral("Fit All"));
   QVERIFY(!back->isEnabled());
-  state->zoomAt(all.t0 + all.span() / 2, 0.25);
+  state->zoomAt(all.t0 + all.length() / 2, 0.25);
   const zb::gui::TimeRange zoomed = state->visibleRange();
-  QVERIFY(zoomed.span() < all.span());
+  QVERIFY(zoomed.length() < all.length());
   QVERIFY(back->isEnabled());
   back->trigger();
   QCOMPARE(state->visibleRange(), all);

@@ -135,14 +135,14 @@ class TimelineViewTest : public QObject {
     const TimeNs anchor = view_->timeAtX(x);
     SendWheel(view_.get(), QPoint(x, 100), 120);
     const TimeRange zoomed = state->visibleRange();
-    QVERIFY(zoomed.span() < before.span());
-    QVERIFY(std::abs(zoomed.span() - static_cast<TimeNs>(before.span() * 0.8)) <= 2);
+    QVERIFY(zoomed.length() < before.length());
+    QVERIFY(std::abs(zoomed.length() - static_cast<TimeNs>(before.length() * 0.8)) <= 2);
     const double ns_per_px =
-        static_cast<double>(zoomed.span()) / (view_->width() - view_->laneLabelWidth());
+        static_cast<double>(zoomed.length()) / (view_->width() - view_->laneLabelWidth());
     QVERIFY2(std::abs(view_->timeAtX(x) - anchor) <= ns_per_px,
              qPrintable(QStringLiteral("anchor moved by %1 ns").arg(view_->timeAtX(x) - anchor)));
     SendWheel(view_.get(), QPoint(x, 100), 120);
-    QVERIFY(state->visibleRange().span() < zoomed.span());
+    QVERIFY(state->visibleRange().length() < zoomed.length());
     QVERIFY(std::abs(view_->timeAtX(x) - anchor) <= ns_per_px);
     // Zooming out stops at the whole trace.
     for (int i = 0; i < 20; ++i)
@@ -165,8 +165,8 @@ class TimelineViewTest : public QObject {
     QTest::mouseRelease(view_.get(), Qt::LeftButton, Qt::NoModifier, QPoint(500, y));
     const TimeRange after = state->visibleRange();
     const double ns_per_px =
-        static_cast<double>(before.span()) / (view_->width() - view_->laneLabelWidth());
-    QCOMPARE(after.span(), before.span());
+        static_cast<double>(before.length()) / (view_->width() - view_->laneLabelWidth());
+    QCOMPARE(after.length(), before.length());
     QVERIFY2(std::abs(after.t0 - before.t0 - 100 * ns_per_px) <= 1,
              qPrintable(QStringLiteral("moved %1 ns").arg(after.t0 - before.t0)));
     // The whole drag is one history step.
@@ -182,10 +182,10 @@ class TimelineViewTest : public QObject {
     const TimeRange all = state->visibleRange();
     QTest::keyClick(view_.get(), Qt::Key_W);
     const TimeRange in = state->visibleRange();
-    QVERIFY(in.span() < all.span());
+    QVERIFY(in.length() < all.length());
     QTest::keyClick(view_.get(), Qt::Key_D);
     QVERIFY(state->visibleRange().t0 > in.t0);
-    QCOMPARE(state->visibleRange().span(), in.span());
+    QCOMPARE(state->visibleRange().length(), in.length());
     QTest::keyClick(view_.get(), Qt::Key_A);
     QCOMPARE(state->visibleRange(), in);
     QTest::keyClick(view_.get(), Qt::Key_Right);
@@ -193,13 +193,13 @@ class TimelineViewTest : public QObject {
     QCOMPARE(state->visibleRange(), in);
     QTest::keyClick(view_.get(), Qt::Key_W);
     const TimeRange deeper = state->visibleRange();
-    QVERIFY(deeper.span() < in.span());
+    QVERIFY(deeper.length() < in.length());
     QTest::keyClick(view_.get(), Qt::Key_S);
-    QVERIFY(state->visibleRange().span() > deeper.span());
+    QVERIFY(state->visibleRange().length() > deeper.length());
     QTest::keyClick(view_.get(), Qt::Key_Home);
     QCOMPARE(state->visibleRange(), all);
     QTest::keyClick(view_.get(), Qt::Key_Backspace);  // back to before Home
-    QVERIFY(state->visibleRange().span() < all.span());
+    QVERIFY(state->visibleRange().length() < all.length());
     QTest::keyClick(view_.get(), Qt::Key_Backspace, Qt::ShiftModifier);  // forward again
     QCOMPARE(state->visibleRange(), all);
     QTest::keyClick(view_.get(), Qt::Key_W);
@@ -242,9 +242,9 @@ class TimelineViewTest : public QObject {
     // The span never goes below the floor, and zooming at the floor is harmless (Tracy #1281).
     for (int i = 0; i < 100; ++i)
       state.zoomAt(5 * kMs, 0.1);
-    QCOMPARE(state.visibleRange().span(), ViewState::kMinimumSpan);
+    QCOMPARE(state.visibleRange().length(), ViewState::kMinimumSpan);
     state.zoomAt(5 * kMs, 0.0);  // ignored
-    QCOMPARE(state.visibleRange().span(), ViewState::kMinimumSpan);
+    QCOMPARE(state.visibleRange().length(), ViewState::kMinimumSpan);
     // Clamping: never past the trace, never wider than it.
     state.setVisibleRange({-50 * kMs, -40 * kMs});
     QCOMPARE(state.visibleRange(), (TimeRange{0, 10 * kMs}));
@@ -254,7 +254,7 @@ class TimelineViewTest : public QObject {
     QCOMPARE(state.visibleRange(), state.traceRange());
     // A zero-length trace still has a drawable window.
     state.setTraceRange({5, 5});
-    QCOMPARE(state.visibleRange().span(), ViewState::kMinimumSpan);
+    QCOMPARE(state.visibleRange().length(), ViewState::kMinimumSpan);
   }
 
   void dragSelectsAndSummarises() {
@@ -296,7 +296,7 @@ class TimelineViewTest : public QObject {
     QTest::mouseDClick(view_.get(), Qt::LeftButton, Qt::NoModifier, centre);
     const TimeRange visible = view_->viewState()->visibleRange();
     QVERIFY(visible.t0 <= 58 * kMs && visible.t1 >= 66 * kMs);
-    QVERIFY(visible.span() <= 3 * 8 * kMs);
+    QVERIFY(visible.length() <= 3 * 8 * kMs);
   }
 
   void screenshotColours() {

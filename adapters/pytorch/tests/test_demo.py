@@ -62,6 +62,10 @@ def test_the_report_lists_every_schedule_and_ends_with_the_json_line(demo):
     for key in ("throughput_1f1b", "throughput_tuned", "throughput_best_torch"):
         assert summary[key] > 0
     table = "\n".join(lines[:-1])
+    # Every torch schedule is predicted from its own order (zb tune --torch-orders): no "-".
+    for name in TORCH_SCHEDULES:
+        row = next(line for line in table.splitlines() if line.startswith(name + " "))
+        assert not row.rstrip().endswith("-"), row
     for name in TORCH_SCHEDULES + [f"zbkit {summary['schedule']} (shim)",
                                    f"zbkit {summary['schedule']} (executor)",
                                    f"zbkit {pv['schedule']} (executor, all-reduce step)",

@@ -51,14 +51,15 @@ JOB_NAME = "bundled-gpt"
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # adapters/pytorch
 HOOK_DIR = Path(__file__).resolve().parent / "_hook"
 
-# torch's built-in schedules the bundled job runs, and the zbkit family that predicts each
-# ("": none models it).
+# torch's built-in schedules the bundled job runs (train_pipelining.py --schedule), and the row of
+# `zb tune --torch-orders` that predicts each: the class's own order, taken from the installed torch
+# (zbkit.torch_orders) and simulated under the demo's costs.
 TORCH_SCHEDULES: Tuple[Tuple[str, str], ...] = (
-    ("1F1B", "1f1b"),
-    ("Interleaved1F1B", "1f1b-i"),
-    ("InterleavedZeroBubble", ""),
-    ("ZBVZeroBubble", "zb-v"),
-    ("DualPipeV", ""),
+    ("1F1B", "torch:Schedule1F1B"),
+    ("Interleaved1F1B", "torch:ScheduleInterleaved1F1B"),
+    ("InterleavedZeroBubble", "torch:ScheduleInterleavedZeroBubble"),
+    ("ZBVZeroBubble", "torch:ScheduleZBVZeroBubble"),
+    ("DualPipeV", "torch:ScheduleDualPipeV"),
 )
 
 # The post-validation runs: AdamW, the customary clip norm (the bundled job's gradient norm is
@@ -278,6 +279,8 @@ class Demo:
         # placement that rank also holds the last stage and ends last: nothing to win.
         if by_span:
             args += ["--placement", "loop"]
+        else:
+            args += ["--torch-orders", str(self.torch_orders())]
         report = self.jobs.zb_json("tune-span" if by_span else "tune", *args)
         if report.get("schedule_id") is None:
             raise JobError(f"no schedule fits --mem-limit {cap}")
@@ -285,10 +288,20 @@ class Demo:
         report["cap"] = cap
         if not by_span:
             by_family = {c["family"]: c for c in report["candidates"] if c.get("ok")}
-            for name, family in TORCH_SCHEDULES:
-                if family in by_family:
-                    self.rows[name].predicted_ms = by_family[family]["makespan"]
+            for name, row in TORCH_SCHEDULES:
+                if row in by_family:
+                    self.rows[name].predicted_ms = by_family[row]["makespan"]
         return report
+
+    def torch_orders(self) -> Path:
+        """The installed torch's orders of its classes for the bundled job's layout (2 stages per
+        rank for the interleaved ones, train_pipelining.py's default)."""
+        out = self.s.dir / "torch-orders"
+        command = [self.jobs.python, "-m", "zbkit.torch_orders", "--ranks", str(RANKS),
+                   "--microbatches", str(self.s.microbatches), "--stages-per-rank", "2",
+                   "--out", str(out)]  # fmt: skip
+        self.jobs.check("torch-orders", command, {"PYTHONPATH": str(PACKAGE_ROOT)})
+        return out
 
     # ---- 4: rounds ---------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ namespace zb::gui {
 struct TimeRange {
   TimeNs t0 = 0;
   TimeNs t1 = 0;
-  TimeNs span() const { return t1 - t0; }
+  TimeNs length() const { return t1 - t0; }  // "span" is the figure of bubbles.md §1
   bool operator==(const TimeRange& other) const { return t0 == other.t0 && t1 == other.t1; }
 };
 
