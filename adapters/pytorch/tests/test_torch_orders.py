@@ -8,11 +8,12 @@ Schedule1F1B order as written must be the one the class runs (its _step_microbat
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
-from conftest import zb_binary
+from conftest import PACKAGE_ROOT, zb_binary
 
 from zbkit import torch_orders
 
@@ -30,6 +31,7 @@ def orders(tmp_path, ranks, microbatches):
         [sys.executable, "-m", "zbkit.torch_orders", "--ranks", str(ranks),
          "--microbatches", str(microbatches), "--out", str(out)],
         capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(PACKAGE_ROOT)},  # the package, from any directory
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return out
