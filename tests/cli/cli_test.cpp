@@ -398,6 +398,50 @@ TEST_F(CliTest, ExportRefusesAnOrderPyTorchWouldTrainWrong) {
   EXPECT_EQ(exported.exit_code, 0) << exported.err;
 }
 
+// --layout: the job's stage layout is what it can replay unedited; other layouts are judged and
+// shown, never chosen, with what they would gain (docs/schedules.md §7).
+TEST_F(CliTest, TuneForTheJobsLayoutProposesOnlyWhatItCanReplay) {
+  const std::string tune = "tune --costs " + Data("costs/hetero4.json") + " -m 8 --mem-limit 2x ";
+  Result json = Zb(tune + "--layout loop:1 --json --out " + Path("one.json"));
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto report = nlohmann::json::parse(json.out);
+  int others = 0;
+  for (const auto& candidate : report["candidates"]) {
+    const std::string family = candidate["family"];
+    const bool one_per_rank =
+        family == "1f1b" || family == "zb-h1" || family == "zb-h2" || family == "zb-auto";
+    if (candidate["ok"]) EXPECT_EQ(candidate["other_layout"], !one_per_rank) << family;
+    others += candidate["other_layout"].get<bool>();
+  }
+  EXPECT_GT(others, 0);
+  auto chosen = ReadScheduleFile(Path("one.json"));
+  ASSERT_TRUE(chosen.ok());
+  EXPECT_EQ(chosen->chunks, 1);
+  EXPECT_EQ(chosen->placement, Placement::kLoop);
+  Result text = Zb(tune + "--layout loop:1");
+  EXPECT_NE(text.out.find("layout loop:1 (1 stage per rank): best "), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("another layout would gain: 2 stages per rank in V placement: "),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("(other layout)"), std::string::npos);
+  // The search keeps to the layout too.
+  ASSERT_EQ(Zb(tune + "--layout loop:1 --family search --time-limit 0 --evaluations 2000 --out " +
+               Path("search.json"))
+                .exit_code,
+            0);
+  auto searched = ReadScheduleFile(Path("search.json"));
+  ASSERT_TRUE(searched.ok());
+  EXPECT_EQ(searched->chunks, 1);
+  EXPECT_EQ(searched->placement, Placement::kLoop);
+  ASSERT_EQ(Zb(tune + "--layout v --out " + Path("v.json")).exit_code, 0);
+  auto v = ReadScheduleFile(Path("v.json"));
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->placement, Placement::kV);
+  ExpectOneLineError(Zb(tune + "--layout zigzag"), 2, "tune",
+                     "--layout must be loop:1, loop:V (V stages per rank), v or any");
+}
+
 TEST_F(CliTest, NothingFitsFailsAndWritesNothing) {
   const std::string out = Path("never.json");
   const std::string store = Path("zb.db");

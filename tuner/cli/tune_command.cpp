@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -49,7 +50,8 @@ void PrintTable(const TuneOutcome& outcome, std::ostream& out) {
   TextTable table(header);
   for (int i = 0; i < static_cast<int>(outcome.rows.size()); ++i) {
     const ComparisonRow& row = outcome.rows[i];
-    const std::string name = row.family + (i == outcome.best ? " *" : "");
+    const std::string name =
+        row.family + (i == outcome.best ? " *" : "") + (row.other_layout ? " (other layout)" : "");
     const std::string placement = row.placement ? PlacementName(*row.placement) : "?";
     std::vector<std::string> cells = {name, placement};
     if (!row.status.ok()) {
@@ -80,8 +82,10 @@ nlohmann::json ReportJson(const TuneOutcome& outcome) {
                            {"objective", tuner::ObjectiveName(outcome.objective)},
                            {"candidates", nlohmann::json::array()}};
   for (const ComparisonRow& row : outcome.rows) {
-    nlohmann::json entry = {
-        {"family", row.family}, {"ok", row.status.ok()}, {"reference", row.reference}};
+    nlohmann::json entry = {{"family", row.family},
+                            {"ok", row.status.ok()},
+                            {"reference", row.reference},
+                            {"other_layout", row.other_layout}};
     std::vector<double> caps;
     for (double cap : row.caps)
       caps.push_back(std::isinf(cap) ? -1 : cap);
@@ -113,6 +117,35 @@ nlohmann::json ReportJson(const TuneOutcome& outcome) {
   report["best"] = outcome.best >= 0 ? nlohmann::json(outcome.rows[outcome.best].family)
                                      : nlohmann::json(nullptr);
   return report;
+}
+
+// With --layout: what each other layout's best candidate would gain over the job's best, by the
+// objective, and what to build for it (docs/schedules.md §7).
+void PrintLayoutAdvice(const TuneOutcome& outcome, const tuner::JobLayout& layout,
+                       std::ostream& out) {
+  const bool by_span = outcome.objective == Objective::kSpan;
+  auto figure = [by_span](const ComparisonRow& row) { return by_span ? row.span : row.makespan; };
+  const ComparisonRow& best = outcome.rows[outcome.best];
+  out << "layout " << tuner::JobLayoutName(layout) << " (" << tuner::JobLayoutDescription(layout)
+      << "): best " << best.family << ", " << FormatMs(figure(best)) << " ms\n";
+  std::map<std::pair<int, int>, const ComparisonRow*> others;  // (placement, chunks) -> best row
+  for (const ComparisonRow& row : outcome.rows) {
+    if (!row.other_layout || !row.status.ok() || !row.fits || row.reference || !row.placement) {
+      continue;
+    }
+    const std::pair<int, int> key{static_cast<int>(*row.placement), row.chunks};
+    if (others.count(key) == 0 || figure(row) < figure(*others[key])) others[key] = &row;
+  }
+  for (const auto& [key, row] : others) {
+    const tuner::JobLayout other{static_cast<Placement>(key.first), key.second};
+    const double gain = 1 - static_cast<double>(figure(*row)) / static_cast<double>(figure(best));
+    if (gain <= 0) continue;
+    out << "another layout would gain: " << tuner::JobLayoutDescription(other) << ": "
+        << FormatFixed(gain * 100, 1) << " % faster (" << row->family << ", "
+        << FormatMs(figure(*row)) << " ms): build the model so and replay it in a "
+        << tuner::TorchClassFor(other) << " script (zb tune --layout "
+        << tuner::JobLayoutName(other) << ")\n";
+  }
 }
 
 void PrintTextSummary(const TuneOutcome& outcome, const po::variables_map& values,
@@ -208,6 +241,9 @@ void AddTuneOptions(po::options_description& options) {
   add("placement", po::value<std::string>()->default_value("any"),
       "with --family best: consider loop, v or any placement");
   add("chunks", po::value<int>()->default_value(2), "chunks per rank for 1f1b-i");
+  add("layout", po::value<std::string>()->default_value("any"),
+      "the job's stage layout: loop:1 (one stage per rank), loop:V (V per rank, interleaved), "
+      "v (V placement) or any; other layouts are shown, never chosen, with what they would gain");
   add("torch-orders", po::value<std::string>(),
       "a directory written by python -m zbkit.torch_orders: torch's built-in schedules as rows "
       "beside the candidates (simulated under the same costs and cap, never chosen)");
@@ -243,6 +279,14 @@ Expected<tuner::TuneRequest> ReadTuneRequest(const po::variables_map& values) {
     }
     options.placement = *parsed;
   }
+  const std::string layout = values["layout"].as<std::string>();
+  if (layout != "any") {
+    options.layout = tuner::ParseJobLayout(layout);
+    if (!options.layout) {
+      return UsageError("--layout must be loop:1, loop:V (V stages per rank), v or any, got \"" +
+                        layout + "\"");
+    }
+  }
   const std::string runtime = values["runtime"].as<std::string>();
   auto parsed_runtime = tuner::ParseReplayRuntime(runtime);
   if (!parsed_runtime) {
@@ -265,6 +309,10 @@ Expected<tuner::TuneRequest> ReadTuneRequest(const po::variables_map& values) {
     return UsageError("--time-limit 0 needs --evaluations N > 0 (the search needs a bound)");
   }
   options.interleave_chunks = values["chunks"].as<int>();
+  if (options.layout && options.layout->placement == Placement::kLoop &&
+      options.layout->chunks > 1) {
+    options.interleave_chunks = options.layout->chunks;  // the 1f1b-i candidate the job can run
+  }
   if (options.interleave_chunks < 1) return UsageError("--chunks must be >= 1");
   if (values.count("frontier") > 0) {
     if (values.count("mem-limit") > 0) {
@@ -444,6 +492,9 @@ int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
     return ReportError(
         err, command,
         Infeasible("no schedule fits --mem-limit " + values["mem-limit"].as<std::string>() +
+                   (values["layout"].as<std::string>() != "any"
+                        ? " in layout " + values["layout"].as<std::string>()
+                        : std::string()) +
                    " (the peak/1F1B column shows what each family needs)"));
   }
   std::optional<tuner::ExactResult> exact;
@@ -482,6 +533,7 @@ int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
     return 0;
   }
   PrintTextSummary(*outcome, values, out);
+  if (request->options.layout) PrintLayoutAdvice(*outcome, *request->options.layout, out);
   if (exact) {
     out << "exact (" << tuner::ObjectiveName(outcome->objective) << "): "
         << (exact->optimal

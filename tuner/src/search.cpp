@@ -427,6 +427,10 @@ std::vector<SeededSchedule> MakeSeeds(const CostProfile& rank_costs, int m,
     seeded.schedule = std::move(generated).value();
     if (!fusing) SplitFusedBackwards(seeded.schedule);
     Status status = ValidateSchedule(seeded.schedule);
+    if (status.ok() && options.chunks && seeded.schedule.chunks != *options.chunks) {
+      status = Infeasible(std::to_string(seeded.schedule.chunks) +
+                          " stages per rank, not the job's " + std::to_string(*options.chunks));
+    }
     if (status.ok() && options.runtime == ReplayRuntime::kTorch) {
       status = CheckTorchRuntimeRules(seeded.schedule);
     }

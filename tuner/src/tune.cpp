@@ -70,6 +70,11 @@ Candidate Evaluate(std::string_view family, const CostProfile& rank_costs, int m
   return candidate;
 }
 
+bool OtherLayout(const Candidate& candidate, const TuneOptions& options) {
+  if (!options.layout || !candidate.status.ok()) return false;
+  return !(JobLayout{candidate.schedule.placement, candidate.schedule.chunks} == *options.layout);
+}
+
 Candidate RunSearch(const CostProfile& rank_costs, int microbatches, const TuneOptions& options) {
   Candidate candidate;
   candidate.family = "search";
@@ -79,6 +84,11 @@ Candidate RunSearch(const CostProfile& rank_costs, int microbatches, const TuneO
   search.placement = options.placement;
   search.interleave_chunks = options.interleave_chunks;
   search.runtime = options.runtime;
+  if (options.layout) {
+    search.placement = options.layout->placement;
+    search.chunks = options.layout->chunks;
+    if (options.layout->chunks > 1) search.interleave_chunks = options.layout->chunks;
+  }
   auto found = Search(rank_costs, microbatches, candidate.caps, search);
   if (!found.ok()) {
     candidate.status = found.status();
@@ -110,6 +120,33 @@ Candidate EvaluateReference(const std::string& name, const Expected<Schedule>& o
 }
 
 }  // namespace
+
+std::optional<JobLayout> ParseJobLayout(std::string_view text) {
+  if (text == "v") return JobLayout{Placement::kV, 2};
+  if (text.substr(0, 5) != "loop:" || text.size() == 5 || text.size() > 7) return std::nullopt;
+  int chunks = 0;
+  for (char c : text.substr(5)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    chunks = chunks * 10 + (c - '0');
+  }
+  if (chunks < 1) return std::nullopt;
+  return JobLayout{Placement::kLoop, chunks};
+}
+
+std::string JobLayoutName(const JobLayout& layout) {
+  return layout.placement == Placement::kV ? "v" : "loop:" + std::to_string(layout.chunks);
+}
+
+std::string JobLayoutDescription(const JobLayout& layout) {
+  if (layout.placement == Placement::kV) return "2 stages per rank in V placement";
+  if (layout.chunks == 1) return "1 stage per rank";
+  return std::to_string(layout.chunks) + " stages per rank, interleaved (loop placement)";
+}
+
+std::string TorchClassFor(const JobLayout& layout) {
+  if (layout.placement == Placement::kV) return "ScheduleZBVZeroBubble";
+  return layout.chunks == 1 ? "Schedule1F1B" : "ScheduleInterleaved1F1B";
+}
 
 Expected<TuneResult> Tune(const CostProfile& rank_costs, int microbatches,
                           const TuneOptions& options) {
@@ -147,11 +184,14 @@ Expected<TuneResult> Tune(const CostProfile& rank_costs, int microbatches,
     result.candidates.push_back(std::move(candidate));
   }
   if (search) result.candidates.push_back(RunSearch(rank_costs, microbatches, options));
+  for (Candidate& candidate : result.candidates)
+    candidate.other_layout = OtherLayout(candidate, options);
   for (const auto& [name, order] : options.reference_orders)
     result.candidates.push_back(EvaluateReference(name, order, rank_costs, microbatches, options));
   for (int i = 0; i < static_cast<int>(result.candidates.size()); ++i) {
     const Candidate& candidate = result.candidates[i];
     if (!candidate.status.ok() || !candidate.fits || candidate.reference) continue;
+    if (candidate.other_layout) continue;
     if (result.best < 0 ||
         Better(*candidate.schedule.predicted, *result.candidates[result.best].schedule.predicted,
                options.objective)) {

@@ -39,6 +39,8 @@ ComparisonRow RowFor(const Candidate& candidate) {
   row.fused_backwards = candidate.fused_backwards;
   row.fits = candidate.fits;
   row.reference = candidate.reference;
+  row.other_layout = candidate.other_layout;
+  row.chunks = candidate.schedule.chunks;
   return row;
 }
 

@@ -35,6 +35,7 @@ struct SearchOptions {
   Objective objective = Objective::kMakespan;
   std::optional<Placement> placement;  // nullopt: seeds of every placement
   int interleave_chunks = 2;           // v of the 1f1b-i seed
+  std::optional<int> chunks;           // only seeds with this many stages per rank (the job's)
   double time_limit_s = 3;             // wall clock; <= 0: no limit (then max_evaluations bounds)
   int64_t max_evaluations = 0;         // simulations; 0: no limit (then time_limit_s bounds)
   uint64_t seed = 1;

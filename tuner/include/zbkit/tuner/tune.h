@@ -18,6 +18,22 @@
 
 namespace zb::tuner {
 
+// The stage layout a job was built with: what it can replay without being edited (a script with
+// one stage per rank cannot run an interleaved order). "loop:1" (one stage per rank, e.g.
+// Schedule1F1B), "loop:V" (V stages per rank, Interleaved1F1B), "v" (two stages per rank in V
+// placement, ZBVZeroBubble).
+struct JobLayout {
+  Placement placement = Placement::kLoop;
+  int chunks = 1;
+  bool operator==(const JobLayout& other) const = default;
+};
+std::optional<JobLayout> ParseJobLayout(std::string_view text);  // nullopt: not one of the forms
+std::string JobLayoutName(const JobLayout& layout);              // "loop:1", "loop:2", "v"
+// What a job with `layout` would build and which torch class runs it, for the advice zb tune
+// prints: "2 stages per rank, interleaved (loop)", "ScheduleInterleaved1F1B".
+std::string JobLayoutDescription(const JobLayout& layout);
+std::string TorchClassFor(const JobLayout& layout);
+
 struct TuneOptions {
   // A family name; "best" = every applicable family; "search" = every applicable family plus
   // the search (search.h) seeded by them, as one more candidate named "search".
@@ -25,6 +41,9 @@ struct TuneOptions {
   std::optional<Placement> placement;  // restricts "best" to one placement; nullopt = any
   int interleave_chunks = 2;           // v for 1f1b-i
   MemoryLimit memory_limit;
+  // The job's layout: candidates of another layout are judged and shown, never chosen, and the
+  // search keeps to it. nullopt: any layout.
+  std::optional<JobLayout> layout;
   Objective objective = Objective::kMakespan;  // what picks "best" among those that fit
   // The runtime that replays the result: for PyTorch's, a family or search order that breaks its
   // rule (torch_export.h) is not a candidate.
@@ -50,6 +69,7 @@ struct Candidate {
   double t_over_lb = 0;     // makespan / makespan lower bound
   std::optional<SearchResult> search;  // on the "search" candidate: its figures (best moved out)
   bool reference = false;              // one of TuneOptions::reference_orders: shown, never chosen
+  bool other_layout = false;  // not the job's layout (TuneOptions::layout): shown, never chosen
 };
 
 struct TuneResult {

@@ -60,6 +60,8 @@ struct ComparisonRow {
   bool fits = false;                    // every rank's peak <= its cap
   std::optional<SearchFigures> search;  // on the "search" row
   bool reference = false;               // torch's own schedule: shown, never chosen
+  bool other_layout = false;            // not the job's layout (--layout): shown, never chosen
+  int chunks = 1;                       // stages per rank of the candidate's schedule
 };
 
 struct TuneOutcome {
