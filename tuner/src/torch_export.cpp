@@ -10,24 +10,9 @@
 namespace zb::tuner {
 namespace {
 
-const char* Token(OpKind kind, TorchDialect dialect) {
-  switch (kind) {
-    case OpKind::kF:
-      return "F";
-    case OpKind::kB:
-      return dialect == TorchDialect::kModern ? "I" : "B";
-    case OpKind::kW:
-      return "W";
-    case OpKind::kBW:
-      return dialect == TorchDialect::kModern ? "B" : "BW";
-    case OpKind::kComm:  // never in a valid schedule
-      return "?";
-  }
-  return "?";
-}
-
 std::string OpText(OpKind kind, int stage, int microbatch) {
-  return std::to_string(stage) + Token(kind, TorchDialect::kModern) + std::to_string(microbatch);
+  return std::to_string(stage) + TorchToken(kind, TorchDialect::kModern) +
+         std::to_string(microbatch);
 }
 
 // Every W must follow its B on the rank. PyTorch's loader checks this too, but only when the
@@ -122,7 +107,7 @@ Expected<std::vector<std::vector<Action>>> LowerWithComms(const Schedule& schedu
                                            : grad_received[slot(stage, mb)] != 0;
       }
       if (!ready) continue;
-      rows[rank].push_back({stage, Token(op.kind, TorchDialect::kModern), mb});
+      rows[rank].push_back({stage, TorchToken(op.kind, TorchDialect::kModern), mb});
       if (op.kind == OpKind::kF) {
         forward_done[slot(stage, mb)] = 1;
         if (stage < num_stages - 1 && rank_of(stage + 1) != rank) {
@@ -164,6 +149,22 @@ Expected<std::vector<std::vector<Action>>> LowerWithComms(const Schedule& schedu
 }
 
 }  // namespace
+
+const char* TorchToken(OpKind kind, TorchDialect dialect) {
+  switch (kind) {
+    case OpKind::kF:
+      return "F";
+    case OpKind::kB:
+      return dialect == TorchDialect::kModern ? "I" : "B";
+    case OpKind::kW:
+      return "W";
+    case OpKind::kBW:
+      return dialect == TorchDialect::kModern ? "B" : "BW";
+    case OpKind::kComm:  // never in a valid schedule
+      return "?";
+  }
+  return "?";
+}
 
 const char* ReplayRuntimeName(ReplayRuntime runtime) {
   return runtime == ReplayRuntime::kTorch ? "torch" : "zbkit";
@@ -211,7 +212,8 @@ std::string ToTorchCsv(const Schedule& schedule, TorchDialect dialect) {
   for (const RankProgram& program : schedule.programs) {
     for (size_t i = 0; i < program.ops.size(); ++i) {
       const Op& op = program.ops[i];
-      out << (i ? "," : "") << program.stages[op.chunk] << Token(op.kind, dialect) << op.microbatch;
+      out << (i ? "," : "") << program.stages[op.chunk] << TorchToken(op.kind, dialect)
+          << op.microbatch;
     }
     out << "\n";
   }

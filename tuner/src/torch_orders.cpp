@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "zbkit/schemas/validate.h"
+#include "zbkit/tuner/torch_export.h"
 
 namespace zb::tuner {
 namespace {
@@ -29,23 +30,16 @@ std::optional<Cell> ParseCell(const std::string& text) {
   };
   Cell cell;
   if (!digits(cell.stage) || i >= text.size()) return std::nullopt;
-  switch (text[i++]) {
-    case 'F':
-      cell.kind = OpKind::kF;
-      break;
-    case 'I':
-      cell.kind = OpKind::kB;
-      break;
-    case 'W':
-      cell.kind = OpKind::kW;
-      break;
-    case 'B':
-      cell.kind = OpKind::kBW;
-      break;
-    default:
-      return std::nullopt;
+  // The exporter's table (torch_export.h), read backwards: every modern token is one letter.
+  const char letter = text[i++];
+  bool known = false;
+  for (OpKind kind : {OpKind::kF, OpKind::kB, OpKind::kW, OpKind::kBW}) {
+    if (TorchToken(kind, TorchDialect::kModern) == std::string(1, letter)) {
+      cell.kind = kind;
+      known = true;
+    }
   }
-  if (!digits(cell.microbatch) || i != text.size()) return std::nullopt;
+  if (!known || !digits(cell.microbatch) || i != text.size()) return std::nullopt;
   return cell;
 }
 

@@ -31,6 +31,8 @@ import pipeline_worker as pw  # noqa: E402
 from conftest import schedule_from_json, zb_binary  # noqa: E402
 from worker_session import Session  # noqa: E402
 
+from zbkit.torch_rules import TORCH_LETTER  # noqa: E402
+
 SEED = int(os.environ.get("ZBKIT_EQUIVALENCE_SEED", "2026"))
 FAMILIES = ("1f1b", "1f1b-i", "zb-h1", "zb-h2", "zb-auto", "zb-v", "v-half", "v-min")
 SEARCH_SEEDS = (1, 2)  # per placement, for PyTorch's runtime
@@ -77,16 +79,13 @@ def zb(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(zb_binary()), *args], capture_output=True, text=True, timeout=120)
 
 
-TOKENS = {"F": "F", "B": "I", "W": "W", "BW": "B"}  # zb-schedule/1 kinds -> torch CSV letters
-
-
 def unchecked_csv(doc: Dict[str, Any], path: Path) -> Path:
     """The compute-only CSV of a zb-schedule/1 document, written without zb export's checks."""
     rows = []
     for rank in sorted(doc["ranks"], key=lambda r: r["rank"]):
         rows.append(
             ",".join(
-                f"{rank['stages'][op.get('chunk', 0)]}{TOKENS[op['type']]}{op['mb']}"
+                f"{rank['stages'][op.get('chunk', 0)]}{TORCH_LETTER[op['type']]}{op['mb']}"
                 for op in rank["ops"]
             )
         )

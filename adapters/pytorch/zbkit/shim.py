@@ -127,15 +127,6 @@ class ScheduleShape:
         return placement_name(self.stages_of_rank, self.ranks, self.num_stages)
 
 
-# torch's computation types by the letters its CSV and zbkit.torch_rules use.
-_KIND_LETTERS = {
-    "FORWARD": "F",
-    "BACKWARD_INPUT": "I",
-    "BACKWARD_WEIGHT": "W",
-    "FULL_BACKWARD": "B",
-}
-
-
 def read_shape(path: str) -> ScheduleShape:
     from torch.distributed.pipelining.schedules import _Action  # noqa: PLC0415
 
@@ -153,7 +144,8 @@ def read_shape(path: str) -> ScheduleShape:
                     raise Refusal(f"zbkit: {path}: row {number}: {error}") from None
                 if action is None:
                     continue
-                kind = _KIND_LETTERS.get(action.computation_type.name, action.computation_type.name)
+                name = action.computation_type.name
+                kind = torch_rules.TORCH_LETTERS.get(name, name)
                 has_comms = has_comms or any(token in cell for token in comm_tokens)
                 actions.append((action.stage_index, kind, action.microbatch_index))
             rows.append(actions)

@@ -30,6 +30,7 @@ from types import SimpleNamespace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .schedule import placement_stages
+from .torch_rules import TORCH_LETTERS
 
 # class name, placement, stages per rank (None: --stages-per-rank)
 CLASSES: Tuple[Tuple[str, str, Optional[int]], ...] = (
@@ -39,7 +40,6 @@ CLASSES: Tuple[Tuple[str, str, Optional[int]], ...] = (
     ("ScheduleZBVZeroBubble", "v", 2),
     ("ScheduleDualPipeV", "v", 2),
 )
-COMPUTE = {"FORWARD": "F", "BACKWARD_INPUT": "I", "BACKWARD_WEIGHT": "W", "FULL_BACKWARD": "B"}
 
 
 def one_f_one_b(ranks: int, microbatches: int) -> List[List[str]]:
@@ -66,7 +66,7 @@ def _actions(action) -> List[str]:
     parts = action.sub_actions if getattr(action, "sub_actions", None) else (action,)
     cells = []
     for part in parts:
-        letter = COMPUTE.get(part.computation_type.name)
+        letter = TORCH_LETTERS.get(part.computation_type.name)
         if letter is not None:
             cells.append(f"{part.stage_index}{letter}{part.microbatch_index}")
     return cells

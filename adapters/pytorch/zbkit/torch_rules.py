@@ -58,9 +58,16 @@ def check_loss_order(rows: Sequence[Sequence[Action]], num_stages: int) -> Optio
     return None
 
 
-# torch's kind letters as zbkit's op kinds (I: input gradient B; B: full backward BW).
-_ZBKIT_KIND = {"F": "F", "I": "B", "W": "W", "B": "BW"}
-_TORCH_LETTER = {"F": "F", "B": "I", "W": "W", "BW": "B"}
+# The one home of torch's vocabulary in Python: its computation types by the letters of its CSV,
+# and those letters against zbkit's op kinds (I: input gradient B; B: full backward BW).
+TORCH_LETTERS = {
+    "FORWARD": "F",
+    "BACKWARD_INPUT": "I",
+    "BACKWARD_WEIGHT": "W",
+    "FULL_BACKWARD": "B",
+}
+ZBKIT_KIND = {"F": "F", "I": "B", "W": "W", "B": "BW"}
+TORCH_LETTER = {kind: letter for letter, kind in ZBKIT_KIND.items()}
 
 
 def check_lowering(rows: Sequence[Sequence[Action]], num_stages: int) -> Optional[str]:
@@ -69,10 +76,10 @@ def check_lowering(rows: Sequence[Sequence[Action]], num_stages: int) -> Optiona
     received one count the same), which is zbkit's data-dependency rule
     (zbkit.validation.stuck_points). Otherwise the one-line reason, naming where each unfinished
     rank is stuck."""
-    orders = [[(_ZBKIT_KIND[k], s, mb) for s, k, mb in row if k in _ZBKIT_KIND] for row in rows]
+    orders = [[(ZBKIT_KIND[k], s, mb) for s, k, mb in row if k in ZBKIT_KIND] for row in rows]
     stuck = [
-        f"rank {rank} at {stage}{_TORCH_LETTER[kind]}{mb} (stage {stage}, microbatch {mb}) waits "
-        f"for {need[1]}{_TORCH_LETTER[need[0]]}{need[2]}"
+        f"rank {rank} at {stage}{TORCH_LETTER[kind]}{mb} (stage {stage}, microbatch {mb}) waits "
+        f"for {need[1]}{TORCH_LETTER[need[0]]}{need[2]}"
         for rank, _, (kind, stage, mb), need in stuck_points(orders, num_stages)
     ]
     return f"{_rule(LOWERING_RULE)}: no rank can go on: " + "; ".join(stuck) if stuck else None

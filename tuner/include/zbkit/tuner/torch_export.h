@@ -51,6 +51,9 @@ bool TorchRuntimeOrders(int num_stages, OpKind later_kind, int later_stage, int 
 // kInfeasible with one line naming the rule, the rank, the stage and the microbatches.
 Status CheckTorchRuntimeRules(const Schedule& schedule);
 
+// The token of an op kind in `dialect` (the table above): "F", "I", "W", "B" (modern).
+const char* TorchToken(OpKind kind, TorchDialect dialect);
+
 // The compute-only CSV of `schedule` as it stands, without checks.
 std::string ToTorchCsv(const Schedule& schedule, TorchDialect dialect);
 
