@@ -36,6 +36,8 @@ constexpr Subcommand kSubcommands[] = {
      "run a torch.distributed.pipelining job with a zbkit schedule (zb replay ... -- CMD ...)"},
     {"demo", zb::cli::RunDemoCommand,
      "profile -> tune -> replay -> measure the bundled PyTorch job against torch's schedules"},
+    {"rehearse", zb::cli::RunRehearseCommand,
+     "run schedules on real ranks with emulated compute: measured against predicted"},
 };
 
 void PrintUsage(std::ostream& out) {

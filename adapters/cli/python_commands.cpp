@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // zb demo [--store DB] [--dir DIR] [--iters K] [--rounds R] [--mem-limit L|auto] [--quick] [--json]
+// zb rehearse --costs FILE -m M --mem-limit L [--schedules LIST] [--iters K] [--store DB] [--json]
 //
-// The demo orchestrates Python jobs, so it lives in Python: the module zbkit.demo
-// (adapters/pytorch/zbkit/demo.py says what it does). This command runs it with the project's
-// interpreter (ZBKIT_PYTHON, else the .venv scripts/setup.sh made, else python3) and tells it
-// where this build's parts are: ZBKIT_ZB_BINARY (this zb), ZBKIT_ZBRT_LIBRARY, ZBKIT_ZBVIEW_BINARY
-// (when built) and ZBKIT_TORCH_EXAMPLES; the package goes first on PYTHONPATH. The module parses
-// the options; its exit code (0, 1 failure, 2 usage) is zb demo's.
+// Both orchestrate Python jobs, so they live in Python: the modules zbkit.demo and zbkit.rehearse
+// (adapters/pytorch/zbkit/demo.py and rehearse.py say what they do). These commands run them with
+// the project's interpreter (ZBKIT_PYTHON, else the .venv scripts/setup.sh made, else python3) and
+// tell them where this build's parts are: ZBKIT_ZB_BINARY (this zb), ZBKIT_ZBRT_LIBRARY,
+// ZBKIT_ZBVIEW_BINARY (when built) and ZBKIT_TORCH_EXAMPLES; the package goes first on
+// PYTHONPATH. The module parses the options; its exit code (0, 1 failure, 2 usage) is the
+// command's.
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -35,10 +37,9 @@ std::string Python() {
   return python.empty() ? "python3" : python;
 }
 
-}  // namespace
-
-int RunDemoCommand(const Args& args, std::ostream& out, std::ostream& err) {
-  const std::string command_name = "demo";
+// Runs `python -m module args...` for `zb command_name`.
+int RunPythonModule(const std::string& command_name, const std::string& module, const Args& args,
+                    std::ostream& out, std::ostream& err) {
   // The hook directory is adapters/pytorch/zbkit/_hook: the package root is two levels up.
   auto hook = TorchHookDirectory();
   if (!hook.ok()) return ReportError(err, command_name, hook.status());
@@ -58,11 +59,21 @@ int RunDemoCommand(const Args& args, std::ostream& out, std::ostream& err) {
     env.emplace_back("ZBKIT_ZBVIEW_BINARY", EnvOr("ZBKIT_ZBVIEW_BINARY", ZBKIT_ZBVIEW_BUILD_PATH));
   }
 #endif
-  std::vector<std::string> command = {Python(), "-m", "zbkit.demo"};
+  std::vector<std::string> command = {Python(), "-m", module};
   command.insert(command.end(), args.begin(), args.end());
   out.flush();
   err.flush();
   return RunChildCommand(command_name, command, env);
+}
+
+}  // namespace
+
+int RunDemoCommand(const Args& args, std::ostream& out, std::ostream& err) {
+  return RunPythonModule("demo", "zbkit.demo", args, out, err);
+}
+
+int RunRehearseCommand(const Args& args, std::ostream& out, std::ostream& err) {
+  return RunPythonModule("rehearse", "zbkit.rehearse", args, out, err);
 }
 
 }  // namespace zb::cli

@@ -1,0 +1,212 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`zb rehearse` and its emulated stages (zbkit.emulated, zbkit.rehearse).
+
+The emulated stages are checked under both B/W splits (torch's own and zbkit's BackwardSplit):
+each computation sleeps at least its duration, records itself once with its microbatch, passes
+values through, and holds M_B - M_W until B and M_W until W. The command runs on 2 ranks with
+millisecond costs; what it must get right whatever the machine's noise is asserted exactly: every
+row predicted by zb tune, the zbkit orders run as scheduled, peaks equal to the predicted ones
+(the memory account follows the order, not the clock), no iteration shorter than a rank's work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import zb_binary
+
+from zbkit.bw_split import BackwardSplit
+from zbkit.emulated import EmulatedStage, Emulation, StageCost, loss_fn, read_costs, split_stages
+from zbkit.errors import ZbkitError
+from zbkit.rehearse import expected_order, first_divergence, parse_schedules
+
+COST = StageCost(f_ms=6.0, b_ms=8.0, w_ms=4.0, m_b=1000.0, m_w=400.0)
+TINY = {"format": "zb-costs/1", "name": "tiny", "comm": 0.2, "count": 2,
+        "stages": [{"F": 4.0, "B": 4.0, "W": 2.0, "M_B": 1000, "M_W": 400}]}  # fmt: skip
+
+
+def _zb() -> Path:
+    binary = zb_binary()
+    if not binary.is_file():
+        msg = f"zb binary not built at {binary} (set ZBKIT_ZB_BINARY or build the repository)"
+        print(f"SKIP: {msg}")
+        pytest.skip(msg)
+    return binary
+
+
+def _stage_and_input(stage_id: int, emulation: Emulation, tag: int = 3):
+    stage = EmulatedStage(stage_id, COST, 8, emulation)
+    x = torch.zeros(1, 8)
+    x[0, 0] = tag
+    return stage, x.requires_grad_(stage_id > 0)
+
+
+def _durations(emulation: Emulation):
+    return {kind: (end - start) / 1e6 for kind, _s, _mb, start, end in emulation.events}
+
+
+def test_split_stages_is_the_tuners_rule(tmp_path: Path) -> None:
+    """The costs a zb tune schedule file carries per stage as scheduled equal split_stages of the
+    profile (docs/cost-model.md §5), remainder nanoseconds included."""
+    costs = tmp_path / "odd.json"
+    costs.write_text(json.dumps({"format": "zb-costs/1", "comm": 0.1, "stages": [
+        {"F": 1.000001, "B": 2.000002, "W": 0.333333, "M_B": 10, "M_W": 3},
+        {"F": 3.5, "B": 1.1, "W": 0.7, "M_B": 7, "M_W": 1}]}))  # fmt: skip
+    for family, chunks in (("zb-v", 2), ("1f1b-i", 3)):
+        out = tmp_path / f"{family}.json"
+        subprocess.run(
+            [str(_zb()), "tune", "--costs", str(costs), "-m", "6", "--mem-limit", "none",
+             "--family", family, "--chunks", str(chunks), "--out", str(out)],
+            check=True, capture_output=True,
+        )  # fmt: skip
+        doc = json.loads(out.read_text())
+        entries = doc["costs"]["stages"] * doc["costs"].get("count", 1)
+        if len(doc["costs"]["stages"]) > 1:
+            entries = doc["costs"]["stages"]
+        stages, _ = read_costs(costs)
+        mine = split_stages(stages, doc["chunks"])
+        assert len(entries) == len(mine) == 2 * doc["chunks"]
+        for entry, cost in zip(entries, mine):
+            assert (entry["F"], entry["B"], entry["W"]) == pytest.approx(
+                (cost.f_ms, cost.b_ms, cost.w_ms), abs=1e-9
+            )
+            assert (entry["M_B"], entry["M_W"]) == pytest.approx((cost.m_b, cost.m_w))
+
+
+def test_torch_split_runs_b_then_w() -> None:
+    """torch's stage_backward_input runs B only, stage_backward_weight W only."""
+    from torch.distributed.pipelining._backward import (
+        stage_backward_input,
+        stage_backward_weight,
+    )
+
+    emulation = Emulation()
+    stage, x = _stage_and_input(1, emulation)
+    out = stage(x)
+    assert torch.equal(out, x) and emulation.live == COST.m_b
+    grad = torch.zeros(1, 8)
+    grad[0, 0] = 3.0
+    dinputs, groups = stage_backward_input([out], [grad], [x], stage.parameters())
+    assert torch.equal(dinputs[0], grad), "the gradient passes through"
+    assert [e[:3] for e in emulation.events] == [("F", 1, 3), ("B", 1, 3)]
+    assert emulation.live == COST.m_w, "B frees what W does not need"
+    stage_backward_weight(stage.parameters(), groups)
+    del groups, out
+    assert [e[:3] for e in emulation.events] == [("F", 1, 3), ("B", 1, 3), ("W", 1, 3)]
+    assert torch.equal(stage.weight.grad, grad[0])
+    assert emulation.live == 0 and emulation.peak == COST.m_b
+    took = _durations(emulation)
+    assert took["F"] >= COST.f_ms and took["B"] >= COST.b_ms and took["W"] >= COST.w_ms
+
+
+def test_zbkit_split_on_the_first_stage() -> None:
+    """zbkit's BackwardSplit on the first stage (no input gradient wanted) still runs B in B: the
+    emulated graph, like real layers, needs the activation path for the weight's gradient."""
+    emulation = Emulation()
+    stage, x = _stage_and_input(0, emulation, tag=2)
+    x = x.detach().requires_grad_(True)  # as the executor anchors a floating first input
+    split = BackwardSplit(stage.parameters())
+    target = torch.zeros(1, 8)
+    target[0, 0] = 2.0  # the loss's gradient carries the tag back
+    with split.record():
+        out = loss_fn(stage(x), target)
+    split.seal((out,), (x,))
+    split.backward_input((None,), [False])
+    assert [e[:3] for e in emulation.events] == [("F", 0, 2), ("B", 0, 2)]
+    assert emulation.live == COST.m_w
+    split.backward_weight()
+    del split, out
+    assert [e[0] for e in emulation.events] == ["F", "B", "W"]
+    assert emulation.live == 0
+
+
+def test_expected_order_and_divergence() -> None:
+    schedule = {"ranks": [{"rank": 0, "stages": [0], "ops": [
+        {"type": "F", "mb": 0}, {"type": "B", "mb": 0}, {"type": "W", "mb": 0},
+        {"type": "F", "mb": 1}, {"type": "BW", "mb": 1}]}]}  # fmt: skip
+    executor = expected_order(schedule, "executor")[0]
+    assert executor == [("F", 0, 0), ("B", 0, 0), ("W", 0, 0), ("F", 0, 1), ("B", 0, 1),
+                        ("W", 0, 1)]  # fmt: skip
+    # torch's runtime runs the first stage's B inside its W
+    assert expected_order(schedule, "shim")[0] == executor
+    schedule["ranks"][0]["ops"].insert(1, schedule["ranks"][0]["ops"].pop(3))  # F1 before B0
+    shim = expected_order(schedule, "shim")[0]
+    assert shim[:2] == [("F", 0, 0), ("F", 0, 1)]
+    assert first_divergence(executor, executor) == ""
+    assert "op 1: ran F of stage 0 microbatch 1" in first_divergence(executor, shim)
+    assert "ran 5 computations" in first_divergence(executor, executor[:5])
+
+
+def test_parse_schedules() -> None:
+    assert parse_schedules("torch:1F1B,zbkit, torch:Schedule1F1B") == [
+        "torch:Schedule1F1B", "zbkit:search"]  # fmt: skip
+    assert len(parse_schedules("torch")) == 5
+    for bad in ("torch:Nope", "zbkit:zb-h9", "jax", ""):
+        with pytest.raises(ZbkitError):
+            parse_schedules(bad)
+
+
+def _rehearse(tmp_path: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    if env.get("ZBKIT_ZBRT_LIBRARY"):  # the command runs in tmp_path
+        env["ZBKIT_ZBRT_LIBRARY"] = str(Path(env["ZBKIT_ZBRT_LIBRARY"]).resolve())
+    return subprocess.run([str(_zb().resolve()), "rehearse", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=tmp_path)  # fmt: skip
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    costs = tmp_path / "tiny.json"
+    costs.write_text(json.dumps(TINY))
+    for args, says in (
+        (["--costs", str(costs), "-m", "4", "--mem-limit", "2x", "--schedules", "torch:Nope"],
+         "unknown torch schedule 'Nope'"),
+        (["--costs", str(tmp_path / "none.json"), "-m", "4", "--mem-limit", "2x"],
+         "no such file"),
+        (["--costs", str(costs), "-m", "0", "--mem-limit", "2x"], "--microbatches must be >= 1"),
+        (["--costs", str(costs), "--mem-limit", "2x"], "-m/--microbatches"),
+    ):  # fmt: skip
+        done = _rehearse(tmp_path, *args)
+        assert done.returncode == 2, done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and says in lines[0], done.stderr
+        assert not (tmp_path / "zbkit-rehearse").exists(), "nothing written on a usage error"
+
+
+def test_rehearse_two_ranks(tmp_path: Path) -> None:
+    costs = tmp_path / "tiny.json"
+    costs.write_text(json.dumps(TINY))
+    store = tmp_path / "store.db"
+    done = _rehearse(
+        tmp_path, "--costs", str(costs), "-m", "4", "--mem-limit", "2x", "--schedules",
+        "torch:1F1B,torch:ZBVZeroBubble,zbkit", "--iters", "2", "--rounds", "1",
+        "--search-time", "0.5", "--store", str(store), "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads(done.stdout.strip().splitlines()[-1])
+    assert doc["format"] == "zb-rehearse/1" and doc["ranks"] == 2
+    rows = {(row["schedule"], row["runtime"]): row for row in doc["rows"]}
+    assert set(rows) == {("torch:Schedule1F1B", "torch"), ("torch:ScheduleZBVZeroBubble", "torch"),
+                         ("zbkit:search", "shim"), ("zbkit:search", "executor")}  # fmt: skip
+    assert doc["tuned"] == "zbkit:search" and doc["best_torch"].startswith("torch:")
+    # A rank does 4 microbatches x (F + B + W) of its stages' work: no iteration is shorter.
+    rank_work = 4 * (4.0 + 4.0 + 2.0)
+    for key, row in rows.items():
+        assert row["iterations"] == 2, key
+        assert row["predicted_ms"] > rank_work, key
+        assert row["measured_ms"] >= rank_work, key
+        assert row["peak_bytes"] == row["predicted_peak"], key
+    for runtime in ("shim", "executor"):
+        assert rows[("zbkit:search", runtime)]["order"] == "as scheduled"
+    assert rows[("zbkit:search", "executor")].get("run_id", 0) >= 1, "the run is stored"
+    assert "order as scheduled" in done.stdout
+    assert (tmp_path / "zbkit-rehearse" / "schedule-search.json").is_file()
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))

@@ -1,0 +1,268 @@
+# SPDX-License-Identifier: Apache-2.0
+"""One rehearsal job: a pipelining script on emulated stages (zbkit.emulated), run by
+`zb rehearse` under torchrun once per schedule and round (docs/rehearse.md).
+
+    torchrun --nproc-per-node P rehearsal_job.py --costs FILE --microbatches M
+        (--schedule CLASS | --schedule-file S.json) [--iters K] [--warmup W] ...
+
+With `--schedule CLASS` it is a plain torch.distributed.pipelining script: it builds the stages
+the class's layout puts on this rank (torch_orders.CLASSES) as PipelineStages and steps a
+`CLASS` object, so the shim (ZBKIT_SCHEDULE) replays a zbkit order in it exactly as it does in a
+user's script. With `--schedule-file` zbkit's executor runs the file's order (recording it through
+libzbrt with `--record-dir`). `--probe` measures the per-hop time of a message instead.
+
+Every iteration starts after a barrier; each rank writes a zb-job-summary/1 (`--summary-out`, its
+`iter_s` after the warm-up, `peak_activation_bytes` in the profile's memory units) and, with
+`--timeline-out`, the ops of its last iteration with CLOCK_MONOTONIC times (one clock for the
+ranks of one host).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import torch
+import torch.distributed as dist
+
+from zbkit.emulated import (
+    EmulatedStage,
+    Emulation,
+    batch,
+    loss_fn,
+    read_costs,
+    split_stages,
+    targets,
+)
+from zbkit.schedule import placement_stages
+from zbkit.torch_orders import CLASSES
+
+PROBE_ROUNDS = 30
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--costs", required=True, help="zb-costs/1: one stage per rank")
+    parser.add_argument("--microbatches", type=int, required=True)
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--schedule", choices=[name for name, _, _ in CLASSES])
+    which.add_argument("--schedule-file", help="zb-schedule/1, run by zbkit's executor")
+    which.add_argument("--probe", action="store_true", help="measure the per-hop time")
+    parser.add_argument("--stages-per-rank", type=int, default=2, help="for the interleaved ones")
+    parser.add_argument("--iters", type=int, default=4)
+    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--message-bytes", type=int, default=4096)
+    parser.add_argument("--memory-scale", type=float, default=1.0)
+    parser.add_argument("--summary-out", default="")
+    parser.add_argument("--timeline-out", default="")
+    parser.add_argument("--record-dir", default="", help="with --schedule-file: libzbrt shards")
+    parser.add_argument("--store", default="", help="with --record-dir: merge the run here")
+    parser.add_argument("--schedule-id", type=int, default=0)
+    parser.add_argument("--timeout-s", type=float, default=300.0)
+    return parser.parse_args(argv)
+
+
+def width_of(args) -> int:
+    return max(1, args.message_bytes // 4)
+
+
+def probe(args, rank: int, ranks: int) -> Dict[str, Any]:
+    """The median one-way time of a message of --message-bytes between neighbouring ranks: pairs
+    (r, r+1) ping-pong PROBE_ROUNDS times, even r first, then odd r, so no rank is in two pairs
+    at once. Each rank reports the hops it led."""
+    message = torch.zeros(width_of(args))
+    hops: Dict[str, float] = {}
+    for parity in (0, 1):
+        dist.barrier()
+        lead = rank % 2 == parity and rank + 1 < ranks
+        follow = (rank - 1) % 2 == parity and rank >= 1
+        times: List[float] = []
+        for _ in range(PROBE_ROUNDS):
+            if lead:
+                start = time.perf_counter()
+                dist.send(message, rank + 1)
+                dist.recv(message, rank + 1)
+                times.append((time.perf_counter() - start) / 2)
+            elif follow:
+                dist.recv(message, rank - 1)
+                dist.send(message, rank - 1)
+        if times:
+            hops[f"{rank}-{rank + 1}"] = statistics.median(times[PROBE_ROUNDS // 5 :]) * 1e3
+    return {"hop_ms": hops}
+
+
+def stage_costs(args, num_stages: int, per_rank: int):
+    stages, _comm = read_costs(Path(args.costs))
+    if len(stages) * per_rank != num_stages:
+        raise SystemExit(
+            f"rehearsal_job: {args.costs} has {len(stages)} stages; {num_stages} stages on "
+            f"{per_rank} per rank need {num_stages // per_rank}"
+        )
+    return split_stages(stages, per_rank)
+
+
+def torch_stepper(args, rank: int, ranks: int, emulation: Emulation):
+    """A plain pipelining script's schedule object and its stages' parameters."""
+    from torch.distributed.pipelining import PipelineStage, schedules  # noqa: PLC0415
+
+    placement, fixed = next((p, f) for name, p, f in CLASSES if name == args.schedule)
+    per_rank = fixed or args.stages_per_rank
+    num_stages = ranks * per_rank
+    costs = stage_costs(args, num_stages, per_rank)
+    mine = placement_stages(placement, ranks, num_stages, rank)
+    modules = [EmulatedStage(s, costs[s], width_of(args), emulation) for s in mine]
+    stages = [
+        PipelineStage(module, s, num_stages, torch.device("cpu"), group=dist.group.WORLD)
+        for s, module in zip(mine, modules)
+    ]
+    schedule_class = getattr(schedules, args.schedule)
+    if per_rank == 1:
+        schedule = schedule_class(stages[0], n_microbatches=args.microbatches, loss_fn=loss_fn)
+    else:
+        schedule = schedule_class(stages, n_microbatches=args.microbatches, loss_fn=loss_fn)
+    has_first, has_last = 0 in mine, num_stages - 1 in mine
+    x, y = batch(args.microbatches, width_of(args)), targets(args.microbatches, width_of(args))
+
+    def step() -> None:
+        step_args = (x,) if has_first else ()
+        step_kwargs = {"target": y, "losses": []} if has_last else {}
+        schedule.step(*step_args, **step_kwargs)
+
+    return step, modules, type(schedule).__name__
+
+
+def executor_stepper(args, rank: int, ranks: int, emulation: Emulation, recorder):
+    from zbkit import runtime  # noqa: PLC0415
+    from zbkit.executor import PipelineExecutor  # noqa: PLC0415
+
+    schedule = runtime.load_schedule(args.schedule_file)
+    if schedule.ranks != ranks:
+        raise SystemExit(
+            f"rehearsal_job: {args.schedule_file} is for {schedule.ranks} ranks, not {ranks}"
+        )
+    costs = stage_costs(args, schedule.num_stages, schedule.chunks)
+    modules = {
+        s: EmulatedStage(s, costs[s], width_of(args), emulation) for s in schedule.stages[rank]
+    }
+    executor = PipelineExecutor(
+        schedule, rank, modules, loss_fn, recorder=recorder, timeout_s=args.timeout_s,
+        loss_scale=1.0,
+    )  # fmt: skip
+    m, width = args.microbatches, width_of(args)
+    x, y = batch(m, width), targets(m, width)
+    xs, ys = list(x.split(1)), list(y.split(1))
+
+    def step() -> None:
+        executor.step(xs, ys)
+
+    return step, list(modules.values()), PipelineExecutor.__name__
+
+
+def open_recorder(args, rank: int):
+    if not (args.schedule_file and args.record_dir):
+        return None
+    from zbkit import runtime  # noqa: PLC0415
+
+    os.makedirs(args.record_dir, exist_ok=True)
+    schedule = runtime.load_schedule(args.schedule_file)
+    return runtime.Recorder(schedule, rank, os.path.join(args.record_dir, f"rank{rank}.zbshard"))
+
+
+def write(path_template: str, rank: int, doc: Dict[str, Any]) -> None:
+    if not path_template:
+        return
+    path = path_template.replace("{rank}", str(rank))  # str.replace: a path may hold braces
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as handle:
+        handle.write(json.dumps(doc) + "\n")
+
+
+def train(args, step, modules, emulation: Emulation, recorder) -> Dict[str, Any]:
+    """Warm-up and measured iterations, each after a barrier; the measured times, the peak over
+    them and the last one's ops."""
+    times, peaks = [], []
+    for iteration in range(args.warmup + args.iters):
+        for module in modules:
+            module.weight.grad = None
+        emulation.reset()
+        dist.barrier()
+        measuring = iteration >= args.warmup
+        if recorder is not None:
+            recorder.iteration_begin(iteration)
+        start = time.perf_counter()
+        step()
+        elapsed = time.perf_counter() - start
+        if recorder is not None:
+            recorder.iteration_end()
+        if measuring:
+            times.append(elapsed)
+            peaks.append(emulation.peak)
+    return {
+        "iter_s": times,
+        "peak_activation_bytes": max(peaks),
+        "ops": [
+            {"type": kind, "stage": stage, "mb": mb, "start_ns": start, "end_ns": end}
+            for kind, stage, mb, start, end in emulation.events
+        ],
+    }
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parse_args(argv)
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo")
+    rank, ranks = dist.get_rank(), dist.get_world_size()
+    if args.probe:
+        write(args.summary_out, rank, {"format": "zb-rehearse-probe/1", "rank": rank,
+                                       **probe(args, rank, ranks)})  # fmt: skip
+        dist.barrier()
+        dist.destroy_process_group()
+        return 0
+    emulation = Emulation(args.memory_scale)
+    recorder = open_recorder(args, rank)
+    if args.schedule:
+        step, modules, runner = torch_stepper(args, rank, ranks, emulation)
+    else:
+        step, modules, runner = executor_stepper(args, rank, ranks, emulation, recorder)
+    try:
+        measured = train(args, step, modules, emulation, recorder)
+    finally:
+        if recorder is not None:
+            recorder.close()
+    run_id = None
+    if recorder is not None and args.store:
+        from zbkit import runtime  # noqa: PLC0415
+
+        dist.barrier()  # every shard written
+        if rank == 0:
+            run_id = runtime.merge_run(
+                args.store, args.schedule_id, args.record_dir, "zb rehearse (emulated compute)"
+            )
+    summary = {
+        "format": "zb-job-summary/1",  # docs/formats.md §3.1
+        "rank": rank,
+        "class": runner,
+        "ranks": ranks,
+        "microbatches": args.microbatches,
+        "iters": len(measured["iter_s"]),
+        "median_iter_s": statistics.median(measured["iter_s"]),
+        "iter_s": measured["iter_s"],
+        "peak_activation_bytes": measured["peak_activation_bytes"],
+    }
+    if run_id is not None:
+        summary["run_id"] = run_id
+    write(args.summary_out, rank, summary)
+    write(args.timeline_out, rank, {"rank": rank, "ops": measured["ops"]})
+    dist.barrier()
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

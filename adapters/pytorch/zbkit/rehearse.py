@@ -1,0 +1,480 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`zb rehearse`: schedules run on a real process group with emulated compute, measured against
+their predictions (docs/rehearse.md). `zb rehearse` runs this module (`python -m zbkit.rehearse`).
+
+    zb rehearse --costs FILE -m M --mem-limit L [--schedules LIST] [--iters K] [--rounds R]
+                [--store DB] [--dir DIR] [--message-bytes N] [--comm measured|profile] [--json]
+
+1. probe: the per-hop time of a --message-bytes tensor between neighbouring ranks (gloo);
+2. predict: the profile with that hop time as its comm (`--comm profile` keeps the profile's),
+   torch's built-in orders from the installed torch (zbkit.torch_orders) and `zb tune` for each
+   zbkit schedule of LIST, so every row is predicted by the same simulator under the same costs;
+3. run: R rounds, each running every row once in turn (rows alternate direction between rounds,
+   so the machine's drift favours none): torch's classes as a plain script runs them, each zbkit
+   schedule through the shim in that script (the class of its layout) and through zbkit's
+   executor; the stages are `zbkit.emulated` modules taking the profile's F, B and W as sleeps;
+4. report: per row the median iteration time (the slowest rank's) over every measured iteration,
+   the prediction and their ratio, the peak activation memory (fuller rank, profile units)
+   against the predicted one, and the time per op the prediction does not explain; a line per
+   target; `--json` ends with one zb-rehearse/1 object.
+
+Exit 0 when every row ran, 1 when one failed (the others still run and are reported), 2 for
+usage. With --store the tuned schedules are stored (`zb tune --store`) and the executor's first
+round of each is recorded through libzbrt as a measured run of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .emulated import RehearsalError, read_costs
+from .errors import ZbkitError
+from .jobs import JobError, Jobs, Measurement, median
+from .torch_orders import CLASSES
+
+FORMAT = "zb-rehearse/1"
+PACKAGE_DIR = Path(__file__).resolve().parent
+JOB_SCRIPT = PACKAGE_DIR / "rehearsal_job.py"
+HOOK_DIR = PACKAGE_DIR / "_hook"
+TORCH_CLASSES = [name for name, _, _ in CLASSES]
+ZBKIT_FAMILIES = ("1f1b", "1f1b-i", "zb-h1", "zb-h2", "zb-auto", "zb-v", "v-half", "v-min",
+                  "search")  # fmt: skip
+WITHIN = 0.05  # measured/predicted target, issue "Replay you can trust"
+GAIN_SHARE = 0.90  # share of the predicted gain over Schedule1F1B to realise
+
+
+def note(text: str) -> None:
+    sys.stderr.write(f"zb rehearse: {text}\n")
+    sys.stderr.flush()
+
+
+@dataclass
+class Row:
+    """One schedule on one runtime: how to run it, its prediction and what it measured."""
+
+    schedule: str  # "torch:<Class>" or "zbkit:<family>"
+    runtime: str  # "torch" (the class itself), "shim" or "executor"
+    job_args: List[str]
+    env: Dict[str, str] = field(default_factory=dict)
+    predicted_ms: float = 0.0
+    predicted_peak: float = 0.0  # fuller rank, profile units
+    ops_per_rank: int = 0
+    schedule_id: Optional[int] = None
+    measured: Measurement = field(default_factory=Measurement)
+    error: str = ""
+    run_id: Optional[int] = None
+    schedule_file: Optional[Path] = None  # zbkit rows: the order they must run
+    order: str = ""  # zbkit rows: "as scheduled" or the first divergence
+
+    @property
+    def label(self) -> str:
+        return self.schedule if self.runtime == "torch" else f"{self.schedule} ({self.runtime})"
+
+    @property
+    def tag(self) -> str:
+        return self.label.replace(":", "-").replace(" (", "-").rstrip(")")
+
+    def measured_ms(self) -> float:
+        return median(self.measured.iteration_s) * 1e3
+
+    def ratio(self) -> float:
+        return self.measured_ms() / self.predicted_ms if self.predicted_ms > 0 else math.nan
+
+    def excess_per_op_ms(self) -> float:
+        """What the prediction does not explain, per op of a rank: the runtime's own cost per op
+        and the communication's deviation from the hop time, together (an upper bound on either)."""
+        if not self.ops_per_rank:
+            return math.nan
+        return (self.measured_ms() - self.predicted_ms) / self.ops_per_rank
+
+    def to_json(self) -> Dict[str, Any]:
+        doc: Dict[str, Any] = {
+            "schedule": self.schedule,
+            "runtime": self.runtime,
+            "predicted_ms": round(self.predicted_ms, 3),
+            "predicted_peak": self.predicted_peak,
+        }
+        if self.error:
+            doc["error"] = self.error
+            return doc
+        doc.update(
+            measured_ms=round(self.measured_ms(), 3),
+            measured_over_predicted=round(self.ratio(), 4),
+            peak_bytes=self.measured.fuller_rank_peak(),
+            iterations=len(self.measured.iteration_s),
+            excess_per_op_ms=round(self.excess_per_op_ms(), 4),
+        )
+        if self.order:
+            doc["order"] = self.order
+        if self.schedule_id is not None:
+            doc["schedule_id"] = self.schedule_id
+        if self.run_id is not None:
+            doc["run_id"] = self.run_id
+        return doc
+
+
+@dataclass
+class Settings:
+    costs: Path
+    microbatches: int
+    mem_limit: str
+    schedules: List[str]
+    iters: int = 4
+    warmup: int = 1
+    rounds: int = 2
+    store: str = ""
+    dir: Path = Path("zbkit-rehearse")
+    message_bytes: int = 4096
+    comm: str = "measured"
+    time_scale: float = 1.0
+    search_time: float = 3.0
+    json: bool = False
+
+
+def parse_schedules(text: str) -> List[str]:
+    """LIST: comma-separated `torch` (every class), `torch:<Class>` (the `Schedule` prefix may be
+    left out), `zbkit` (the search) or `zbkit:<family>`; each as a canonical name, once."""
+    names: List[str] = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        kind, _, what = item.partition(":")
+        if kind == "torch" and not what:
+            chosen = [f"torch:{name}" for name in TORCH_CLASSES]
+        elif kind == "torch":
+            cls = what if what.startswith("Schedule") else f"Schedule{what}"
+            if cls not in TORCH_CLASSES:
+                raise RehearsalError(
+                    f"--schedules: unknown torch schedule {what!r} (one of "
+                    f"{', '.join(TORCH_CLASSES)})"
+                )
+            chosen = [f"torch:{cls}"]
+        elif kind == "zbkit":
+            family = what or "search"
+            if family not in ZBKIT_FAMILIES:
+                raise RehearsalError(
+                    f"--schedules: unknown zbkit family {family!r} (one of "
+                    f"{', '.join(ZBKIT_FAMILIES)})"
+                )
+            chosen = [f"zbkit:{family}"]
+        else:
+            raise RehearsalError(
+                f"--schedules: {item!r} is neither torch[:<Class>] nor zbkit[:<family>]"
+            )
+        names.extend(name for name in chosen if name not in names)
+    if not names:
+        raise RehearsalError("--schedules is empty")
+    return names
+
+
+AS_SCHEDULED = "as scheduled"
+Step = Tuple[str, int, int]  # kind, global stage, microbatch
+
+
+def expected_order(schedule: Dict[str, Any], runtime: str) -> List[List[Step]]:
+    """Per rank, the computations a zb-schedule/1 order runs, as the emulated stages record them:
+    a fused BW as its B then its W. Under torch's runtime (the shim) the first stage's B runs
+    inside its W (torch's `backward_one_chunk` skips it for the first stage and
+    `backward_weight_one_chunk` runs the whole backward; docs/rehearse.md §3)."""
+    orders = []
+    for program in sorted(schedule["ranks"], key=lambda p: p["rank"]):
+        order: List[Step] = []
+        for op in program["ops"]:
+            stage, kind, mb = program["stages"][op.get("chunk", 0)], op["type"], op["mb"]
+            if runtime == "shim" and stage == 0 and kind == "B":
+                continue
+            if kind == "BW" or (runtime == "shim" and stage == 0 and kind == "W"):
+                order += [("B", stage, mb), ("W", stage, mb)]
+            else:
+                order.append((kind, stage, mb))
+        orders.append(order)
+    return orders
+
+
+def first_divergence(expected: Sequence[Step], ran: Sequence[Step]) -> str:
+    """Where `ran` first departs from `expected`, in words; "" when they are equal."""
+    for i, (want, got) in enumerate(zip(expected, ran)):
+        if want != got:
+            return (f"op {i}: ran {got[0]} of stage {got[1]} microbatch {got[2]}, the schedule "
+                    f"has {want[0]} of stage {want[1]} microbatch {want[2]}")  # fmt: skip
+    if len(ran) != len(expected):
+        return f"ran {len(ran)} computations, the schedule has {len(expected)}"
+    return ""
+
+
+def torch_class_for(chunks: int, placement: str) -> Tuple[str, List[str]]:
+    """The torch class a pipelining script uses for a schedule's layout, and the job flags that
+    build that layout (the shim then replays the zbkit order in it)."""
+    for name, class_placement, fixed in CLASSES:
+        if class_placement != placement:
+            continue
+        if fixed == chunks:
+            return name, []
+        if fixed is None and chunks > 1:
+            return name, ["--stages-per-rank", str(chunks)]
+    raise RehearsalError(f"no torch schedule class builds {chunks} stages per rank in {placement}")
+
+
+class Rehearsal:
+    def __init__(self, settings: Settings, environment: Dict[str, str]) -> None:
+        self.s = settings
+        stages, self.profile_comm = read_costs(settings.costs)
+        self.ranks = len(stages)
+        self.max_memory = max((st.m_b for st in stages), default=0.0)
+        env = {"OMP_NUM_THREADS": "1", "ZBKIT_ZB_BINARY": environment["zb"]}
+        if environment.get("zbrt"):
+            env["ZBKIT_ZBRT_LIBRARY"] = environment["zbrt"]
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(PACKAGE_DIR.parent), os.environ.get("PYTHONPATH")])
+        )
+        self.jobs = Jobs(settings.dir, self.ranks, environment["python"], environment["zb"], env)
+        self.hop_ms: Dict[str, float] = {}
+        self.rows: List[Row] = []
+        self.failed = False
+
+    # ---- 1: probe ----------------------------------------------------------------------------
+
+    def common_args(self) -> List[str]:
+        # Activation tensors of at most 1 MiB each: the account stays in profile units.
+        memory_scale = min(1.0, float(1 << 20) / self.max_memory) if self.max_memory else 1.0
+        return ["--costs", str(self.costs_path), "--microbatches", str(self.s.microbatches),
+                "--message-bytes", str(self.s.message_bytes),
+                "--memory-scale", repr(memory_scale)]  # fmt: skip
+
+    def probe(self) -> None:
+        self.costs_path = self.s.costs
+        folder = self.jobs.summaries("probe")
+        folder.mkdir(parents=True, exist_ok=True)
+        command = [*self.jobs.torchrun_command(JOB_SCRIPT), *self.common_args(), "--probe",
+                   "--summary-out", str(folder / "rank{rank}.json")]  # fmt: skip
+        self.jobs.check("probe", command)
+        for r in range(self.ranks):
+            try:
+                doc = json.loads((folder / f"rank{r}.json").read_text())
+                self.hop_ms.update({k: float(v) for k, v in doc["hop_ms"].items()})
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                raise JobError(
+                    f"probe: rank {r} left no hop times; see {self.jobs.log('probe')}"
+                ) from None
+
+    def hop(self) -> float:
+        return median(list(self.hop_ms.values())) if self.hop_ms else 0.0
+
+    # ---- 2: predict --------------------------------------------------------------------------
+
+    def rehearsed_costs(self) -> Path:
+        """The profile as rehearsed: F, B, W (and a measured BW) times --time-scale, and the
+        measured hop time as its comm (unless --comm profile). The jobs run these costs and the
+        predictions are made from them, so both sides see the same numbers."""
+        doc = json.loads(self.s.costs.read_text())
+        if self.s.comm == "measured" and self.hop_ms:
+            doc["comm"] = round(self.hop(), 4)
+        for stage in doc["stages"]:
+            for key in ("F", "B", "W", "BW"):
+                if key in stage:
+                    stage[key] = stage[key] * self.s.time_scale
+        path = self.s.dir / "costs-rehearsed.json"
+        path.write_text(json.dumps(doc) + "\n")
+        return path
+
+    def tune(self, tag: str, family: str, extra: Sequence[str] = (), store: bool = True
+             ) -> Dict[str, Any]:  # fmt: skip
+        args = ["tune", "--costs", str(self.costs_path), "-m", str(self.s.microbatches),
+                "--mem-limit", self.s.mem_limit, "--family", family, *extra]  # fmt: skip
+        if family == "search":
+            args += ["--time-limit", str(self.s.search_time)]
+        if store and self.s.store:
+            args += ["--store", self.s.store, "--job", self.s.costs.stem]
+        return self.jobs.zb_json(tag, *args)
+
+    def predict(self) -> None:
+        self.costs_path = self.rehearsed_costs()
+        orders = self.s.dir / "torch-orders"
+        self.jobs.check("torch-orders", [self.jobs.python, "-m", "zbkit.torch_orders", "--ranks",
+                                         str(self.ranks), "--microbatches",
+                                         str(self.s.microbatches), "--out", str(orders)])  # fmt: skip
+        refused = {
+            entry["name"]: entry["error"]
+            for entry in json.loads((orders / "index.json").read_text())["schedules"]
+            if "error" in entry
+        }
+        wanted_torch = [n for n in self.s.schedules if n.startswith("torch:")]
+        report = self.tune("tune-torch", "1f1b", ["--torch-orders", str(orders)], store=False)
+        by_family = {row["family"]: row for row in report["candidates"]}
+        for name in wanted_torch:
+            cls = name.split(":", 1)[1]
+            if cls in refused:
+                note(f"{name}: torch refuses this layout ({refused[cls]}); not rehearsed")
+                continue
+            row = Row(name, "torch", ["--schedule", cls])
+            self.predicted(row, by_family.get(name))
+            self.rows.append(row)
+        for name in (n for n in self.s.schedules if n.startswith("zbkit:")):
+            family = name.split(":", 1)[1]
+            path = self.s.dir / f"schedule-{family}.json"
+            report = self.tune(f"tune-{family}", family, ["--out", str(path)])
+            schedule = json.loads(path.read_text())
+            cls, layout = torch_class_for(schedule["chunks"], schedule["placement"])
+            best = next(r for r in report["candidates"] if r["family"] == report["best"])
+            for runtime in ("shim", "executor"):
+                if runtime == "shim":
+                    row = Row(name, runtime, ["--schedule", cls, *layout],
+                              env={"ZBKIT_SCHEDULE": str(path),
+                                   "PYTHONPATH": os.pathsep.join(
+                                       [str(HOOK_DIR), self.jobs.env["PYTHONPATH"]])})  # fmt: skip
+                else:
+                    row = Row(name, runtime, ["--schedule-file", str(path)])
+                row.schedule_id = report.get("schedule_id")
+                row.schedule_file = path
+                self.predicted(row, best)
+                self.rows.append(row)
+
+    def predicted(self, row: Row, candidate: Optional[Dict[str, Any]]) -> None:
+        if candidate is None:
+            raise RehearsalError(f"{row.schedule}: zb tune predicted no such row")
+        row.predicted_ms = float(candidate["makespan"])
+        row.predicted_peak = max(candidate.get("peak_memory") or [0.0])
+
+    # ---- 3: run ------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        counts = ["--iters", str(self.s.iters), "--warmup", str(self.s.warmup)]
+        for round_ in range(self.s.rounds):
+            order = self.rows if round_ % 2 == 0 else self.rows[::-1]
+            note(
+                f"round {round_ + 1}/{self.s.rounds}: {len(order)} schedules on {self.ranks} ranks"
+            )
+            for row in order:
+                if row.error:
+                    continue
+                args = [*row.job_args, *self.common_args(), *counts]
+                tag = f"{row.tag}-round{round_}"
+                folder = self.jobs.summaries(tag)
+                args += ["--timeline-out", str(folder / "timeline.rank{rank}.json")]
+                if row.runtime == "executor" and self.s.store and round_ == 0:
+                    args += ["--record-dir", str(folder / "shards"), "--store", self.s.store,
+                             "--schedule-id", str(row.schedule_id or 0)]  # fmt: skip
+                try:
+                    summaries = self.jobs.torchrun(tag, JOB_SCRIPT, args, row.env)
+                except JobError as error:
+                    row.error = str(error)
+                    self.failed = True
+                    note(f"{row.label}: {error}")
+                    continue
+                row.measured.add(Measurement.of(summaries))
+                row.run_id = row.run_id or next((s.run_id for s in summaries if s.run_id), None)
+                if not row.ops_per_rank:
+                    row.ops_per_rank = self.ops_per_rank(folder)
+                if row.schedule_file is not None and not row.order:
+                    row.order = self.check_order(row, folder)
+                    if row.order != AS_SCHEDULED:
+                        self.failed = True
+                        note(f"{row.label}: {row.order}")
+
+    def check_order(self, row: Row, folder: Path) -> str:
+        """The order each rank ran (the emulated ops' records of the job's last iteration)
+        against the schedule's."""
+        expected = expected_order(json.loads(row.schedule_file.read_text()), row.runtime)
+        for r in range(self.ranks):
+            ops = json.loads((folder / f"timeline.rank{r}.json").read_text())["ops"]
+            ran = [(op["type"], op["stage"], op["mb"]) for op in
+                   sorted(ops, key=lambda op: op["start_ns"])]  # fmt: skip
+            divergence = first_divergence(expected[r], ran)
+            if divergence:
+                return f"rank {r} {divergence}"
+        return AS_SCHEDULED
+
+    def ops_per_rank(self, folder: Path) -> int:
+        """The most ops one rank ran in an iteration (a fused backward counts once)."""
+        most = 0
+        for r in range(self.ranks):
+            try:
+                ops = json.loads((folder / f"timeline.rank{r}.json").read_text())["ops"]
+            except (OSError, ValueError, KeyError):
+                return 0
+            most = max(most, sum(1 for op in ops if op["type"] in ("F", "B")) + sum(
+                1 for op in ops if op["type"] == "W"))  # fmt: skip
+        return most
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    from .rehearse_report import report  # noqa: PLC0415
+
+    try:
+        settings, environment = parse(argv)
+        rehearsal = Rehearsal(settings, environment)
+        note(f"1/3 probing the hop time of {settings.message_bytes} B between {rehearsal.ranks} "
+             "ranks")  # fmt: skip
+        rehearsal.probe()
+        note("2/3 predicting (zb tune, torch's orders)")
+        rehearsal.predict()
+        rehearsal.run()
+    except UsageError as error:
+        sys.stderr.write(f"zb rehearse: {error}\n")
+        return 2
+    except ZbkitError as error:
+        sys.stderr.write(f"zb rehearse: {error}\n")
+        return 1
+    report(rehearsal, sys.stdout)
+    return 1 if rehearsal.failed else 0
+
+
+class UsageError(ZbkitError):
+    pass
+
+
+def parse(argv: Optional[Sequence[str]]) -> Tuple[Settings, Dict[str, str]]:
+    parser = argparse.ArgumentParser(prog="zb rehearse", description=__doc__.splitlines()[0])
+    parser.add_argument("--costs", required=True, help="zb-costs/1 profile, one stage per rank")
+    parser.add_argument("-m", "--microbatches", type=int, required=True)
+    parser.add_argument("--mem-limit", required=True, help="as zb tune: Nx, a size, none")
+    parser.add_argument("--schedules", default="torch,zbkit:search",
+                        help="torch, torch:<Class>, zbkit, zbkit:<family>, comma-separated")  # fmt: skip
+    parser.add_argument("--iters", type=int, default=4, help="measured iterations per job")
+    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--store", default="", help="SQLite store for schedules and runs")
+    parser.add_argument("--dir", default="zbkit-rehearse", help="logs, schedules, timelines")
+    parser.add_argument("--message-bytes", type=int, default=4096)
+    parser.add_argument("--comm", choices=("measured", "profile"), default="measured")
+    parser.add_argument("--time-scale", type=float, default=1.0, help="factor on every duration")
+    parser.add_argument("--search-time", type=float, default=3.0, help="seconds for the search")
+    parser.add_argument("--json", action="store_true")
+
+    def fail(message: str) -> None:
+        raise UsageError(message)
+
+    parser.error = fail  # type: ignore[method-assign]
+    args = parser.parse_args(argv)
+    for name in ("microbatches", "iters", "rounds", "message_bytes"):
+        if getattr(args, name) < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be >= 1")
+    if args.warmup < 0 or not args.time_scale > 0 or args.search_time < 0:
+        raise UsageError("--warmup and --search-time must be >= 0, --time-scale > 0")
+    if not Path(args.costs).is_file():
+        raise UsageError(f"--costs {args.costs}: no such file")
+    try:
+        schedules = parse_schedules(args.schedules)
+    except RehearsalError as error:
+        raise UsageError(str(error)) from None
+    settings = Settings(
+        costs=Path(args.costs), microbatches=args.microbatches, mem_limit=args.mem_limit,
+        schedules=schedules, iters=args.iters, warmup=args.warmup, rounds=args.rounds,
+        store=args.store, dir=Path(args.dir), message_bytes=args.message_bytes, comm=args.comm,
+        time_scale=args.time_scale, search_time=args.search_time, json=args.json,
+    )  # fmt: skip
+    environment = {
+        "python": os.environ.get("ZBKIT_PYTHON") or sys.executable,
+        "zb": os.environ.get("ZBKIT_ZB_BINARY", "zb"),
+        "zbrt": os.environ.get("ZBKIT_ZBRT_LIBRARY", ""),
+    }
+    return settings, environment
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The report of `zb rehearse` (zbkit.rehearse): the table, one line per target of the issue
+"Replay you can trust" with its figure, and the zb-rehearse/1 JSON (docs/rehearse.md)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import IO, Any, Dict, List, Optional
+
+FORMAT = "zb-rehearse/1"
+
+
+def _fmt(value: float, digits: int = 1) -> str:
+    return "-" if value is None or math.isnan(value) else f"{value:.{digits}f}"
+
+
+def table(rows: List[Any]) -> List[str]:
+    lines = [
+        f"{'schedule':<44} {'predicted_ms':>12} {'measured_ms':>11} {'meas/pred':>9} "
+        f"{'peak':>10} {'pred_peak':>10} {'excess/op_ms':>12}",
+        "-" * 114,
+    ]
+    for row in rows:
+        if row.error:
+            lines.append(f"{row.label:<44} {_fmt(row.predicted_ms):>12}  failed: {row.error}")
+            continue
+        lines.append(
+            f"{row.label:<44} {_fmt(row.predicted_ms):>12} {_fmt(row.measured_ms()):>11} "
+            f"{_fmt(row.ratio(), 3):>9} {row.measured.fuller_rank_peak():>10.0f} "
+            f"{row.predicted_peak:>10.0f} {_fmt(row.excess_per_op_ms(), 3):>12}"
+        )
+    return lines
+
+
+def _ran(rows: List[Any]) -> List[Any]:
+    return [row for row in rows if not row.error and row.measured.iteration_s]
+
+
+def best_torch(rows: List[Any]) -> Optional[Any]:
+    """The torch class that measured fastest."""
+    torch_rows = [row for row in _ran(rows) if row.runtime == "torch"]
+    return min(torch_rows, key=lambda row: row.measured_ms()) if torch_rows else None
+
+
+def tuned(rows: List[Any]) -> List[Any]:
+    """The zbkit rows of the first zbkit schedule (the search by default): shim and executor."""
+    zbkit = [row for row in _ran(rows) if row.runtime != "torch"]
+    return [row for row in zbkit if row.schedule == zbkit[0].schedule] if zbkit else []
+
+
+def targets(rows: List[Any], within: float, gain_share: float) -> List[str]:
+    """One line per target, each with its figure and "met" or "missed"."""
+    lines = []
+    ran = _ran(rows)
+    if ran:
+        worst = max(ran, key=lambda row: abs(row.ratio() - 1))
+        ok = abs(worst.ratio() - 1) <= within
+        lines.append(
+            f"every row's measured/predicted within {within:.0%}: {'met' if ok else 'missed'} "
+            f"(furthest: {worst.label} {worst.ratio():.3f})"
+        )
+    baseline = next((row for row in ran if row.schedule == "torch:Schedule1F1B"), None)
+    best = best_torch(rows)
+    for row in tuned(rows):
+        if baseline is not None and baseline.predicted_ms > row.predicted_ms:
+            predicted_gain = 1 - row.predicted_ms / baseline.predicted_ms
+            measured_gain = 1 - row.measured_ms() / baseline.measured_ms()
+            share = measured_gain / predicted_gain
+            lines.append(
+                f"{row.label}: gain over torch:Schedule1F1B {measured_gain:.1%} measured of "
+                f"{predicted_gain:.1%} predicted = {share:.0%} of it (target >= "
+                f"{gain_share:.0%}): {'met' if share >= gain_share else 'missed'}"
+            )
+        if best is not None:
+            faster = row.measured_ms() <= best.measured_ms()
+            peak, best_peak = row.measured.fuller_rank_peak(), best.measured.fuller_rank_peak()
+            lines.append(
+                f"{row.label}: {row.measured_ms():.1f} ms vs the fastest torch class "
+                f"{best.schedule} {best.measured_ms():.1f} ms, peak {peak:.0f} vs {best_peak:.0f}: "
+                f"{'met' if faster and peak <= best_peak else 'missed'}"
+            )
+    for row in ran:
+        if row.order:
+            lines.append(f"{row.label}: order {row.order}")
+    for row in ran:
+        if row.runtime in ("shim", "executor"):
+            share = row.excess_per_op_ms() * row.ops_per_rank / row.measured_ms()
+            lines.append(
+                f"{row.label}: time the prediction does not explain {row.excess_per_op_ms():.3f} ms "
+                f"per op, {share:.1%} of the iteration (torch's runtime alone: see its rows)"
+            )
+    return lines
+
+
+def document(rehearsal: Any) -> Dict[str, Any]:
+    rows = rehearsal.rows
+    best = best_torch(rows)
+    chosen = tuned(rows)
+    return {
+        "format": FORMAT,
+        "ranks": rehearsal.ranks,
+        "microbatches": rehearsal.s.microbatches,
+        "mem_limit": rehearsal.s.mem_limit,
+        "hop_ms": rehearsal.hop_ms,
+        "comm_ms": rehearsal.hop() if rehearsal.s.comm == "measured" else rehearsal.profile_comm,
+        "rows": [row.to_json() for row in rows],
+        "tuned": chosen[0].schedule if chosen else None,
+        "best_torch": best.schedule if best is not None else None,
+    }
+
+
+def report(rehearsal: Any, out: IO[str]) -> None:
+    from .rehearse import GAIN_SHARE, WITHIN  # noqa: PLC0415
+
+    s = rehearsal.s
+    comm = rehearsal.hop() if s.comm == "measured" else rehearsal.profile_comm
+    out.write(
+        f"p={rehearsal.ranks} m={s.microbatches} mem-limit={s.mem_limit} costs={s.costs} "
+        f"comm={comm:.3f} ms ({s.comm}) iterations={s.iters}x{s.rounds} rounds\n"
+    )
+    out.write("\n".join(table(rehearsal.rows)) + "\n\n")
+    out.write("\n".join(targets(rehearsal.rows, WITHIN, GAIN_SHARE)) + "\n")
+    out.write(f"logs, schedules and timelines: {s.dir}\n")
+    if s.json:
+        out.write(json.dumps(document(rehearsal)) + "\n")
+    out.flush()
