@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,15 @@ import torch
 from conftest import zb_binary
 
 from zbkit.bw_split import BackwardSplit
-from zbkit.emulated import EmulatedStage, Emulation, StageCost, loss_fn, read_costs, split_stages
+from zbkit.emulated import (
+    STAMP,
+    EmulatedStage,
+    Emulation,
+    StageCost,
+    loss_fn,
+    read_costs,
+    split_stages,
+)
 from zbkit.errors import ZbkitError
 from zbkit.rehearse import expected_order, first_divergence, parse_schedules
 
@@ -40,11 +49,21 @@ def _zb() -> Path:
     return binary
 
 
+def _message(tag: int) -> torch.Tensor:
+    x = torch.zeros(1, 8, dtype=torch.float64)
+    x[0, 0] = tag
+    return x
+
+
 def _stage_and_input(stage_id: int, emulation: Emulation, tag: int = 3):
     stage = EmulatedStage(stage_id, COST, 8, emulation)
-    x = torch.zeros(1, 8)
-    x[0, 0] = tag
-    return stage, x.requires_grad_(stage_id > 0)
+    return stage, _message(tag).requires_grad_(stage_id > 0)
+
+
+def _same_but_stamp(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal values outside the ready time and producer the stamp adds."""
+    return torch.equal(a.detach()[:, [0, *range(STAMP, a.shape[1])]],
+                       b.detach()[:, [0, *range(STAMP, b.shape[1])]])  # fmt: skip
 
 
 def _durations(emulation: Emulation):
@@ -89,17 +108,16 @@ def test_torch_split_runs_b_then_w() -> None:
     emulation = Emulation()
     stage, x = _stage_and_input(1, emulation)
     out = stage(x)
-    assert torch.equal(out, x) and emulation.live == COST.m_b
-    grad = torch.zeros(1, 8)
-    grad[0, 0] = 3.0
+    assert _same_but_stamp(out, x) and emulation.live == COST.m_b
+    grad = _message(3)
     dinputs, groups = stage_backward_input([out], [grad], [x], stage.parameters())
-    assert torch.equal(dinputs[0], grad), "the gradient passes through"
+    assert _same_but_stamp(dinputs[0], grad), "the gradient passes through"
     assert [e[:3] for e in emulation.events] == [("F", 1, 3), ("B", 1, 3)]
     assert emulation.live == COST.m_w, "B frees what W does not need"
     stage_backward_weight(stage.parameters(), groups)
     del groups, out
     assert [e[:3] for e in emulation.events] == [("F", 1, 3), ("B", 1, 3), ("W", 1, 3)]
-    assert torch.equal(stage.weight.grad, grad[0])
+    assert _same_but_stamp(stage.weight.grad[None], grad)
     assert emulation.live == 0 and emulation.peak == COST.m_b
     took = _durations(emulation)
     assert took["F"] >= COST.f_ms and took["B"] >= COST.b_ms and took["W"] >= COST.w_ms
@@ -112,8 +130,7 @@ def test_zbkit_split_on_the_first_stage() -> None:
     stage, x = _stage_and_input(0, emulation, tag=2)
     x = x.detach().requires_grad_(True)  # as the executor anchors a floating first input
     split = BackwardSplit(stage.parameters())
-    target = torch.zeros(1, 8)
-    target[0, 0] = 2.0  # the loss's gradient carries the tag back
+    target = _message(2)  # the loss's gradient carries the tag back
     with split.record():
         out = loss_fn(stage(x), target)
     split.seal((out,), (x,))
@@ -124,6 +141,32 @@ def test_zbkit_split_on_the_first_stage() -> None:
     del split, out
     assert [e[0] for e in emulation.events] == ["F", "B", "W"]
     assert emulation.live == 0
+
+
+def test_async_device_runs_on_the_stream() -> None:
+    """The async device does not block the host: each op starts at the latest of the host's
+    issue, the stream's previous end and its input's ready time plus the hop (for an input from
+    another rank), and the host waits only in synchronize; sends of this rank's messages carry
+    the stream's end at the time of the send."""
+    from zbkit.emulated import _stamp_of, _stamped
+
+    emulation = Emulation(device="async", rank=1, hop_ms=2.0)
+    start = time.perf_counter_ns()
+    emulation.reset(start)
+    stage = EmulatedStage(1, COST, 8, emulation)
+    ready = start + 50_000_000  # the input from rank 0 is ready 50 ms from now
+    x = _stamped(_message(4), ready, 0).requires_grad_(True)
+    out = stage(x)
+    assert time.perf_counter_ns() - start < 40_000_000, "the host did not wait for F"
+    (kind, _s, mb, f_start, f_end) = emulation.events[0]
+    assert (kind, mb) == ("F", 4) and f_start == ready + 2_000_000  # ready + hop
+    assert f_end == f_start + 6_000_000 and emulation.host_bound_ns == 0
+    assert _stamp_of(out) == (4, f_end, 1)
+    emulation.synchronize()
+    assert time.perf_counter_ns() >= f_end
+    local = _stamped(_message(5), f_end, 1)  # from this rank: no hop
+    emulation.stream_free_ns = 0
+    assert emulation.run(1.0, *_stamp_of(local)[1:])[0] >= f_end
 
 
 def test_expected_order_and_divergence() -> None:

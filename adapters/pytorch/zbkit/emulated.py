@@ -15,16 +15,18 @@ passes the gradient through). As in a stack of real layers, the gradient reaches
 the weight joins only through the activation path, so a B/W split (torch's
 `stage_backward_input`/`stage_backward_weight` and zbkit's `BackwardSplit` alike) runs
 `Activation`'s backward in B, also on the first stage, whose input needs no gradient, and
-`Weight`'s in W; a fused backward runs both. Values pass through unchanged: the forward adds
-zeros and the backward hands its gradient on.
+`Weight`'s in W; a fused backward runs both. Values pass through (the forward adds zeros and the
+backward hands its gradient on), apart from the stamp below.
 
-Each microbatch's tensors carry its index in element [0, 0] (the rehearsal builds the inputs and
-the loss so that they do: `batch`, `targets`, `loss_fn`), so every op knows its (stage,
-microbatch) whichever runtime calls it, and records itself in the process's `Emulation`: kind,
-stage, microbatch, start and end. Activation memory is held as real tensors saved for backward
-(M_B - M_W by `Activation`, M_W by `Weight`, scaled by `memory_scale`), so what a runtime keeps
-alive, and for how long, is what it really keeps; the `Emulation` counts them in the profile's
-units and keeps the peak.
+Each microbatch's tensors carry a stamp in their first elements (`STAMP`): the microbatch
+index (the rehearsal builds the inputs and the targets so, and the loss makes the target the
+output gradient), the time the tensor is ready and the rank that produced it. So every op knows
+its (stage, microbatch) whichever runtime calls it and records itself in its rank's `Emulation`
+(kind, stage, microbatch, start, end), and an asynchronous device knows when a message's data
+exists (`Emulation` says how the two devices run). Activation memory is held as real tensors
+saved for backward (M_B - M_W by `Activation`, M_W by `Weight`, scaled by `memory_scale`), so
+what a runtime keeps alive, and for how long, is what it really keeps; the `Emulation` counts
+them in the profile's units and keeps the peak.
 """
 
 from __future__ import annotations
@@ -49,8 +51,10 @@ __all__ = [
     "StageCost",
     "batch",
     "loss_fn",
+    "message_width",
     "read_costs",
     "split_stages",
+    "stamp_sends",
     "targets",
 ]
 
@@ -126,27 +130,56 @@ def split_stages(stages: Sequence[StageCost], chunks: int) -> List[StageCost]:
     return out
 
 
-class Emulation:
-    """One process's clock, timeline and activation-memory account. memory_scale is the bytes
-    allocated per unit of the profile's memory (the account itself stays in profile units)."""
+DEVICES = ("async", "sync")
+STAMP = 3  # elements [0, 0..2] of every message: microbatch, ready time (ns), producing rank
 
-    def __init__(self, memory_scale: float = 1.0) -> None:
-        self.memory_scale = memory_scale
+
+class Emulation:
+    """One rank's device, timeline and activation-memory account.
+
+    device "sync": each computation sleeps its duration on the calling (host) thread, like a
+    device the host waits for: the runtime's own time per op adds to every op. device "async": a
+    GPU's stream, as the host sees it: a computation is enqueued and the host goes on; it runs
+    from max(host issue, the stream's previous end, its input's ready time + hop) for its
+    duration, and the host waits for the stream only in `synchronize` (end of the iteration). The
+    runtime's own time then costs only where the host falls behind the stream (`host_bound_ns`:
+    the time the stream sat idle waiting for the host to issue, summed). Inputs from another rank
+    carry their ready time and producer (STAMP), so a hop costs `hop_ms` after the producer's end.
+
+    memory_scale is the bytes allocated per unit of the profile's memory (the account itself
+    stays in profile units)."""
+
+    def __init__(
+        self, memory_scale: float = 1.0, device: str = "sync", rank: int = 0, hop_ms: float = 0.0
+    ) -> None:
+        if device not in DEVICES:
+            raise RehearsalError(f"unknown device {device!r} (one of {', '.join(DEVICES)})")
+        self.memory_scale, self.device, self.rank = memory_scale, device, rank
+        self.hop_ns = round(hop_ms * 1e6)
         self.events: List[Tuple[str, int, int, int, int]] = []  # kind, stage, mb, start, end ns
         self.live = 0.0
         self.peak = 0.0
+        self.stream_free_ns = 0
+        self.host_bound_ns = 0
 
-    def wait(self, ms: float) -> Tuple[int, int]:
-        """Sleeps `ms` measured from now, to the deadline rather than for a duration,
-        so that the sleep's own overshoot is not added twice; (start, end) in ns."""
-        start = time.perf_counter_ns()
-        deadline = start + round(ms * 1e6)
-        while True:
-            left = deadline - time.perf_counter_ns()
-            if left <= 0:
-                break
-            time.sleep(left / 1e9)
-        return start, time.perf_counter_ns()
+    def run(self, ms: float, ready_ns: int = 0, producer: int = -1) -> Tuple[int, int]:
+        """One computation of `ms` whose input was ready at `ready_ns` on rank `producer`;
+        its (start, end) in ns."""
+        if self.device == "sync":
+            start = time.perf_counter_ns()
+            return start, sleep_until(start + round(ms * 1e6))
+        now = time.perf_counter_ns()
+        not_before = ready_ns + (self.hop_ns if ready_ns and producer != self.rank else 0)
+        queue_ready = max(self.stream_free_ns, not_before)
+        self.host_bound_ns += max(0, now - queue_ready)
+        start = max(now, queue_ready)
+        self.stream_free_ns = start + round(ms * 1e6)
+        return start, self.stream_free_ns
+
+    def synchronize(self) -> None:
+        """Waits for the stream (async; the sync device has nothing pending)."""
+        if self.device == "async":
+            sleep_until(self.stream_free_ns)
 
     def record(self, kind: str, stage: int, microbatch: int, span: Tuple[int, int]) -> None:
         if microbatch >= 0:
@@ -163,17 +196,72 @@ class Emulation:
     def _release(self, units: float) -> None:
         self.live -= units
 
-    def reset(self) -> None:
-        """Starts a new iteration's timeline and peak (what is still held stays counted)."""
+    def reset(self, start_ns: int) -> None:
+        """Starts a new iteration at `start_ns`: its timeline, peak (what is still held stays
+        counted) and host-bound time; the stream is idle from then."""
         self.events.clear()
         self.peak = self.live
+        self.stream_free_ns = start_ns
+        self.host_bound_ns = 0
 
 
-def _microbatch_of(tensor: torch.Tensor) -> int:
-    """The tag; -1 for a tensor that carries none (torch's shape inference runs a stage once on
-    uninitialised buffers before the first step)."""
-    tag = tensor.reshape(-1)[0].item()
-    return int(tag) if math.isfinite(tag) and tag >= 0 and tag == int(tag) else -1
+def sleep_until(deadline_ns: int) -> int:
+    """Sleeps to a deadline rather than for a duration, so that a sleep's overshoot is not
+    added twice; the time it woke."""
+    while True:
+        now = time.perf_counter_ns()
+        if now >= deadline_ns:
+            return now
+        time.sleep((deadline_ns - now) / 1e9)
+
+
+def _stamp_of(tensor: torch.Tensor) -> Tuple[int, int, int]:
+    """(microbatch, ready ns, producing rank) of a message; microbatch -1 for a tensor that
+    carries none (torch's shape inference runs a stage once on uninitialised buffers)."""
+    flat = tensor.detach().reshape(-1)
+    values = flat[:STAMP].tolist() if flat.numel() >= STAMP else [-1.0, 0.0, -1.0]
+    if not all(math.isfinite(v) and v == int(v) for v in values) or values[0] < 0:
+        return -1, 0, -1
+    return int(values[0]), max(0, int(values[1])), int(values[2])
+
+
+def _stamped(tensor: torch.Tensor, end_ns: int, rank: int) -> torch.Tensor:
+    """A copy of `tensor` whose stamp says it is ready at `end_ns` on `rank`."""
+    out = tensor.clone()
+    flat = out.view(-1)
+    if flat.numel() >= STAMP:
+        flat[1], flat[2] = float(end_ns), float(rank)
+    return out
+
+
+def stamp_sends(emulation: Emulation) -> None:
+    """Makes every message this process sends ready when the emulated stream reaches the send.
+
+    On a GPU the runtime's send waits for everything enqueued on the compute stream before the
+    send was called (NCCL waits on an event recorded then), not only for the op that produced
+    the tensor: after a fused backward the input gradient leaves once the weight gradient is
+    done too. So each point-to-point send of a stamped tensor from this rank gets the stream's
+    current end as its ready time. torch's pipelining (`_batch_p2p`, `batch_isend_irecv`) and
+    zbkit's executor send through `torch.distributed.isend`; the wrapper replaces it in both
+    modules that hold it, so `P2POp`'s check of its op still recognises it."""
+    if emulation.device != "async":
+        return
+    import torch.distributed as dist  # noqa: PLC0415
+    from torch.distributed import distributed_c10d  # noqa: PLC0415
+
+    original = distributed_c10d.isend
+    if getattr(original, "_zbkit_stamps", False):
+        return
+
+    def isend(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        microbatch, ready, producer = _stamp_of(tensor)
+        if microbatch >= 0 and producer == emulation.rank and tensor.dtype == torch.float64:
+            tensor.view(-1)[1] = float(max(ready, emulation.stream_free_ns))
+        return original(tensor, *args, **kwargs)
+
+    isend._zbkit_stamps = True  # type: ignore[attr-defined]
+    distributed_c10d.isend = isend
+    dist.isend = isend
 
 
 class _Activation(torch.autograd.Function):
@@ -182,18 +270,21 @@ class _Activation(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: torch.Tensor, stage: "EmulatedStage") -> torch.Tensor:  # type: ignore[override]
         emulation, cost = stage.emulation, stage.cost
-        span = emulation.wait(cost.f_ms)
-        emulation.record("F", stage.stage, _microbatch_of(x), span)
+        microbatch, ready, producer = _stamp_of(x)
+        span = emulation.run(cost.f_ms, ready, producer)
+        emulation.record("F", stage.stage, microbatch, span)
         ctx.save_for_backward(emulation.hold(max(0.0, cost.m_b - cost.m_w)))
         ctx.stage = stage
-        return x.clone()
+        return _stamped(x, span[1], emulation.rank)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):  # type: ignore[override]
         stage = ctx.stage
-        span = stage.emulation.wait(stage.cost.b_ms)
-        stage.emulation.record("B", stage.stage, _microbatch_of(grad), span)
-        return grad, None
+        emulation = stage.emulation
+        microbatch, ready, producer = _stamp_of(grad)
+        span = emulation.run(stage.cost.b_ms, ready, producer)
+        emulation.record("B", stage.stage, microbatch, span)
+        return _stamped(grad, span[1], emulation.rank), None
 
 
 class _Weight(torch.autograd.Function):
@@ -208,19 +299,26 @@ class _Weight(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: torch.Tensor):  # type: ignore[override]
         stage = ctx.stage
-        span = stage.emulation.wait(stage.cost.w_ms)
-        stage.emulation.record("W", stage.stage, _microbatch_of(grad), span)
+        microbatch, ready, producer = _stamp_of(grad)
+        span = stage.emulation.run(stage.cost.w_ms, ready, producer)
+        stage.emulation.record("W", stage.stage, microbatch, span)
         return grad, None
 
 
+def message_width(message_bytes: int) -> int:
+    """Elements per microbatch of a message of about `message_bytes` (float64, room for the
+    stamp)."""
+    return max(STAMP, message_bytes // 8)
+
+
 class EmulatedStage(nn.Module):
-    """Stage `stage` of a pipeline, taking `cost`'s durations; its tensors are `width` floats
-    per microbatch."""
+    """Stage `stage` of a pipeline, taking `cost`'s durations; its tensors are `width` (>= STAMP)
+    float64 per microbatch."""
 
     def __init__(self, stage: int, cost: StageCost, width: int, emulation: Emulation) -> None:
         super().__init__()
         self.stage, self.cost, self.emulation = stage, cost, emulation
-        self.weight = nn.Parameter(torch.zeros(width))
+        self.weight = nn.Parameter(torch.zeros(width, dtype=torch.float64))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return _Activation.apply(x + _Weight.apply(self.weight, self), self)
@@ -228,14 +326,14 @@ class EmulatedStage(nn.Module):
 
 def batch(microbatches: int, width: int) -> torch.Tensor:
     """The first stage's input: one row per microbatch, row i tagged i."""
-    x = torch.zeros(microbatches, width)
+    x = torch.zeros(microbatches, width, dtype=torch.float64)
     x[:, 0] = torch.arange(microbatches, dtype=x.dtype)
     return x
 
 
 def targets(microbatches: int, width: int) -> torch.Tensor:
     """The loss's targets: `loss_fn` makes them the output gradient, row i tagged i."""
-    y = torch.zeros(microbatches, width)
+    y = torch.zeros(microbatches, width, dtype=torch.float64)
     y[:, 0] = torch.arange(microbatches, dtype=y.dtype)
     return y
 

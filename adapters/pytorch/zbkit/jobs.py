@@ -61,6 +61,7 @@ class JobSummary:
     barrier_s: Optional[List[float]] = None  # time waiting for the optimizer step, per iteration
     rollbacks: int = 0
     run_id: Optional[int] = None  # the replay run a recording job stored
+    host_bound_s: Optional[List[float]] = None  # rehearsal, per iteration: stream idle for host
 
 
 def _field(doc: Mapping[str, Any], name: str, kind: Any, where: str, required: bool = True):
@@ -109,6 +110,7 @@ def read_summary(path: Path) -> JobSummary:
         barrier_s=_times(doc, "barrier_s", where, False),
         rollbacks=_field(doc, "rollbacks", int, where, False) or 0,
         run_id=_field(doc, "run_id", int, where, False),
+        host_bound_s=_times(doc, "host_bound_s", where, False),
     )
 
 

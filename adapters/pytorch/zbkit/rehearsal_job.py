@@ -20,6 +20,7 @@ ranks of one host).
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import statistics
@@ -32,18 +33,22 @@ import torch
 import torch.distributed as dist
 
 from zbkit.emulated import (
+    DEVICES,
     EmulatedStage,
     Emulation,
     batch,
     loss_fn,
+    message_width,
     read_costs,
     split_stages,
+    stamp_sends,
     targets,
 )
 from zbkit.schedule import placement_stages
 from zbkit.torch_orders import CLASSES
 
 PROBE_ROUNDS = 30
+PR_SET_TIMERSLACK = 29  # <linux/prctl.h>
 
 
 def parse_args(argv=None):
@@ -59,6 +64,8 @@ def parse_args(argv=None):
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--message-bytes", type=int, default=4096)
     parser.add_argument("--memory-scale", type=float, default=1.0)
+    parser.add_argument("--device", choices=DEVICES, default="async")
+    parser.add_argument("--hop-ms", type=float, default=0.0, help="async: a message's transfer")
     parser.add_argument("--summary-out", default="")
     parser.add_argument("--timeline-out", default="")
     parser.add_argument("--record-dir", default="", help="with --schedule-file: libzbrt shards")
@@ -69,14 +76,14 @@ def parse_args(argv=None):
 
 
 def width_of(args) -> int:
-    return max(1, args.message_bytes // 4)
+    return message_width(args.message_bytes)
 
 
 def probe(args, rank: int, ranks: int) -> Dict[str, Any]:
     """The median one-way time of a message of --message-bytes between neighbouring ranks: pairs
     (r, r+1) ping-pong PROBE_ROUNDS times, even r first, then odd r, so no rank is in two pairs
     at once. Each rank reports the hops it led."""
-    message = torch.zeros(width_of(args))
+    message = torch.zeros(width_of(args), dtype=torch.float64)
     hops: Dict[str, float] = {}
     for parity in (0, 1):
         dist.barrier()
@@ -186,25 +193,28 @@ def write(path_template: str, rank: int, doc: Dict[str, Any]) -> None:
 def train(args, step, modules, emulation: Emulation, recorder) -> Dict[str, Any]:
     """Warm-up and measured iterations, each after a barrier; the measured times, the peak over
     them and the last one's ops."""
-    times, peaks = [], []
+    times, peaks, host_bound = [], [], []
     for iteration in range(args.warmup + args.iters):
         for module in modules:
             module.weight.grad = None
-        emulation.reset()
         dist.barrier()
         measuring = iteration >= args.warmup
         if recorder is not None:
             recorder.iteration_begin(iteration)
-        start = time.perf_counter()
+        start = time.perf_counter_ns()
+        emulation.reset(start)
         step()
-        elapsed = time.perf_counter() - start
+        emulation.synchronize()
+        elapsed = (time.perf_counter_ns() - start) / 1e9
         if recorder is not None:
             recorder.iteration_end()
         if measuring:
             times.append(elapsed)
             peaks.append(emulation.peak)
+            host_bound.append(emulation.host_bound_ns / 1e9)
     return {
         "iter_s": times,
+        "host_bound_s": host_bound,
         "peak_activation_bytes": max(peaks),
         "ops": [
             {"type": kind, "stage": stage, "mb": mb, "start_ns": start, "end_ns": end}
@@ -213,8 +223,21 @@ def train(args, step, modules, emulation: Emulation, recorder) -> Dict[str, Any]
     }
 
 
+def fine_timer_slack() -> None:
+    """Linux lets a sleep overrun by the thread's timer slack (50 us by default) to batch
+    wake-ups; an emulated op would add it each time. 1 ns asks for exact wake-ups
+    (prctl(PR_SET_TIMERSLACK), proc(5)); elsewhere this does nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
+    fine_timer_slack()
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     rank, ranks = dist.get_rank(), dist.get_world_size()
@@ -224,7 +247,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         dist.barrier()
         dist.destroy_process_group()
         return 0
-    emulation = Emulation(args.memory_scale)
+    emulation = Emulation(args.memory_scale, args.device, rank, args.hop_ms)
+    stamp_sends(emulation)
     recorder = open_recorder(args, rank)
     if args.schedule:
         step, modules, runner = torch_stepper(args, rank, ranks, emulation)
@@ -254,6 +278,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         "median_iter_s": statistics.median(measured["iter_s"]),
         "iter_s": measured["iter_s"],
         "peak_activation_bytes": measured["peak_activation_bytes"],
+        "host_bound_s": measured["host_bound_s"],
+        "device": args.device,
     }
     if run_id is not None:
         summary["run_id"] = run_id

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .emulated import RehearsalError, read_costs
+from .emulated import DEVICES, RehearsalError, read_costs
 from .errors import ZbkitError
 from .jobs import JobError, Jobs, Measurement, median
 from .torch_orders import CLASSES
@@ -70,6 +70,7 @@ class Row:
     measured: Measurement = field(default_factory=Measurement)
     error: str = ""
     run_id: Optional[int] = None
+    host_bound_s: List[float] = field(default_factory=list)  # per iteration, the worst rank's
     schedule_file: Optional[Path] = None  # zbkit rows: the order they must run
     order: str = ""  # zbkit rows: "as scheduled" or the first divergence
 
@@ -94,6 +95,10 @@ class Row:
             return math.nan
         return (self.measured_ms() - self.predicted_ms) / self.ops_per_rank
 
+    def host_bound_ms(self) -> float:
+        """Median over iterations of the most time a rank's device waited for its host."""
+        return median(self.host_bound_s) * 1e3
+
     def to_json(self) -> Dict[str, Any]:
         doc: Dict[str, Any] = {
             "schedule": self.schedule,
@@ -110,6 +115,7 @@ class Row:
             peak_bytes=self.measured.fuller_rank_peak(),
             iterations=len(self.measured.iteration_s),
             excess_per_op_ms=round(self.excess_per_op_ms(), 4),
+            host_bound_ms=round(self.host_bound_ms(), 3),
         )
         if self.order:
             doc["order"] = self.order
@@ -133,6 +139,7 @@ class Settings:
     dir: Path = Path("zbkit-rehearse")
     message_bytes: int = 4096
     comm: str = "measured"
+    device: str = "async"
     time_scale: float = 1.0
     search_time: float = 3.0
     json: bool = False
@@ -243,8 +250,8 @@ class Rehearsal:
         # Activation tensors of at most 1 MiB each: the account stays in profile units.
         memory_scale = min(1.0, float(1 << 20) / self.max_memory) if self.max_memory else 1.0
         return ["--costs", str(self.costs_path), "--microbatches", str(self.s.microbatches),
-                "--message-bytes", str(self.s.message_bytes),
-                "--memory-scale", repr(memory_scale)]  # fmt: skip
+                "--message-bytes", str(self.s.message_bytes), "--memory-scale", repr(memory_scale),
+                "--device", self.s.device, "--hop-ms", repr(self.comm_ms())]  # fmt: skip
 
     def probe(self) -> None:
         self.costs_path = self.s.costs
@@ -265,6 +272,11 @@ class Rehearsal:
     def hop(self) -> float:
         return median(list(self.hop_ms.values())) if self.hop_ms else 0.0
 
+    def comm_ms(self) -> float:
+        """The per-hop time the predictions use and the async device emulates."""
+        return round(self.hop(), 4) if self.s.comm == "measured" and self.hop_ms else \
+            self.profile_comm  # fmt: skip
+
     # ---- 2: predict --------------------------------------------------------------------------
 
     def rehearsed_costs(self) -> Path:
@@ -272,8 +284,7 @@ class Rehearsal:
         measured hop time as its comm (unless --comm profile). The jobs run these costs and the
         predictions are made from them, so both sides see the same numbers."""
         doc = json.loads(self.s.costs.read_text())
-        if self.s.comm == "measured" and self.hop_ms:
-            doc["comm"] = round(self.hop(), 4)
+        doc["comm"] = self.comm_ms()
         for stage in doc["stages"]:
             for key in ("F", "B", "W", "BW"):
                 if key in stage:
@@ -367,6 +378,9 @@ class Rehearsal:
                     note(f"{row.label}: {error}")
                     continue
                 row.measured.add(Measurement.of(summaries))
+                if all(s.host_bound_s for s in summaries):
+                    row.host_bound_s += [max(values) for values in
+                                         zip(*(s.host_bound_s for s in summaries))]  # fmt: skip
                 row.run_id = row.run_id or next((s.run_id for s in summaries if s.run_id), None)
                 if not row.ops_per_rank:
                     row.ops_per_rank = self.ops_per_rank(folder)
@@ -442,6 +456,8 @@ def parse(argv: Optional[Sequence[str]]) -> Tuple[Settings, Dict[str, str]]:
     parser.add_argument("--dir", default="zbkit-rehearse", help="logs, schedules, timelines")
     parser.add_argument("--message-bytes", type=int, default=4096)
     parser.add_argument("--comm", choices=("measured", "profile"), default="measured")
+    parser.add_argument("--device", choices=DEVICES, default="async",
+                        help="async: a GPU stream the host enqueues to; sync: the host waits")  # fmt: skip
     parser.add_argument("--time-scale", type=float, default=1.0, help="factor on every duration")
     parser.add_argument("--search-time", type=float, default=3.0, help="seconds for the search")
     parser.add_argument("--json", action="store_true")
@@ -466,6 +482,7 @@ def parse(argv: Optional[Sequence[str]]) -> Tuple[Settings, Dict[str, str]]:
         costs=Path(args.costs), microbatches=args.microbatches, mem_limit=args.mem_limit,
         schedules=schedules, iters=args.iters, warmup=args.warmup, rounds=args.rounds,
         store=args.store, dir=Path(args.dir), message_bytes=args.message_bytes, comm=args.comm,
+        device=args.device,
         time_scale=args.time_scale, search_time=args.search_time, json=args.json,
     )  # fmt: skip
     environment = {

@@ -18,8 +18,8 @@ def _fmt(value: float, digits: int = 1) -> str:
 def table(rows: List[Any]) -> List[str]:
     lines = [
         f"{'schedule':<44} {'predicted_ms':>12} {'measured_ms':>11} {'meas/pred':>9} "
-        f"{'peak':>10} {'pred_peak':>10} {'excess/op_ms':>12}",
-        "-" * 114,
+        f"{'peak':>10} {'pred_peak':>10} {'excess/op_ms':>12} {'host_bound_ms':>13}",
+        "-" * 128,
     ]
     for row in rows:
         if row.error:
@@ -28,7 +28,8 @@ def table(rows: List[Any]) -> List[str]:
         lines.append(
             f"{row.label:<44} {_fmt(row.predicted_ms):>12} {_fmt(row.measured_ms()):>11} "
             f"{_fmt(row.ratio(), 3):>9} {row.measured.fuller_rank_peak():>10.0f} "
-            f"{row.predicted_peak:>10.0f} {_fmt(row.excess_per_op_ms(), 3):>12}"
+            f"{row.predicted_peak:>10.0f} {_fmt(row.excess_per_op_ms(), 3):>12} "
+            f"{_fmt(row.host_bound_ms(), 2):>13}"
         )
     return lines
 
@@ -103,7 +104,9 @@ def document(rehearsal: Any) -> Dict[str, Any]:
         "microbatches": rehearsal.s.microbatches,
         "mem_limit": rehearsal.s.mem_limit,
         "hop_ms": rehearsal.hop_ms,
-        "comm_ms": rehearsal.hop() if rehearsal.s.comm == "measured" else rehearsal.profile_comm,
+        "comm_ms": rehearsal.comm_ms(),
+        "device": rehearsal.s.device,
+        "time_scale": rehearsal.s.time_scale,
         "rows": [row.to_json() for row in rows],
         "tuned": chosen[0].schedule if chosen else None,
         "best_torch": best.schedule if best is not None else None,
@@ -114,10 +117,11 @@ def report(rehearsal: Any, out: IO[str]) -> None:
     from .rehearse import GAIN_SHARE, WITHIN  # noqa: PLC0415
 
     s = rehearsal.s
-    comm = rehearsal.hop() if s.comm == "measured" else rehearsal.profile_comm
+    comm = rehearsal.comm_ms()
     out.write(
         f"p={rehearsal.ranks} m={s.microbatches} mem-limit={s.mem_limit} costs={s.costs} "
-        f"comm={comm:.3f} ms ({s.comm}) iterations={s.iters}x{s.rounds} rounds\n"
+        f"comm={comm:.3f} ms ({s.comm}) device={s.device} time-scale={s.time_scale:g} "
+        f"iterations={s.iters}x{s.rounds} rounds\n"
     )
     out.write("\n".join(table(rehearsal.rows)) + "\n\n")
     out.write("\n".join(targets(rehearsal.rows, WITHIN, GAIN_SHARE)) + "\n")
