@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // zb costs export --store DB [--profile ID] --format json -o FILE|-
 // zb costs list   --store DB [--json]
+// zb costs hops   --store DB [--json]
+// zb costs record-hops --store DB [--cluster C] FILE
 //
 // export writes a stored cost profile as zb-costs/1, the input of `zb tune`; without --profile
-// the most recent measured one (a profile linked to a profiling or import run).
+// the most recent measured one (a profile linked to a profiling or import run). hops lists the
+// per-hop times measured on each cluster (`zb rehearse --store` records them through record-hops,
+// from a zb-hops/1 file); `zb tune --comm cluster` uses the latest of the tuned cluster.
 #include "profiler_commands.h"
 #include "zbkit/cli/output.h"
 #include "zbkit/cli/store_listing.h"
@@ -103,12 +107,70 @@ int RunCostsList(const Args& args, std::ostream& out, std::ostream& err) {
       });
 }
 
+int RunCostsHops(const Args& args, std::ostream& out, std::ostream& err) {
+  StoreListing listing("zb-hops-list/1", "measurements",
+                       {"id", "cluster", "bytes", "hops", "median_ms", "source", "measured_at"});
+  return RunStoreListing(
+      "costs hops", args, out, err, std::move(listing),
+      [](const Store& store, StoreListing& rows) -> Status {
+        ZB_ASSIGN_OR_RETURN(std::vector<HopMeasurement> measurements, store.ListHopMeasurements());
+        for (const HopMeasurement& m : measurements) {
+          nlohmann::json hops = nlohmann::json::array();
+          for (const MeasuredHop& hop : m.hops) {
+            hops.push_back(
+                {{"from", hop.from_rank}, {"to", hop.to_rank}, {"ms", NsToMs(hop.time)}});
+          }
+          rows.Add(
+              {{"id", m.id},
+               {"cluster", m.cluster},
+               {"message_bytes", m.message_bytes},
+               {"median_ms", NsToMs(m.MedianTime())},
+               {"source", m.source},
+               {"measured_at", m.measured_at},
+               {"hops", hops}},
+              {std::to_string(m.id), m.cluster, std::to_string(m.message_bytes),
+               std::to_string(m.hops.size()), FormatMs(m.MedianTime()), m.source, m.measured_at});
+        }
+        return Status::Ok();
+      });
+}
+
+int RunCostsRecordHops(const Args& args, std::ostream& out, std::ostream& err) {
+  const std::string command = "costs record-hops";
+  po::options_description options("options");
+  po::options_description_easy_init add = options.add_options();
+  add("store", po::value<std::string>()->required(), "SQLite store");
+  add("cluster", po::value<std::string>()->default_value("local"), "cluster the hops belong to");
+  add("file", po::value<std::string>()->required(), "zb-hops/1 file (zb rehearse writes one)");
+  po::positional_options_description positional;
+  positional.add("file", 1);
+  po::variables_map values;
+  int exit_code = 0;
+  if (!ParseCommandLine(command, "--store DB [--cluster C] FILE", args, options, positional, values,
+                        out, err, exit_code)) {
+    return exit_code;
+  }
+  auto measurement = ReadHopsFile(values["file"].as<std::string>());
+  if (!measurement.ok()) return ReportError(err, command, measurement.status());
+  measurement->cluster = values["cluster"].as<std::string>();
+  auto store = Store::Open(values["store"].as<std::string>());
+  if (!store.ok()) return ReportError(err, command, store.status());
+  auto id = store->RecordHops(*measurement);
+  if (!id.ok()) return ReportError(err, command, id.status());
+  out << "hop measurement " << *id << " of cluster " << measurement->cluster << ": median "
+      << FormatMs(measurement->MedianTime()) << " ms over " << measurement->hops.size() << " hops ("
+      << measurement->message_bytes << " B messages, " << measurement->source << ")\n";
+  return 0;
+}
+
 }  // namespace
 
 int RunCostsCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const std::string usage =
       "usage: zb costs export --store DB [--profile ID] --format json -o FILE\n"
-      "       zb costs list --store DB [--json]\n";
+      "       zb costs list --store DB [--json]\n"
+      "       zb costs hops --store DB [--json]\n"
+      "       zb costs record-hops --store DB [--cluster C] FILE\n";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     (args.empty() ? err : out) << usage;
     return args.empty() ? 2 : 0;
@@ -116,7 +178,10 @@ int RunCostsCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const Args rest(args.begin() + 1, args.end());
   if (args[0] == "export") return RunCostsExport(rest, out, err);
   if (args[0] == "list") return RunCostsList(rest, out, err);
-  err << "zb costs: unknown action \"" << args[0] << "\" (export or list; see zb costs --help)\n";
+  if (args[0] == "hops") return RunCostsHops(rest, out, err);
+  if (args[0] == "record-hops") return RunCostsRecordHops(rest, out, err);
+  err << "zb costs: unknown action \"" << args[0]
+      << "\" (export, list, hops or record-hops; see zb costs --help)\n";
   return 2;
 }
 

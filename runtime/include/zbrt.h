@@ -135,6 +135,12 @@ ZBRT_API zbrt_status zbrt_recorder_open(const zbrt_schedule* schedule, int32_t r
  * may run again only after its end (next iteration). */
 ZBRT_API zbrt_status zbrt_op_begin(zbrt_recorder* recorder, int64_t op_index);
 ZBRT_API zbrt_status zbrt_op_end(zbrt_recorder* recorder, int64_t op_index);
+/* Records op `op_index` as having run from begin_ns to end_ns, times on zbrt_now_ns's clock, for
+ * an op timed by something else than this call (an emulated device, a GPU's events): the op must
+ * not be open, 0 <= begin_ns <= end_ns. No NVTX range. Added to ABI version 1 after its release
+ * (a library without it lacks the symbol; nothing else changed). */
+ZBRT_API zbrt_status zbrt_op_record(zbrt_recorder* recorder, int64_t op_index, int64_t begin_ns,
+                                    int64_t end_ns);
 /* Iteration `iteration` (a training step) begins / the open one ends. Optional; they become
  * `zb:iter:<n>` ranges, which the profiler uses to split iterations. The range-name contract
  * holds iteration numbers in 32 bits: `iteration` must be in 0..INT32_MAX

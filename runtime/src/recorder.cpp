@@ -227,6 +227,37 @@ zbrt_status zbrt_op_end(zbrt_recorder* recorder, int64_t op_index) {
   return ZBRT_OK;
 }
 
+zbrt_status zbrt_op_record(zbrt_recorder* recorder, int64_t op_index, int64_t begin_ns,
+                           int64_t end_ns) {
+  constexpr const char* kFn = "zbrt_op_record";
+  if (recorder == nullptr) return NullRecorder(kFn);
+  if (op_index < 0 || op_index >= recorder->num_ops()) return BadOp(kFn, *recorder, op_index);
+  if (recorder->open[op_index] >= 0) {
+    return zbrt::Fail(ZBRT_ERROR_STATE, std::string(kFn) + ": op " + std::to_string(op_index) +
+                                            " (" + recorder->names[op_index] + ") of rank " +
+                                            std::to_string(recorder->rank) +
+                                            " is begun and not ended");
+  }
+  if (begin_ns < 0 || end_ns < begin_ns) {
+    return zbrt::Fail(ZBRT_ERROR_INVALID_ARGUMENT,
+                      std::string(kFn) + ": op " + std::to_string(op_index) + " ends (" +
+                          std::to_string(end_ns) + ") before it begins (" +
+                          std::to_string(begin_ns) + ") or begins before 0");
+  }
+  if (recorder->marks.size() == recorder->marks.capacity()) {
+    const zbrt_status status = recorder->Spill(kFn);
+    if (status != ZBRT_OK) return status;
+  }
+  Mark mark;
+  mark.op = static_cast<int32_t>(op_index);
+  mark.thread = ThreadId();
+  mark.depth = recorder->open_count + (recorder->in_iteration ? 1 : 0);
+  mark.begin = begin_ns;
+  mark.end = end_ns;
+  recorder->marks.push_back(mark);
+  return ZBRT_OK;
+}
+
 zbrt_status zbrt_iteration_begin(zbrt_recorder* recorder, int64_t iteration) {
   constexpr const char* kFn = "zbrt_iteration_begin";
   if (recorder == nullptr) return NullRecorder(kFn);

@@ -92,6 +92,7 @@ class Reader {
 };
 
 constexpr int64_t kMaxCount = 1 << 20;  // far beyond any pipeline; stops absurd allocations
+constexpr double kMaxHopMs = 3.6e6;     // an hour: a hop time beyond it is a unit mistake
 
 Status CheckFormat(const Reader& reader, const char* expected) {
   ZB_ASSIGN_OR_RETURN(std::string format, reader.String("format"));
@@ -310,6 +311,46 @@ std::string CostsToJson(const CostProfile& costs) {
   json value = {{"format", kCostsFormat}};
   value.update(CostsBody(costs));
   return value.dump(2) + "\n";
+}
+
+Expected<HopMeasurement> ParseHopsJson(const std::string& text, const std::string& source) {
+  ZB_ASSIGN_OR_RETURN(json value, ParseJsonText(text, source));
+  auto parse = [&value]() -> Expected<HopMeasurement> {
+    Reader reader(value, "");
+    // The format first: another zbkit file is named as such, not by its first unknown field.
+    if (value.is_object()) ZB_RETURN_IF_ERROR(CheckFormat(reader, kHopsFormat));
+    ZB_RETURN_IF_ERROR(reader.ExpectObject({"format", "message_bytes", "source", "hops"}));
+    HopMeasurement measurement;
+    ZB_ASSIGN_OR_RETURN(measurement.message_bytes,
+                        reader.Integer("message_bytes", 1, int64_t{1} << 40));
+    ZB_ASSIGN_OR_RETURN(measurement.source, reader.String("source"));
+    if (measurement.source.empty()) return InvalidInput("source: must not be empty");
+    ZB_ASSIGN_OR_RETURN(const json* hops, reader.Array("hops"));
+    if (hops->empty()) return InvalidInput("hops: must not be empty");
+    if (hops->size() > static_cast<size_t>(kMaxCount)) return InvalidInput("hops: too many hops");
+    for (size_t i = 0; i < hops->size(); ++i) {
+      Reader hop((*hops)[i], "hops[" + std::to_string(i) + "]");
+      ZB_RETURN_IF_ERROR(hop.ExpectObject({"from", "to", "ms"}));
+      ZB_ASSIGN_OR_RETURN(int64_t from, hop.Integer("from", 0, kMaxCount));
+      ZB_ASSIGN_OR_RETURN(int64_t to, hop.Integer("to", 0, kMaxCount));
+      ZB_ASSIGN_OR_RETURN(double ms, hop.Number("ms", 0));
+      if (ms > kMaxHopMs) {
+        return InvalidInput(hop.FieldPath("ms") + ": must be at most " +
+                            std::to_string(static_cast<int>(kMaxHopMs)) + " ms");
+      }
+      measurement.hops.push_back(
+          {static_cast<int32_t>(from), static_cast<int32_t>(to), MsToNs(ms)});
+    }
+    return measurement;
+  };
+  auto measurement = parse();
+  if (!measurement.ok()) return measurement.status().WithContext(source);
+  return measurement;
+}
+
+Expected<HopMeasurement> ReadHopsFile(const std::string& path) {
+  ZB_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
+  return ParseHopsJson(text, path);
 }
 
 Expected<Schedule> ParseScheduleJson(const std::string& text, const std::string& source) {

@@ -27,6 +27,7 @@ extern const char* const kZbkitMigration003Sql;
 extern const char* const kZbkitMigration004Sql;
 extern const char* const kZbkitMigration005Sql;
 extern const char* const kZbkitMigration006Sql;
+extern const char* const kZbkitMigration007Sql;
 
 namespace zb {
 namespace {
@@ -51,6 +52,7 @@ constexpr Migration kMigrations[] = {
     {4, &kZbkitMigration004Sql},  // timeline_ops.iteration
     {5, &kZbkitMigration005Sql},  // cost_profile_stages.bw_ns
     {6, &kZbkitMigration006Sql},  // frontiers, frontier_points
+    {7, &kZbkitMigration007Sql},  // hop_measurements, measured_hops
 };
 static_assert(kMigrations[std::size(kMigrations) - 1].version == Store::kSchemaVersion,
               "the last migration step must produce Store::kSchemaVersion");

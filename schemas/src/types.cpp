@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "zbkit/schemas/types.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace zb {
@@ -119,6 +120,18 @@ Timeline TimelineFromSchedule(const Schedule& schedule) {
     }
   }
   return timeline;
+}
+
+TimeNs HopMeasurement::MedianTime() const {
+  if (hops.empty()) return 0;
+  std::vector<TimeNs> times;
+  times.reserve(hops.size());
+  for (const MeasuredHop& hop : hops)
+    times.push_back(hop.time);
+  std::sort(times.begin(), times.end());
+  const size_t mid = times.size() / 2;
+  // Halves first: the sum of two int64 nanosecond counts cannot overflow this way.
+  return times.size() % 2 ? times[mid] : times[mid - 1] / 2 + times[mid] / 2;
 }
 
 }  // namespace zb

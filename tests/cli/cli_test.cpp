@@ -442,6 +442,56 @@ TEST_F(CliTest, TuneForTheJobsLayoutProposesOnlyWhatItCanReplay) {
                      "--layout must be loop:1, loop:V (V stages per rank), v or any");
 }
 
+// zb rehearse --store records a cluster's hop times through `zb costs record-hops`; `zb costs
+// hops` lists them and `zb tune --comm cluster` predicts with their median, saying so.
+TEST_F(CliTest, ClusterHopTimesAreStoredListedAndUsedOnlyWhenAsked) {
+  const std::string store = Path("zb.db");
+  const std::string hops = Path("hops.json");
+  std::ofstream(hops) << R"({"format": "zb-hops/1", "message_bytes": 4096, "source": "zb rehearse",
+ "hops": [{"from": 0, "to": 1, "ms": 0.25}, {"from": 1, "to": 2, "ms": 0.5},
+          {"from": 2, "to": 3, "ms": 4.0}]})";
+  const std::string tune = "tune --costs " + Data("costs/hetero4.json") +
+                           " -m 8 --mem-limit 2x --family zb-h1 --json --store " + store;
+  ASSERT_EQ(Zb(tune).exit_code, 0);  // creates the store
+  ExpectOneLineError(Zb(tune + " --cluster rack-1 --comm cluster"), 1, "tune",
+                     "no hop times measured on cluster rack-1");
+
+  Result recorded = Zb("costs record-hops --store " + store + " --cluster rack-1 " + hops);
+  ASSERT_EQ(recorded.exit_code, 0) << recorded.err;
+  EXPECT_NE(recorded.out.find("hop measurement 1 of cluster rack-1: median 0.500 ms over 3 hops"),
+            std::string::npos)
+      << recorded.out;
+  Result listed = Zb("costs hops --store " + store + " --json");
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const auto listing = nlohmann::json::parse(listed.out);
+  ASSERT_EQ(listing["measurements"].size(), 1u);
+  EXPECT_EQ(listing["measurements"][0]["cluster"], "rack-1");
+  EXPECT_DOUBLE_EQ(listing["measurements"][0]["median_ms"].get<double>(), 0.5);
+  EXPECT_EQ(listing["measurements"][0]["hops"].size(), 3u);
+
+  Result profile_comm = Zb(tune + " --cluster rack-1");
+  ASSERT_EQ(profile_comm.exit_code, 0) << profile_comm.err;
+  EXPECT_EQ(profile_comm.err, "");
+  Result cluster_comm = Zb(tune + " --cluster rack-1 --comm cluster");
+  ASSERT_EQ(cluster_comm.exit_code, 0) << cluster_comm.err;
+  EXPECT_NE(cluster_comm.err.find("zb tune: comm 0.500 ms: the median of 3 hops measured on "
+                                  "cluster rack-1 (4096 B messages, zb rehearse, "),
+            std::string::npos)
+      << cluster_comm.err;
+  const double with_profile =
+      nlohmann::json::parse(profile_comm.out)["candidates"][0]["makespan"].get<double>();
+  const double with_cluster =
+      nlohmann::json::parse(cluster_comm.out)["candidates"][0]["makespan"].get<double>();
+  EXPECT_NE(with_profile, with_cluster) << "the hop time changes the prediction";
+
+  ExpectOneLineError(Zb("costs record-hops --store " + store + " " + Data("costs/hetero4.json")), 1,
+                     "costs record-hops", "format: expected \"zb-hops/1\", got \"zb-costs/1\"");
+  ExpectOneLineError(Zb(tune + " --comm nearest"), 2, "tune", "--comm must be profile or cluster");
+  ExpectOneLineError(
+      Zb("tune --costs " + Data("costs/hetero4.json") + " -m 8 --mem-limit 2x --comm cluster"), 2,
+      "tune", "--comm cluster needs --store DB");
+}
+
 TEST_F(CliTest, NothingFitsFailsAndWritesNothing) {
   const std::string out = Path("never.json");
   const std::string store = Path("zb.db");

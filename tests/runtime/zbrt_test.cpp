@@ -383,6 +383,44 @@ TEST_F(Zbrt, BadInputsGiveCodesAndMessages) {
   zbrt_schedule_close(schedule);
 }
 
+// zbrt_op_record: ops timed by something else (zb rehearse's emulated device) keep the given
+// times, inside the iteration's range; open ops and times that run backwards are refused.
+TEST_F(Zbrt, RecordedOpsKeepTheirGivenTimes) {
+  zbrt_schedule* schedule = OpenStore(h1_id_);
+  ASSERT_NE(schedule, nullptr);
+  zbrt_recorder* recorder = nullptr;
+  ASSERT_EQ(zbrt_recorder_open(schedule, 1, Path("rank1.zbshard").c_str(), &recorder), ZBRT_OK);
+  const int64_t t0 = zbrt_now_ns();
+  ASSERT_EQ(zbrt_iteration_begin(recorder, 0), ZBRT_OK);
+  ASSERT_EQ(zbrt_op_record(recorder, 0, t0 + 1000, t0 + 5000), ZBRT_OK) << zbrt_last_error();
+  ExpectError(zbrt_op_record(recorder, 1, t0 + 9, t0 + 3), ZBRT_ERROR_INVALID_ARGUMENT,
+              "op 1 ends");
+  ExpectError(zbrt_op_record(recorder, 1, -1, 3), ZBRT_ERROR_INVALID_ARGUMENT, "begins before 0");
+  ExpectError(zbrt_op_record(nullptr, 1, 1, 3), ZBRT_ERROR_INVALID_ARGUMENT, "recorder is null");
+  int64_t count = 0;
+  ASSERT_EQ(zbrt_rank_op_count(schedule, 1, &count), ZBRT_OK);
+  ExpectError(zbrt_op_record(recorder, count, 1, 3), ZBRT_ERROR_OUT_OF_RANGE, "out of range");
+  ASSERT_EQ(zbrt_op_begin(recorder, 2), ZBRT_OK);
+  ExpectError(zbrt_op_record(recorder, 2, t0, t0 + 1), ZBRT_ERROR_STATE,
+              "op 2 (zb:F:s1:mb2) of rank 1 is begun and not ended");
+  ASSERT_EQ(zbrt_op_end(recorder, 2), ZBRT_OK);
+  ASSERT_EQ(zbrt_op_record(recorder, 1, t0 + 6000, t0 + 6000), ZBRT_OK);  // zero length is fine
+  ASSERT_EQ(zbrt_iteration_end(recorder), ZBRT_OK);
+  ASSERT_EQ(zbrt_recorder_close(recorder), ZBRT_OK) << zbrt_last_error();
+  auto shard = zb::profiler::ReadShard(Path("rank1.zbshard"));
+  ASSERT_TRUE(shard.ok()) << shard.status().message();
+  bool found = false;
+  for (const auto& range : shard->ranges) {
+    if (range.name != "zb:F:s1:mb0") continue;
+    found = true;
+    EXPECT_EQ(range.start, t0 + 1000);
+    EXPECT_EQ(range.end, t0 + 5000);
+    EXPECT_EQ(range.depth, 1);  // inside the iteration's range
+  }
+  EXPECT_TRUE(found);
+  zbrt_schedule_close(schedule);
+}
+
 TEST_F(Zbrt, ThreadsKeepTheirOwnLastError) {
   zbrt_schedule* handle = nullptr;
   ASSERT_NE(zbrt_schedule_open_file(Path("a.json").c_str(), &handle), ZBRT_OK);

@@ -415,7 +415,7 @@ TEST_F(StoreFrontierTest, VersionFiveStoreMigratesAndTakesFrontiers) {
         << read_only.status().message();
   }
   ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path_));
-  EXPECT_EQ(store.schema_version(), 6);
+  EXPECT_EQ(store.schema_version(), Store::kSchemaVersion);  // every later step too
   ZB_ASSERT_OK_AND_ASSIGN(CostProfile old, store.LoadCostProfile(4));
   ASSERT_EQ(old.stages.size(), 1u);
   EXPECT_EQ(old.stages[0].bw, 45);
@@ -435,7 +435,7 @@ TEST_F(StoreFrontierTest, VersionFiveStoreMigratesAndTakesFrontiers) {
   EXPECT_EQ(infos[0].job, "gpt");
 
   RawDb raw(path_);
-  EXPECT_EQ(raw.Int("PRAGMA user_version"), 6);
+  EXPECT_EQ(raw.Int("PRAGMA user_version"), Store::kSchemaVersion);
   EXPECT_EQ(raw.Int("PRAGMA application_id"), 2053270388);
   EXPECT_EQ(raw.Text("PRAGMA integrity_check"), "ok");
   EXPECT_EQ(raw.Int("SELECT count(*) FROM sqlite_schema WHERE name IN ('frontiers',"

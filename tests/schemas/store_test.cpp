@@ -41,10 +41,11 @@ namespace fs = std::filesystem;
   lhs = std::move(tmp).value()
 
 const char* const kTables[] = {
-    "clusters",          "jobs",           "cost_profiles",  "cost_profile_stages",
-    "schedules",         "schedule_ranks", "schedule_ops",   "runs",
-    "timelines",         "timeline_ops",   "memory_samples", "cost_profile_spread",
-    "cost_profile_hops", "frontiers",      "frontier_points"};
+    "clusters",          "jobs",           "cost_profiles",   "cost_profile_stages",
+    "schedules",         "schedule_ranks", "schedule_ops",    "runs",
+    "timelines",         "timeline_ops",   "memory_samples",  "cost_profile_spread",
+    "cost_profile_hops", "frontiers",      "frontier_points", "hop_measurements",
+    "measured_hops"};
 
 using testing_support::RawDb;
 

@@ -2,7 +2,8 @@
 // zb tune --costs FILE --microbatches M --mem-limit L [--family NAME|best|search]
 //         [--placement loop|v|any] [--chunks V] [--objective makespan|span]
 //         [--time-limit S] [--evaluations N] [--seed K] [--frontier FROM:TO:STEP]
-//         [--store DB [--cluster NAME] [--job NAME]] [--out FILE] [--json]
+//         [--store DB [--cluster NAME] [--job NAME]] [--comm profile|cluster] [--out FILE]
+//         [--json]
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "zbkit/cli/progress_bar.h"
 #include "zbkit/cli/text_table.h"
 #include "zbkit/schemas/json_io.h"
+#include "zbkit/schemas/store.h"
 #include "zbkit/tuner/exact.h"
 #include "zbkit/tuner/frontier.h"
 #include "zbkit/tuner/torch_orders.h"
@@ -262,12 +264,39 @@ void AddTuneOptions(po::options_description& options) {
   add("exact-time-limit", po::value<double>()->default_value(10), "with --exact: seconds");
   add("store", po::value<std::string>(), "record the chosen schedule in this SQLite store");
   add("cluster", po::value<std::string>()->default_value("local"), "cluster name in the store");
+  add("comm", po::value<std::string>()->default_value("profile"),
+      "per-hop time: profile (the costs file's comm) or cluster (the latest hop times zb "
+      "rehearse measured on --cluster, from --store)");
   add("job", po::value<std::string>(), "job name in the store (default: the costs file name)");
   add("out,o", po::value<std::string>(), "write the chosen schedule (zb-schedule/1) here");
   add("json", "print the comparison as JSON");
 }
 
-Expected<tuner::TuneRequest> ReadTuneRequest(const po::variables_map& values) {
+// --comm cluster: the median of the cluster's latest hop measurement in the store (`zb rehearse
+// --store` records them; docs/rehearse.md) in place of the profile's comm. Why not by default: a
+// rehearsal measures with its own message size, a profile with the job's real messages, so only
+// the user knows which of the two stands for the job; the note says what was used.
+Status UseClusterHops(const po::variables_map& values, tuner::TuneRequest& request,
+                      std::string& note) {
+  if (!values.count("store")) return UsageError("--comm cluster needs --store DB");
+  const std::string store_path = values["store"].as<std::string>();
+  const std::string cluster = values["cluster"].as<std::string>();
+  ZB_ASSIGN_OR_RETURN(Store store, Store::Open(store_path, Store::Mode::kReadOnly));
+  ZB_ASSIGN_OR_RETURN(std::optional<HopMeasurement> latest, store.LatestHops(cluster));
+  if (!latest) {
+    return NotFound(store_path + ": no hop times measured on cluster " + cluster +
+                    " (zb rehearse --store " + store_path + " measures them)");
+  }
+  note = "comm " + FormatMs(latest->MedianTime()) + " ms: the median of " +
+         std::to_string(latest->hops.size()) + " hops measured on cluster " + cluster + " (" +
+         std::to_string(latest->message_bytes) + " B messages, " + latest->source + ", " +
+         latest->measured_at + ") in place of the profile's " + FormatMs(request.costs.comm) +
+         " ms";
+  request.costs.comm = latest->MedianTime();
+  return Status::Ok();
+}
+
+Expected<tuner::TuneRequest> ReadTuneRequest(const po::variables_map& values, std::string& note) {
   tuner::TuneRequest request;
   tuner::TuneOptions& options = request.options;
   options.family = values["family"].as<std::string>();
@@ -326,6 +355,12 @@ Expected<tuner::TuneRequest> ReadTuneRequest(const po::variables_map& values) {
   }
   request.costs_name = values["costs"].as<std::string>();
   ZB_ASSIGN_OR_RETURN(request.costs, ReadCostsFile(request.costs_name));
+  const std::string comm = values["comm"].as<std::string>();
+  if (comm == "cluster") {
+    ZB_RETURN_IF_ERROR(UseClusterHops(values, request, note));
+  } else if (comm != "profile") {
+    return UsageError("--comm must be profile or cluster, got \"" + comm + "\"");
+  }
   request.microbatches = values["microbatches"].as<int>();
   if (values.count("torch-orders")) {
     ZB_ASSIGN_OR_RETURN(options.reference_orders,
@@ -459,8 +494,10 @@ int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
                         args, options, {}, values, out, err, exit_code)) {
     return exit_code;
   }
-  auto request = ReadTuneRequest(values);
+  std::string note;
+  auto request = ReadTuneRequest(values, note);
   if (!request.ok()) return ReportError(err, command, request.status());
+  if (!note.empty()) err << "zb tune: " << note << "\n";
   const bool json = values.count("json") > 0;
   ProgressBar progress(err, "search");
   if (values.count("frontier") > 0) {

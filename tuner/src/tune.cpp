@@ -89,6 +89,15 @@ Candidate RunSearch(const CostProfile& rank_costs, int microbatches, const TuneO
     search.chunks = options.layout->chunks;
     if (options.layout->chunks > 1) search.interleave_chunks = options.layout->chunks;
   }
+  // torch's own orders (--torch-orders) seed the search too, so that what it returns is never
+  // slower than a built-in schedule that fits the cap and the runtime's rule: on a profile with
+  // heavy first and last stages, torch's InterleavedZeroBubble beat every family's seed
+  // (docs/search.md). The seed filters (placement, layout, rule, cap) apply to them as to any.
+  for (const auto& [name, order] : options.reference_orders) {
+    if (!order.ok()) continue;
+    search.warm_starts.push_back(*order);
+    search.warm_starts.back().family = name;
+  }
   auto found = Search(rank_costs, microbatches, candidate.caps, search);
   if (!found.ok()) {
     candidate.status = found.status();

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -213,6 +214,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
          "no such file"),
         (["--costs", str(costs), "-m", "0", "--mem-limit", "2x"], "--microbatches must be >= 1"),
         (["--costs", str(costs), "--mem-limit", "2x"], "-m/--microbatches"),
+        (["--costs", str(costs), "-m", "4", "--mem-limit", "lots"], "--mem-limit"),
     ):  # fmt: skip
         done = _rehearse(tmp_path, *args)
         assert done.returncode == 2, done.stderr
@@ -246,9 +248,31 @@ def test_rehearse_two_ranks(tmp_path: Path) -> None:
         assert row["peak_bytes"] == row["predicted_peak"], key
     for runtime in ("shim", "executor"):
         assert rows[("zbkit:search", runtime)]["order"] == "as scheduled"
-    assert rows[("zbkit:search", "executor")].get("run_id", 0) >= 1, "the run is stored"
+    run_ids = {rows[("zbkit:search", r)].get("run_id") for r in ("shim", "executor")}
+    assert None not in run_ids and len(run_ids) == 2, "both runs are stored"
+    hops = subprocess.run([str(_zb().resolve()), "costs", "hops", "--store", str(store), "--json"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    (measurement,) = json.loads(hops.stdout)["measurements"]
+    assert measurement["cluster"] == "local" and measurement["message_bytes"] == 4096
+    assert [(h["from"], h["to"]) for h in measurement["hops"]] == [(0, 1)]
+    assert measurement["median_ms"] == pytest.approx(doc["comm_ms"], abs=1e-3)
     assert "order as scheduled" in done.stdout
     assert (tmp_path / "zbkit-rehearse" / "schedule-search.json").is_file()
+    # The stored runs carry the emulated device's times: each F exactly as long as its cost.
+    schedule = json.loads((tmp_path / "zbkit-rehearse" / "schedule-search.json").read_text())
+    entries = schedule["costs"]["stages"] * schedule["costs"].get("count", 1)
+    if len(schedule["costs"]["stages"]) > 1:
+        entries = schedule["costs"]["stages"]
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
+        for runtime in ("shim", "executor"):
+            ops = db.execute(
+                "SELECT o.stage, o.end_ns - o.start_ns FROM timeline_ops o JOIN timelines t"
+                " ON t.id = o.timeline_id WHERE t.run_id = ? AND o.kind = 'F'",
+                (rows[("zbkit:search", runtime)]["run_id"],),
+            ).fetchall()
+            assert len(ops) == len(entries) * 4 * 3, runtime  # stages x m x iterations
+            for stage, duration_ns in ops:
+                assert duration_ns / 1e6 == pytest.approx(entries[stage]["F"], abs=1e-3), runtime
 
 
 if __name__ == "__main__":

@@ -85,6 +85,7 @@ _SIGNATURES = {
     ),
     "zbrt_op_begin": (_c_int, [_ptr, ctypes.c_int64]),
     "zbrt_op_end": (_c_int, [_ptr, ctypes.c_int64]),
+    "zbrt_op_record": (_c_int, [_ptr, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]),
     "zbrt_iteration_begin": (_c_int, [_ptr, ctypes.c_int64]),
     "zbrt_iteration_end": (_c_int, [_ptr]),
     "zbrt_record_memory": (_c_int, [_ptr, ctypes.c_int64]),

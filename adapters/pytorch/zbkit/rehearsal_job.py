@@ -68,7 +68,10 @@ def parse_args(argv=None):
     parser.add_argument("--hop-ms", type=float, default=0.0, help="async: a message's transfer")
     parser.add_argument("--summary-out", default="")
     parser.add_argument("--timeline-out", default="")
-    parser.add_argument("--record-dir", default="", help="with --schedule-file: libzbrt shards")
+    parser.add_argument("--record-dir", default="", help="libzbrt shards of the emulated ops")
+    parser.add_argument("--record-schedule", default="",
+                        help="the zb-schedule/1 the ops are recorded against (default: "
+                        "--schedule-file)")  # fmt: skip
     parser.add_argument("--store", default="", help="with --record-dir: merge the run here")
     parser.add_argument("--schedule-id", type=int, default=0)
     parser.add_argument("--timeout-s", type=float, default=300.0)
@@ -144,7 +147,7 @@ def torch_stepper(args, rank: int, ranks: int, emulation: Emulation):
     return step, modules, type(schedule).__name__
 
 
-def executor_stepper(args, rank: int, ranks: int, emulation: Emulation, recorder):
+def executor_stepper(args, rank: int, ranks: int, emulation: Emulation):
     from zbkit import runtime  # noqa: PLC0415
     from zbkit.executor import PipelineExecutor  # noqa: PLC0415
 
@@ -158,9 +161,8 @@ def executor_stepper(args, rank: int, ranks: int, emulation: Emulation, recorder
         s: EmulatedStage(s, costs[s], width_of(args), emulation) for s in schedule.stages[rank]
     }
     executor = PipelineExecutor(
-        schedule, rank, modules, loss_fn, recorder=recorder, timeout_s=args.timeout_s,
-        loss_scale=1.0,
-    )  # fmt: skip
+        schedule, rank, modules, loss_fn, timeout_s=args.timeout_s, loss_scale=1.0
+    )
     m, width = args.microbatches, width_of(args)
     x, y = batch(m, width), targets(m, width)
     xs, ys = list(x.split(1)), list(y.split(1))
@@ -171,14 +173,52 @@ def executor_stepper(args, rank: int, ranks: int, emulation: Emulation, recorder
     return step, list(modules.values()), PipelineExecutor.__name__
 
 
-def open_recorder(args, rank: int):
-    if not (args.schedule_file and args.record_dir):
-        return None
-    from zbkit import runtime  # noqa: PLC0415
+class DeviceRecorder:
+    """Records the emulated device's ops of each iteration through libzbrt against the schedule
+    they replay (`--record-schedule`, or `--schedule-file`), with the device's times: a fused BW
+    spans its B and W, and under torch's runtime the first stage's B, which runs inside its W,
+    is recorded where it ran. The emulation's clock (CLOCK_MONOTONIC) is moved onto libzbrt's
+    (CLOCK_REALTIME) once."""
 
+    def __init__(self, path: str, rank: int, shard: str) -> None:
+        from zbkit import runtime  # noqa: PLC0415
+
+        schedule = runtime.load_schedule(path)
+        self.recorder = runtime.Recorder(schedule, rank, shard)
+        self.index: Dict[tuple, int] = {}
+        for i, op in enumerate(schedule.ops[rank]):
+            for kind in ("B", "W") if op.kind == "BW" else (op.kind,):
+                self.index[(kind, op.stage, op.microbatch)] = i
+        self.offset_ns = runtime.now_ns() - time.perf_counter_ns()
+
+    def begin(self, iteration: int) -> None:
+        """Before the iteration's first op is issued: the iteration's range begins now, before
+        any of its ops on the device."""
+        self.recorder.iteration_begin(iteration)
+
+    def end(self, events) -> None:
+        """After the device is synchronized: its ops, then the iteration's end."""
+        spans: Dict[int, List[int]] = {}
+        for key, (start, end) in last_runs(events).items():
+            i = self.index.get(key)
+            if i is None:
+                continue
+            span = spans.setdefault(i, [start, end])  # a fused BW spans its B and its W
+            span[0], span[1] = min(span[0], start), max(span[1], end)
+        for i, (start, end) in sorted(spans.items(), key=lambda item: item[1][0]):
+            self.recorder.record(i, start + self.offset_ns, end + self.offset_ns)
+        self.recorder.iteration_end()
+
+    def close(self) -> None:
+        self.recorder.close()
+
+
+def open_recorder(args, rank: int) -> Optional[DeviceRecorder]:
+    path = args.record_schedule or args.schedule_file
+    if not (args.record_dir and path):
+        return None
     os.makedirs(args.record_dir, exist_ok=True)
-    schedule = runtime.load_schedule(args.schedule_file)
-    return runtime.Recorder(schedule, rank, os.path.join(args.record_dir, f"rank{rank}.zbshard"))
+    return DeviceRecorder(path, rank, os.path.join(args.record_dir, f"rank{rank}.zbshard"))
 
 
 def write(path_template: str, rank: int, doc: Dict[str, Any]) -> None:
@@ -200,14 +240,14 @@ def train(args, step, modules, emulation: Emulation, recorder) -> Dict[str, Any]
         dist.barrier()
         measuring = iteration >= args.warmup
         if recorder is not None:
-            recorder.iteration_begin(iteration)
+            recorder.begin(iteration)
         start = time.perf_counter_ns()
         emulation.reset(start)
         step()
         emulation.synchronize()
         elapsed = (time.perf_counter_ns() - start) / 1e9
         if recorder is not None:
-            recorder.iteration_end()
+            recorder.end(emulation.events)
         if measuring:
             times.append(elapsed)
             peaks.append(emulation.peak)
@@ -218,9 +258,20 @@ def train(args, step, modules, emulation: Emulation, recorder) -> Dict[str, Any]
         "peak_activation_bytes": max(peaks),
         "ops": [
             {"type": kind, "stage": stage, "mb": mb, "start_ns": start, "end_ns": end}
-            for kind, stage, mb, start, end in emulation.events
+            for (kind, stage, mb), (start, end) in last_runs(emulation.events).items()
         ],
     }
+
+
+def last_runs(events) -> Dict[tuple, tuple]:
+    """(kind, stage, microbatch) -> (start, end) of its last run, in the order of those runs:
+    torch's shape inference runs the first stage's forward of microbatch 0 once more in the
+    first step."""
+    last: Dict[tuple, tuple] = {}
+    for kind, stage, mb, start, end in events:
+        last.pop((kind, stage, mb), None)
+        last[(kind, stage, mb)] = (start, end)
+    return last
 
 
 def fine_timer_slack() -> None:
@@ -253,7 +304,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.schedule:
         step, modules, runner = torch_stepper(args, rank, ranks, emulation)
     else:
-        step, modules, runner = executor_stepper(args, rank, ranks, emulation, recorder)
+        step, modules, runner = executor_stepper(args, rank, ranks, emulation)
     try:
         measured = train(args, step, modules, emulation, recorder)
     finally:

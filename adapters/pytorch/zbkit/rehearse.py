@@ -3,7 +3,8 @@
 their predictions (docs/rehearse.md). `zb rehearse` runs this module (`python -m zbkit.rehearse`).
 
     zb rehearse --costs FILE -m M --mem-limit L [--schedules LIST] [--iters K] [--rounds R]
-                [--store DB] [--dir DIR] [--message-bytes N] [--comm measured|profile] [--json]
+                [--store DB [--cluster C]] [--dir DIR] [--message-bytes N]
+                [--comm measured|profile] [--device async|sync] [--json]
 
 1. probe: the per-hop time of a --message-bytes tensor between neighbouring ranks (gloo);
 2. predict: the profile with that hop time as its comm (`--comm profile` keeps the profile's),
@@ -18,9 +19,11 @@ their predictions (docs/rehearse.md). `zb rehearse` runs this module (`python -m
    against the predicted one, and the time per op the prediction does not explain; a line per
    target; `--json` ends with one zb-rehearse/1 object.
 
-Exit 0 when every row ran, 1 when one failed (the others still run and are reported), 2 for
-usage. With --store the tuned schedules are stored (`zb tune --store`) and the executor's first
-round of each is recorded through libzbrt as a measured run of it.
+Exit 0 when every row ran and every zbkit order ran as scheduled, 1 otherwise (the others still
+run and are reported), 2 for usage. With --store the hop times are stored as a measurement of
+--cluster (`zb tune --comm cluster` uses them), the tuned schedules are stored (`zb tune
+--store`) and the first round of each through the shim and the executor is recorded through
+libzbrt, with the emulated device's times, as a measured run of it.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import argparse
 import json
 import math
 import os
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +52,10 @@ ZBKIT_FAMILIES = ("1f1b", "1f1b-i", "zb-h1", "zb-h2", "zb-auto", "zb-v", "v-half
                   "search")  # fmt: skip
 WITHIN = 0.05  # measured/predicted target, issue "Replay you can trust"
 GAIN_SHARE = 0.90  # share of the predicted gain over Schedule1F1B to realise
+
+
+class UsageError(ZbkitError):
+    """A bad command line: exit 2, nothing run or written."""
 
 
 def note(text: str) -> None:
@@ -136,6 +144,7 @@ class Settings:
     warmup: int = 1
     rounds: int = 2
     store: str = ""
+    cluster: str = "local"
     dir: Path = Path("zbkit-rehearse")
     message_bytes: int = 4096
     comm: str = "measured"
@@ -239,7 +248,9 @@ class Rehearsal:
         env["PYTHONPATH"] = os.pathsep.join(
             filter(None, [str(PACKAGE_DIR.parent), os.environ.get("PYTHONPATH")])
         )
+        self.check_request(environment["zb"])
         self.jobs = Jobs(settings.dir, self.ranks, environment["python"], environment["zb"], env)
+        self.costs_path = settings.costs  # the rehearsed costs once predict() has written them
         self.hop_ms: Dict[str, float] = {}
         self.rows: List[Row] = []
         self.failed = False
@@ -253,8 +264,21 @@ class Rehearsal:
                 "--message-bytes", str(self.s.message_bytes), "--memory-scale", repr(memory_scale),
                 "--device", self.s.device, "--hop-ms", repr(self.comm_ms())]  # fmt: skip
 
+    def check_request(self, zb: str) -> None:
+        """`zb tune` judges the costs, m and the cap before anything runs or is written: its
+        usage errors (exit 2) are this command's, its other failures too (exit 1)."""
+        command = [zb, "tune", "--costs", str(self.s.costs), "-m", str(self.s.microbatches),
+                   "--mem-limit", self.s.mem_limit, "--family", "1f1b"]  # fmt: skip
+        try:
+            done = subprocess.run(command, capture_output=True, text=True)
+        except OSError as error:
+            raise RehearsalError(f"cannot run {zb}: {error.strerror}") from None
+        if done.returncode != 0:
+            said = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+            said = said.removeprefix("zb tune: ")
+            raise (UsageError if done.returncode == 2 else RehearsalError)(said)
+
     def probe(self) -> None:
-        self.costs_path = self.s.costs
         folder = self.jobs.summaries("probe")
         folder.mkdir(parents=True, exist_ok=True)
         command = [*self.jobs.torchrun_command(JOB_SCRIPT), *self.common_args(), "--probe",
@@ -268,6 +292,22 @@ class Rehearsal:
                 raise JobError(
                     f"probe: rank {r} left no hop times; see {self.jobs.log('probe')}"
                 ) from None
+
+    def record_hops(self) -> None:
+        """With --store: the hop times as a measurement of the cluster (zb-hops/1, `zb costs
+        record-hops`), for `zb tune --comm cluster`."""
+        if not self.s.store or not self.hop_ms:
+            return
+        hops = []
+        for pair, ms in sorted(self.hop_ms.items()):
+            low, high = (int(r) for r in pair.split("-"))
+            hops.append({"from": low, "to": high, "ms": round(ms, 6)})
+        path = self.s.dir / "hops.json"
+        path.write_text(json.dumps({"format": "zb-hops/1", "message_bytes": self.s.message_bytes,
+                                    "source": "zb rehearse", "hops": hops}) + "\n")  # fmt: skip
+        said = self.jobs.zb("record-hops", "costs", "record-hops", "--store", self.s.store,
+                            "--cluster", self.s.cluster, str(path))  # fmt: skip
+        note(said.strip())
 
     def hop(self) -> float:
         return median(list(self.hop_ms.values())) if self.hop_ms else 0.0
@@ -300,7 +340,8 @@ class Rehearsal:
         if family == "search":
             args += ["--time-limit", str(self.s.search_time)]
         if store and self.s.store:
-            args += ["--store", self.s.store, "--job", self.s.costs.stem]
+            args += ["--store", self.s.store, "--cluster", self.s.cluster, "--job",
+                     self.s.costs.stem]  # fmt: skip
         return self.jobs.zb_json(tag, *args)
 
     def predict(self) -> None:
@@ -328,7 +369,9 @@ class Rehearsal:
         for name in (n for n in self.s.schedules if n.startswith("zbkit:")):
             family = name.split(":", 1)[1]
             path = self.s.dir / f"schedule-{family}.json"
-            report = self.tune(f"tune-{family}", family, ["--out", str(path)])
+            # torch's orders seed the search (never slower than a built-in that fits).
+            report = self.tune(f"tune-{family}", family,
+                               ["--out", str(path), "--torch-orders", str(orders)])  # fmt: skip
             schedule = json.loads(path.read_text())
             cls, layout = torch_class_for(schedule["chunks"], schedule["placement"])
             best = next(r for r in report["candidates"] if r["family"] == report["best"])
@@ -367,8 +410,9 @@ class Rehearsal:
                 tag = f"{row.tag}-round{round_}"
                 folder = self.jobs.summaries(tag)
                 args += ["--timeline-out", str(folder / "timeline.rank{rank}.json")]
-                if row.runtime == "executor" and self.s.store and round_ == 0:
-                    args += ["--record-dir", str(folder / "shards"), "--store", self.s.store,
+                if row.schedule_file is not None and self.s.store and round_ == 0:
+                    args += ["--record-dir", str(folder / "shards"), "--record-schedule",
+                             str(row.schedule_file), "--store", self.s.store,
                              "--schedule-id", str(row.schedule_id or 0)]  # fmt: skip
                 try:
                     summaries = self.jobs.torchrun(tag, JOB_SCRIPT, args, row.env)
@@ -425,6 +469,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         note(f"1/3 probing the hop time of {settings.message_bytes} B between {rehearsal.ranks} "
              "ranks")  # fmt: skip
         rehearsal.probe()
+        rehearsal.record_hops()
         note("2/3 predicting (zb tune, torch's orders)")
         rehearsal.predict()
         rehearsal.run()
@@ -438,10 +483,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 1 if rehearsal.failed else 0
 
 
-class UsageError(ZbkitError):
-    pass
-
-
 def parse(argv: Optional[Sequence[str]]) -> Tuple[Settings, Dict[str, str]]:
     parser = argparse.ArgumentParser(prog="zb rehearse", description=__doc__.splitlines()[0])
     parser.add_argument("--costs", required=True, help="zb-costs/1 profile, one stage per rank")
@@ -452,7 +493,8 @@ def parse(argv: Optional[Sequence[str]]) -> Tuple[Settings, Dict[str, str]]:
     parser.add_argument("--iters", type=int, default=4, help="measured iterations per job")
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--store", default="", help="SQLite store for schedules and runs")
+    parser.add_argument("--store", default="", help="SQLite store: hops, schedules, runs")
+    parser.add_argument("--cluster", default="local", help="cluster name in the store")
     parser.add_argument("--dir", default="zbkit-rehearse", help="logs, schedules, timelines")
     parser.add_argument("--message-bytes", type=int, default=4096)
     parser.add_argument("--comm", choices=("measured", "profile"), default="measured")
@@ -481,7 +523,7 @@ def parse(argv: Optional[Sequence[str]]) -> Tuple[Settings, Dict[str, str]]:
     settings = Settings(
         costs=Path(args.costs), microbatches=args.microbatches, mem_limit=args.mem_limit,
         schedules=schedules, iters=args.iters, warmup=args.warmup, rounds=args.rounds,
-        store=args.store, dir=Path(args.dir), message_bytes=args.message_bytes, comm=args.comm,
+        store=args.store, cluster=args.cluster, dir=Path(args.dir), message_bytes=args.message_bytes, comm=args.comm,
         device=args.device,
         time_scale=args.time_scale, search_time=args.search_time, json=args.json,
     )  # fmt: skip

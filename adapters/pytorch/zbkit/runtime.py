@@ -191,6 +191,13 @@ class Recorder:
         if code:
             self._fail(code)
 
+    def record(self, op_index: int, begin_ns: int, end_ns: int) -> None:
+        """Op `op_index` ran from begin_ns to end_ns (now_ns()'s clock): for ops timed by
+        something else than begin/end around them, e.g. zb rehearse's emulated device."""
+        _zbrt.check(
+            self._lib.zbrt_op_record(self._handle(), int(op_index), int(begin_ns), int(end_ns))
+        )
+
     def memory(self, nbytes: int) -> None:
         """A sample: `nbytes` held on the rank from now on."""
         _zbrt.check(self._lib.zbrt_record_memory(self._handle(), int(nbytes)))

@@ -16,6 +16,7 @@ namespace zb {
 
 inline constexpr const char* kCostsFormat = "zb-costs/1";
 inline constexpr const char* kScheduleFormat = "zb-schedule/1";
+inline constexpr const char* kHopsFormat = "zb-hops/1";
 
 // `source` names the input in error messages (a file name, or "<stdin>").
 Expected<CostProfile> ParseCostsJson(const std::string& text, const std::string& source);
@@ -27,6 +28,11 @@ std::string CostsToJson(const CostProfile& costs);
 Expected<Schedule> ParseScheduleJson(const std::string& text, const std::string& source);
 Expected<Schedule> ReadScheduleFile(const std::string& path);
 std::string ScheduleToJson(const Schedule& schedule);
+
+// zb-hops/1 (docs/formats.md §6): a hop measurement as `zb rehearse` writes it; cluster, id and
+// measured_at are not part of the file.
+Expected<HopMeasurement> ParseHopsJson(const std::string& text, const std::string& source);
+Expected<HopMeasurement> ReadHopsFile(const std::string& path);
 
 Expected<std::string> ReadTextFile(const std::string& path);
 // Writes to a temporary file beside `path` and renames it into place, so a failure never leaves

@@ -163,7 +163,8 @@ class Store {
   // 4: timeline_ops.iteration (TimelineOp::iteration; 0 for ops stored before).
   // 5: cost_profile_stages.bw_ns (StageCost::bw; 0, not measured, for stages stored before).
   // 6: frontiers and frontier_points (memory-vs-bubble frontiers).
-  static constexpr int kSchemaVersion = 6;
+  // 7: hop_measurements and measured_hops (per-hop times measured on a cluster).
+  static constexpr int kSchemaVersion = 7;
 
   enum class Mode {
     kReadWrite,  // create the file if missing, migrate it to kSchemaVersion
@@ -239,6 +240,17 @@ class Store {
   Expected<Frontier> LoadFrontier(int64_t id) const;
   // Every frontier, by id.
   Expected<std::vector<FrontierInfo>> ListFrontiers() const;
+
+  // Stores a hop measurement for `measurement.cluster` (created if missing) with its hops, in one
+  // transaction; returns its id. Checked first, each error naming the field: a cluster name,
+  // message_bytes >= 1, a source, at least one hop, and per hop ranks >= 0 that differ, a time
+  // >= 0 and no pair twice (kInvalidInput). id and measured_at are ignored.
+  Expected<int64_t> RecordHops(const HopMeasurement& measurement);
+  // The cluster's most recent hop measurement, with its hops by (from, to); nullopt when the
+  // cluster has none or does not exist.
+  Expected<std::optional<HopMeasurement>> LatestHops(const std::string& cluster) const;
+  // Every hop measurement of every cluster, by id, each with its hops by (from, to).
+  Expected<std::vector<HopMeasurement>> ListHopMeasurements() const;
 
   // The implementation (schemas/src/store_impl.h); opaque outside the library.
   struct Impl;

@@ -99,6 +99,27 @@ struct CostProfile {
   }
 };
 
+// The one-way time of a message between two neighbouring ranks, as a rehearsal measured it.
+struct MeasuredHop {
+  int32_t from_rank = 0;
+  int32_t to_rank = 0;
+  TimeNs time = 0;
+  bool operator==(const MeasuredHop&) const = default;
+};
+
+// One measurement of a cluster's hops (`zb rehearse --store`): the message size it used, what
+// measured it and the median time of each hop. `zb tune --comm cluster` uses MedianTime().
+struct HopMeasurement {
+  int64_t id = 0;
+  std::string cluster;
+  int64_t message_bytes = 0;
+  std::string source;       // e.g. "zb rehearse"
+  std::string measured_at;  // UTC, ISO 8601; set by the store
+  std::vector<MeasuredHop> hops;
+  // The median over the hops (the mean of the two middle ones for an even count); 0 for none.
+  TimeNs MedianTime() const;
+};
+
 // How the p*v stages (model chunks) are laid out over p ranks.
 //   loop: stage s on rank s mod p (1F1B, interleaved 1F1B, ZB-H1/H2, ZB heuristic).
 //   v:    v = 2, rank r holds stages r and 2p-1-r (ZB-V, V-Half, V-Min).
