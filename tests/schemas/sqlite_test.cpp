@@ -15,17 +15,13 @@
 #include <utility>
 #include <vector>
 
+#include "assert_ok.h"
+
 namespace zb::sqlite {
 namespace {
 
 namespace fs = std::filesystem;
 
-#define ZB_ASSERT_OK_AND_ASSIGN(lhs, expr) \
-  ZB_ASSERT_OK_AND_ASSIGN_IMPL(ZB_STATUS_CONCAT(zb_result_, __LINE__), lhs, expr)
-#define ZB_ASSERT_OK_AND_ASSIGN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                                 \
-  ASSERT_TRUE(tmp.ok()) << tmp.status().message();   \
-  lhs = std::move(tmp).value()
 #define ZB_ASSERT_OK(expr)                                \
   do {                                                    \
     const ::zb::Status zb_status_ = (expr);               \

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "assert_ok.h"
 #include "raw_db.h"
 #include "zbkit/schemas/json_io.h"
 #include "zbkit/schemas/store.h"
@@ -22,13 +23,6 @@ namespace zb {
 namespace {
 
 namespace fs = std::filesystem;
-
-#define ZB_ASSERT_OK_AND_ASSIGN(lhs, expr) \
-  ZB_ASSERT_OK_AND_ASSIGN_IMPL(ZB_STATUS_CONCAT(zb_result_, __LINE__), lhs, expr)
-#define ZB_ASSERT_OK_AND_ASSIGN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                                 \
-  ASSERT_TRUE(tmp.ok()) << tmp.status().message();   \
-  lhs = std::move(tmp).value()
 
 using testing_support::RawDb;
 

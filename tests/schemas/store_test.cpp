@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "assert_ok.h"
 #include "raw_db.h"
 #include "zbkit/schemas/types.h"
 #include "zbkit/schemas/validate.h"
@@ -32,13 +33,6 @@ namespace zb {
 namespace {
 
 namespace fs = std::filesystem;
-
-#define ZB_ASSERT_OK_AND_ASSIGN(lhs, expr) \
-  ZB_ASSERT_OK_AND_ASSIGN_IMPL(ZB_STATUS_CONCAT(zb_result_, __LINE__), lhs, expr)
-#define ZB_ASSERT_OK_AND_ASSIGN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                                 \
-  ASSERT_TRUE(tmp.ok()) << tmp.status().message();   \
-  lhs = std::move(tmp).value()
 
 const char* const kTables[] = {
     "clusters",          "jobs",           "cost_profiles",   "cost_profile_stages",
