@@ -26,9 +26,11 @@ from conftest import zb_binary
 from zbkit.bw_split import BackwardSplit
 from zbkit.emulated import (
     STAMP,
+    STAMP_MARK,
     EmulatedStage,
     Emulation,
     StageCost,
+    batch,
     loss_fn,
     read_costs,
     split_stages,
@@ -51,9 +53,7 @@ def _zb() -> Path:
 
 
 def _message(tag: int) -> torch.Tensor:
-    x = torch.zeros(1, 8, dtype=torch.float64)
-    x[0, 0] = tag
-    return x
+    return batch(tag + 1, 8)[tag:]  # row `tag` of a batch: stamped with that microbatch
 
 
 def _stage_and_input(stage_id: int, emulation: Emulation, tag: int = 3):
@@ -168,6 +168,20 @@ def test_async_device_runs_on_the_stream() -> None:
     local = _stamped(_message(5), f_end, 1)  # from this rank: no hop
     emulation.stream_free_ns = 0
     assert emulation.run(1.0, *_stamp_of(local)[1:])[0] >= f_end
+
+
+def test_only_a_marked_stamp_is_a_stamp() -> None:
+    """torch's shape inference runs a stage on uninitialised buffers: whatever they hold, no
+    microbatch, ready time or producer is read from a tensor without the mark."""
+    from zbkit.emulated import _stamp_of
+
+    assert _stamp_of(_message(3)) == (3, 0, -1)
+    for garbage in (torch.full((1, 8), 5.0, dtype=torch.float64),
+                    torch.tensor([[2.0, 1e300, 0.0, 1.0, 0.0]], dtype=torch.float64),
+                    torch.tensor([[2.0, 1e30, 0.0, STAMP_MARK]], dtype=torch.float64),
+                    torch.tensor([[float("nan"), 0.0, 0.0, STAMP_MARK]], dtype=torch.float64),
+                    torch.zeros(1, 2, dtype=torch.float64)):  # fmt: skip
+        assert _stamp_of(garbage) == (-1, 0, -1), garbage
 
 
 def test_expected_order_and_divergence() -> None:

@@ -20,7 +20,8 @@ backward hands its gradient on), apart from the stamp below.
 
 Each microbatch's tensors carry a stamp in their first elements (`STAMP`): the microbatch
 index (the rehearsal builds the inputs and the targets so, and the loss makes the target the
-output gradient), the time the tensor is ready and the rank that produced it. So every op knows
+output gradient), the time the tensor is ready, the rank that produced it and a mark that tells a
+stamp from garbage. So every op knows
 its (stage, microbatch) whichever runtime calls it and records itself in its rank's `Emulation`
 (kind, stage, microbatch, start, end), and an asynchronous device knows when a message's data
 exists (`Emulation` says how the two devices run). Activation memory is held as real tensors
@@ -131,7 +132,11 @@ def split_stages(stages: Sequence[StageCost], chunks: int) -> List[StageCost]:
 
 
 DEVICES = ("async", "sync")
-STAMP = 3  # elements [0, 0..2] of every message: microbatch, ready time (ns), producing rank
+# Elements [0, 0..3] of every message: microbatch, ready time (ns), producing rank and a mark
+# that tells a stamp from the uninitialised buffers torch's shape inference runs a stage on.
+STAMP = 4
+STAMP_MARK = 2718281.0
+MAX_WAIT_NS = 3600 * 10**9  # no emulated op waits an hour: a later deadline is a bug
 
 
 class Emulation:
@@ -212,6 +217,11 @@ def sleep_until(deadline_ns: int) -> int:
         now = time.perf_counter_ns()
         if now >= deadline_ns:
             return now
+        if deadline_ns - now > MAX_WAIT_NS:
+            raise RehearsalError(
+                f"emulated device: a deadline {(deadline_ns - now) / 1e9:.0f} s away (a stamp "
+                "that is not one?)"
+            )
         time.sleep((deadline_ns - now) / 1e9)
 
 
@@ -219,10 +229,16 @@ def _stamp_of(tensor: torch.Tensor) -> Tuple[int, int, int]:
     """(microbatch, ready ns, producing rank) of a message; microbatch -1 for a tensor that
     carries none (torch's shape inference runs a stage once on uninitialised buffers)."""
     flat = tensor.detach().reshape(-1)
-    values = flat[:STAMP].tolist() if flat.numel() >= STAMP else [-1.0, 0.0, -1.0]
-    if not all(math.isfinite(v) and v == int(v) for v in values) or values[0] < 0:
+    if flat.numel() < STAMP:
         return -1, 0, -1
-    return int(values[0]), max(0, int(values[1])), int(values[2])
+    microbatch, ready, producer, mark = flat[:STAMP].tolist()
+    if mark != STAMP_MARK or not all(
+        math.isfinite(v) and v == int(v) for v in (microbatch, ready, producer)
+    ):
+        return -1, 0, -1
+    if not (0 <= microbatch < 2**31 and 0 <= ready < 2**62 and -1 <= producer < 2**20):
+        return -1, 0, -1
+    return int(microbatch), int(ready), int(producer)
 
 
 def _stamped(tensor: torch.Tensor, end_ns: int, rank: int) -> torch.Tensor:
@@ -328,6 +344,8 @@ def batch(microbatches: int, width: int) -> torch.Tensor:
     """The first stage's input: one row per microbatch, row i tagged i."""
     x = torch.zeros(microbatches, width, dtype=torch.float64)
     x[:, 0] = torch.arange(microbatches, dtype=x.dtype)
+    x[:, 2] = -1.0  # produced by no rank
+    x[:, 3] = STAMP_MARK
     return x
 
 
@@ -335,6 +353,8 @@ def targets(microbatches: int, width: int) -> torch.Tensor:
     """The loss's targets: `loss_fn` makes them the output gradient, row i tagged i."""
     y = torch.zeros(microbatches, width, dtype=torch.float64)
     y[:, 0] = torch.arange(microbatches, dtype=y.dtype)
+    y[:, 2] = -1.0
+    y[:, 3] = STAMP_MARK
     return y
 
 
