@@ -237,6 +237,24 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
         assert not (tmp_path / "zbkit-rehearse").exists(), "nothing written on a usage error"
 
 
+def test_a_schedule_that_cannot_be_had_is_reported_and_the_rest_runs(tmp_path: Path) -> None:
+    """zb-h2 needs 1.5x 1F1B's memory: at 1x its rows fail with zb tune's one line, torch's row
+    still runs and is reported, and the exit code says something failed."""
+    costs = tmp_path / "tiny.json"
+    costs.write_text(json.dumps(TINY))
+    done = _rehearse(
+        tmp_path, "--costs", str(costs), "-m", "4", "--mem-limit", "1x", "--schedules",
+        "torch:1F1B,zbkit:zb-h2", "--iters", "1", "--rounds", "1", "--json",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr[-2000:]
+    doc = json.loads(done.stdout.strip().splitlines()[-1])
+    rows = {(row["schedule"], row["runtime"]): row for row in doc["rows"]}
+    assert rows[("torch:Schedule1F1B", "torch")]["measured_ms"] > 0
+    for runtime in ("shim", "executor"):
+        assert "no schedule fits --mem-limit 1x" in rows[("zbkit:zb-h2", runtime)]["error"]
+    assert doc["tuned"] is None and doc["best_torch"] == "torch:Schedule1F1B"
+
+
 def test_rehearse_two_ranks(tmp_path: Path) -> None:
     costs = tmp_path / "tiny.json"
     costs.write_text(json.dumps(TINY))

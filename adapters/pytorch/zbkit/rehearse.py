@@ -43,7 +43,6 @@ from .errors import ZbkitError
 from .jobs import JobError, Jobs, Measurement, median
 from .torch_orders import CLASSES
 
-FORMAT = "zb-rehearse/1"
 PACKAGE_DIR = Path(__file__).resolve().parent
 JOB_SCRIPT = PACKAGE_DIR / "rehearsal_job.py"
 HOOK_DIR = PACKAGE_DIR / "_hook"
@@ -61,6 +60,11 @@ class UsageError(ZbkitError):
 def note(text: str) -> None:
     sys.stderr.write(f"zb rehearse: {text}\n")
     sys.stderr.flush()
+
+
+def _number(value: float, digits: int) -> Optional[float]:
+    """Rounded, or None (JSON null) for a figure that could not be computed (NaN)."""
+    return None if math.isnan(value) else round(value, digits)
 
 
 @dataclass
@@ -119,10 +123,10 @@ class Row:
             return doc
         doc.update(
             measured_ms=round(self.measured_ms(), 3),
-            measured_over_predicted=round(self.ratio(), 4),
+            measured_over_predicted=_number(self.ratio(), 4),
             peak_bytes=self.measured.fuller_rank_peak(),
             iterations=len(self.measured.iteration_s),
-            excess_per_op_ms=round(self.excess_per_op_ms(), 4),
+            excess_per_op_ms=_number(self.excess_per_op_ms(), 4),
             host_bound_ms=round(self.host_bound_ms(), 3),
         )
         if self.order:
@@ -370,8 +374,15 @@ class Rehearsal:
             family = name.split(":", 1)[1]
             path = self.s.dir / f"schedule-{family}.json"
             # torch's orders seed the search (never slower than a built-in that fits).
-            report = self.tune(f"tune-{family}", family,
-                               ["--out", str(path), "--torch-orders", str(orders)])  # fmt: skip
+            try:
+                report = self.tune(f"tune-{family}", family,
+                                   ["--out", str(path), "--torch-orders", str(orders)])  # fmt: skip
+            except JobError as error:  # e.g. nothing of the family fits the cap: say so, go on
+                for runtime in ("shim", "executor"):
+                    self.rows.append(Row(name, runtime, [], error=str(error)))
+                self.failed = True
+                note(f"{name}: {error}")
+                continue
             schedule = json.loads(path.read_text())
             cls, layout = torch_class_for(schedule["chunks"], schedule["placement"])
             best = next(r for r in report["candidates"] if r["family"] == report["best"])
@@ -484,25 +495,36 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def parse(argv: Optional[Sequence[str]]) -> Tuple[Settings, Dict[str, str]]:
-    parser = argparse.ArgumentParser(prog="zb rehearse", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="zb rehearse",
+        description="Run torch's schedule classes and zbkit's tuned schedules (through the shim "
+        "and the executor) on real ranks whose stages take the profile's F, B and W as timed "
+        "waits, and report each measured against its prediction (docs/rehearse.md).",
+        epilog="example: zb rehearse --costs tuner/data/paper/1.5B-p8-m24.json -m 24 "
+        "--mem-limit 1x --rounds 2 --iters 4 --store zbkit.db",
+    )
     parser.add_argument("--costs", required=True, help="zb-costs/1 profile, one stage per rank")
     parser.add_argument("-m", "--microbatches", type=int, required=True)
     parser.add_argument("--mem-limit", required=True, help="as zb tune: Nx, a size, none")
     parser.add_argument("--schedules", default="torch,zbkit:search",
                         help="torch, torch:<Class>, zbkit, zbkit:<family>, comma-separated")  # fmt: skip
     parser.add_argument("--iters", type=int, default=4, help="measured iterations per job")
-    parser.add_argument("--warmup", type=int, default=1)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--warmup", type=int, default=1, help="iterations before the measured")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="each runs every schedule once, alternating the order")  # fmt: skip
     parser.add_argument("--store", default="", help="SQLite store: hops, schedules, runs")
     parser.add_argument("--cluster", default="local", help="cluster name in the store")
     parser.add_argument("--dir", default="zbkit-rehearse", help="logs, schedules, timelines")
-    parser.add_argument("--message-bytes", type=int, default=4096)
-    parser.add_argument("--comm", choices=("measured", "profile"), default="measured")
+    parser.add_argument("--message-bytes", type=int, default=4096,
+                        help="bytes each hop carries per microbatch")  # fmt: skip
+    parser.add_argument("--comm", choices=("measured", "profile"), default="measured",
+                        help="the per-hop time predicted and emulated: the probed one or the "
+                        "costs file's")  # fmt: skip
     parser.add_argument("--device", choices=DEVICES, default="async",
                         help="async: a GPU stream the host enqueues to; sync: the host waits")  # fmt: skip
     parser.add_argument("--time-scale", type=float, default=1.0, help="factor on every duration")
     parser.add_argument("--search-time", type=float, default=3.0, help="seconds for the search")
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--json", action="store_true", help="end with one zb-rehearse/1 object")
 
     def fail(message: str) -> None:
         raise UsageError(message)
