@@ -58,12 +58,14 @@ inline CostProfile FourStageCosts() {
   return costs;
 }
 
-// Tunes `family` as `zb tune --family F --mem-limit 2x` would and stores the chosen schedule with
-// its cap. Returns the schedule id, or nullopt (after a QTest failure message).
+// Tunes `family` as `zb tune --family F --mem-limit 2x --runtime zbkit` would (the paper's cost
+// model, whose figures the GUI tests expect) and stores the chosen schedule with its cap. Returns
+// the schedule id, or nullopt (after a QTest failure message).
 inline std::optional<int64_t> TuneInto(Store& store, int64_t job, const CostProfile& costs,
                                        int microbatches, const std::string& family) {
   tuner::TuneOptions options;
   options.family = family;
+  options.runtime = tuner::ReplayRuntime::kZbkit;
   options.memory_limit = {tuner::MemoryLimit::Kind::kRelative, 2};
   auto result = tuner::Tune(costs, microbatches, options);
   if (!result.ok() || result->best < 0) {

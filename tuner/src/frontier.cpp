@@ -11,6 +11,7 @@
 #include "zbkit/tuner/memory_limit.h"
 #include "zbkit/tuner/search.h"
 #include "zbkit/tuner/simulator.h"
+#include "zbkit/tuner/torch_export.h"
 
 namespace zb::tuner {
 namespace {
@@ -102,6 +103,10 @@ Expected<FrontierOutcome> ComputeFrontier(const TuneRequest& request,
     // The paper's heuristic, as it is (loop placement, its own knob grid).
     std::optional<Schedule> heuristic;
     auto generated = GenerateFamily("zb-auto", FamilyRequest{request.costs, m, 2, caps});
+    const bool torch_costs = options.runtime == ReplayRuntime::kTorch;
+    if (generated.ok() && torch_costs) {
+      generated->costs = TorchRuntimeCosts(std::move(generated->costs));
+    }
     if (generated.ok() && simulator.Run(*generated).ok() && FitsCaps(*generated->predicted, caps)) {
       heuristic = std::move(generated).value();
     }
@@ -114,6 +119,7 @@ Expected<FrontierOutcome> ComputeFrontier(const TuneRequest& request,
     search.placement = options.placement;
     search.interleave_chunks = options.interleave_chunks;
     search.runtime = options.runtime;
+    search.torch_runtime_costs = torch_costs;
     if (previous) search.warm_starts.push_back(*previous);
     auto found = Search(request.costs, m, caps, search);
     if (!found.ok() && found.status().code() != ErrorCode::kInfeasible) return found.status();

@@ -425,6 +425,9 @@ std::vector<SeededSchedule> MakeSeeds(const CostProfile& rank_costs, int m,
       return;
     }
     seeded.schedule = std::move(generated).value();
+    if (options.torch_runtime_costs) {
+      seeded.schedule.costs = TorchRuntimeCosts(std::move(seeded.schedule.costs));
+    }
     if (!fusing) SplitFusedBackwards(seeded.schedule);
     Status status = ValidateSchedule(seeded.schedule);
     if (status.ok() && options.chunks && seeded.schedule.chunks != *options.chunks) {

@@ -253,4 +253,13 @@ Expected<std::string> ExportTorchCsv(const Schedule& schedule, TorchCsvFormat fo
   return out.str();
 }
 
+CostProfile TorchRuntimeCosts(CostProfile scheduled) {
+  if (scheduled.stages.empty()) return scheduled;
+  StageCost& first = scheduled.stages.front();
+  first.w += first.b;
+  first.b = 0;
+  first.m_w = first.m_b;
+  return scheduled;
+}
+
 }  // namespace zb::tuner

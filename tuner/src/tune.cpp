@@ -49,6 +49,9 @@ Candidate Evaluate(std::string_view family, const CostProfile& rank_costs, int m
     return candidate;
   }
   candidate.schedule = std::move(schedule).value();
+  if (options.runtime == ReplayRuntime::kTorch) {
+    candidate.schedule.costs = TorchRuntimeCosts(std::move(candidate.schedule.costs));
+  }
   Status valid = ValidateSchedule(candidate.schedule);
   if (valid.ok()) valid = simulator.Run(candidate.schedule);
   if (valid.ok() && FusingCanPay(candidate.schedule.costs)) {
@@ -84,6 +87,7 @@ Candidate RunSearch(const CostProfile& rank_costs, int microbatches, const TuneO
   search.placement = options.placement;
   search.interleave_chunks = options.interleave_chunks;
   search.runtime = options.runtime;
+  search.torch_runtime_costs = options.runtime == ReplayRuntime::kTorch;
   if (options.layout) {
     search.placement = options.layout->placement;
     search.chunks = options.layout->chunks;
@@ -123,6 +127,8 @@ Candidate EvaluateReference(const std::string& name, const Expected<Schedule>& o
     return candidate;
   }
   candidate.schedule = *order;
+  // torch's own classes run on torch's runtime, whatever the tuned order is for.
+  candidate.schedule.costs = TorchRuntimeCosts(std::move(candidate.schedule.costs));
   candidate.status = Simulate(candidate.schedule);
   if (candidate.status.ok()) Judge(rank_costs, microbatches, candidate);
   return candidate;

@@ -73,7 +73,8 @@ def _durations(emulation: Emulation):
 
 def test_split_stages_is_the_tuners_rule(tmp_path: Path) -> None:
     """The costs a zb tune schedule file carries per stage as scheduled equal split_stages of the
-    profile (docs/cost-model.md §5), remainder nanoseconds included."""
+    profile (docs/cost-model.md §5), remainder nanoseconds included (for zbkit's runtime: for
+    torch's, stage 0 carries what torch's runtime spends, TorchRuntimeCosts)."""
     costs = tmp_path / "odd.json"
     costs.write_text(json.dumps({"format": "zb-costs/1", "comm": 0.1, "stages": [
         {"F": 1.000001, "B": 2.000002, "W": 0.333333, "M_B": 10, "M_W": 3},
@@ -82,7 +83,7 @@ def test_split_stages_is_the_tuners_rule(tmp_path: Path) -> None:
         out = tmp_path / f"{family}.json"
         subprocess.run(
             [str(_zb()), "tune", "--costs", str(costs), "-m", "6", "--mem-limit", "none",
-             "--family", family, "--chunks", str(chunks), "--out", str(out)],
+             "--family", family, "--chunks", str(chunks), "--runtime", "zbkit", "--out", str(out)],
             check=True, capture_output=True,
         )  # fmt: skip
         doc = json.loads(out.read_text())

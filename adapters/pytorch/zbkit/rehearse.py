@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .emulated import DEVICES, RehearsalError, read_costs
+from .emulated import DEVICES, RehearsalError, read_costs, split_stages
 from .errors import ZbkitError
 from .jobs import JobError, Jobs, Measurement, median
 from .torch_orders import CLASSES
@@ -396,8 +396,31 @@ class Rehearsal:
                     row = Row(name, runtime, ["--schedule-file", str(path)])
                 row.schedule_id = report.get("schedule_id")
                 row.schedule_file = path
-                self.predicted(row, best)
+                if runtime == "shim":
+                    self.predicted(row, best)
+                else:
+                    self.predicted(row, self.executor_prediction(schedule, family))
                 self.rows.append(row)
+
+    def executor_prediction(self, schedule: Dict[str, Any], family: str) -> Dict[str, Any]:
+        """The order as zbkit's executor runs it: zb tune predicted it as torch's runtime runs it
+        (the first stage's backward all in its W, docs/formats.md §4.1), the executor splits the
+        first stage like any other, so the same order is simulated (`zb show`) with the costs as
+        the jobs run them."""
+        stages, _ = read_costs(self.costs_path)
+        chunks = split_stages(stages, int(schedule["chunks"]))
+        copy = dict(schedule)
+        copy.pop("predicted", None)
+        copy["costs"] = {
+            "comm": self.comm_ms(),
+            "stages": [{"F": c.f_ms, "B": c.b_ms, "W": c.w_ms, "M_B": c.m_b, "M_W": c.m_w}
+                       for c in chunks],
+        }  # fmt: skip
+        path = self.s.dir / f"schedule-{family}-executor.json"
+        path.write_text(json.dumps(copy) + "\n")
+        shown = self.jobs.zb_json(f"show-{family}-executor", "show", str(path))
+        return {"makespan": shown["makespan"],
+                "peak_memory": [rank["peak_memory"] for rank in shown["ranks"]]}  # fmt: skip
 
     def predicted(self, row: Row, candidate: Optional[Dict[str, Any]]) -> None:
         if candidate is None:

@@ -42,6 +42,10 @@ struct SearchOptions {
   // The runtime that will replay the result: for PyTorch's, moves keep its rule (torch_export.h,
   // TorchRuntimeOrders) and seeds that break it are not used.
   ReplayRuntime runtime = ReplayRuntime::kTorch;
+  // Simulate every seed with the costs PyTorch's runtime spends (TorchRuntimeCosts: the first
+  // stage's backward all in its W). zb tune sets it with --runtime torch; off, the search works
+  // in the paper's model (zb bench search compares with the paper's heuristic there).
+  bool torch_runtime_costs = false;
   // Orders of this instance to start from as well (valid, any placement; those over the cap or
   // of another placement than `placement` are ignored), e.g. the result at a smaller cap, so that
   // a larger cap never gives a worse result (zb tune --frontier).

@@ -51,6 +51,14 @@ bool TorchRuntimeOrders(int num_stages, OpKind later_kind, int later_stage, int 
 // kInfeasible with one line naming the rule, the rank, the stage and the microbatches.
 Status CheckTorchRuntimeRules(const Schedule& schedule);
 
+// The costs as scheduled (p*v stages) as PyTorch's runtime spends them (docs/formats.md §4.1):
+// it skips the first stage's input-gradient step (`backward_one_chunk`: the stage input needs
+// none) and runs that stage's whole backward in its W (`backward_weight_one_chunk`). So stage 0's
+// B takes no time and frees nothing, its W takes B + W and frees M_B: b = 0, w = b + w, m_w = m_b.
+// A measured fused BW is unchanged. Every order tuned for the torch runtime is simulated with
+// these; `zb rehearse` measured the difference (docs/rehearse.md §3).
+CostProfile TorchRuntimeCosts(CostProfile scheduled);
+
 // The token of an op kind in `dialect` (the table above): "F", "I", "W", "B" (modern).
 const char* TorchToken(OpKind kind, TorchDialect dialect);
 
