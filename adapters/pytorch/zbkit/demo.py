@@ -278,7 +278,9 @@ class Demo:
         # Post-validation wins what the barrier makes the rank holding stage 0 wait. In V
         # placement that rank also holds the last stage and ends last: nothing to win.
         if by_span:
-            args += ["--placement", "loop"]
+            # Only zbkit's executor runs it: tuned and predicted in its cost model, where the
+            # first stage's backward splits like any other (not torch's, docs/formats.md §4.1).
+            args += ["--placement", "loop", "--runtime", "zbkit"]
         else:
             args += ["--torch-orders", str(self.torch_orders())]
         report = self.jobs.zb_json("tune-span" if by_span else "tune", *args)
