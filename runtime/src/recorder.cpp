@@ -93,6 +93,21 @@ struct zbrt_recorder {
     }
   }
 
+  // Room for one more mark in the buffer: a full one (no iteration marks) is spilled, the rare
+  // slow path.
+  zbrt_status MakeRoom(const char* function) noexcept {
+    return marks.size() == marks.capacity() ? Spill(function) : ZBRT_OK;
+  }
+
+  // A mark of op `op` on this thread at the current nesting depth; its times are the caller's.
+  Mark NewMark(int64_t op) const noexcept {
+    Mark mark;
+    mark.op = static_cast<int32_t>(op);
+    mark.thread = ThreadId();
+    mark.depth = open_count + (in_iteration ? 1 : 0);
+    return mark;
+  }
+
   Mark& At(int64_t global) noexcept {
     const int64_t base = static_cast<int64_t>(spilled.size());
     return global >= base ? marks[global - base] : spilled[global];
@@ -188,15 +203,9 @@ zbrt_status zbrt_op_begin(zbrt_recorder* recorder, int64_t op_index) {
                                             std::to_string(recorder->rank) +
                                             " is already begun and not ended");
   }
-  if (recorder->marks.size() == recorder->marks.capacity()) {
-    // No iteration marks and a full buffer: the rare slow path.
-    const zbrt_status status = recorder->Spill(kFn);
-    if (status != ZBRT_OK) return status;
-  }
-  Mark mark;
-  mark.op = static_cast<int32_t>(op_index);
-  mark.thread = ThreadId();
-  mark.depth = recorder->open_count + (recorder->in_iteration ? 1 : 0);
+  const zbrt_status room = recorder->MakeRoom(kFn);
+  if (room != ZBRT_OK) return room;
+  Mark mark = recorder->NewMark(op_index);
   open = static_cast<int64_t>(recorder->spilled.size() + recorder->marks.size());
   ++recorder->open_count;
 #if ZBRT_HAVE_NVTX
@@ -244,14 +253,9 @@ zbrt_status zbrt_op_record(zbrt_recorder* recorder, int64_t op_index, int64_t be
                           std::to_string(end_ns) + ") before it begins (" +
                           std::to_string(begin_ns) + ") or begins before 0");
   }
-  if (recorder->marks.size() == recorder->marks.capacity()) {
-    const zbrt_status status = recorder->Spill(kFn);
-    if (status != ZBRT_OK) return status;
-  }
-  Mark mark;
-  mark.op = static_cast<int32_t>(op_index);
-  mark.thread = ThreadId();
-  mark.depth = recorder->open_count + (recorder->in_iteration ? 1 : 0);
+  const zbrt_status room = recorder->MakeRoom(kFn);
+  if (room != ZBRT_OK) return room;
+  Mark mark = recorder->NewMark(op_index);
   mark.begin = begin_ns;
   mark.end = end_ns;
   recorder->marks.push_back(mark);

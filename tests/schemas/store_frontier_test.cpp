@@ -29,18 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 
 using testing_support::RawDb;
-
-std::string ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-std::string SchemaFile(const std::string& name) {
-  const std::string path = std::string(ZBKIT_TEST_DATA_DIR) + "/../../schemas/" + name;
-  const std::string text = ReadBytes(path);
-  EXPECT_FALSE(text.empty()) << path;
-  return text;
-}
+using testing_support::SchemaFile;
 
 bool IsOneLine(const std::string& message) {
   return !message.empty() && message.find('\n') == std::string::npos;

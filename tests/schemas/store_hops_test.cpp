@@ -7,8 +7,6 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,14 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 
 using testing_support::RawDb;
-
-std::string SchemaFile(const std::string& name) {
-  const std::string path = std::string(ZBKIT_TEST_DATA_DIR) + "/../../schemas/" + name;
-  std::ifstream in(path, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_FALSE(text.empty()) << path;
-  return text;
-}
+using testing_support::SchemaFile;
 
 HopMeasurement Sample(const std::string& cluster, std::vector<TimeNs> times) {
   HopMeasurement measurement;

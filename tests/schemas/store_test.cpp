@@ -42,6 +42,7 @@ const char* const kTables[] = {
     "measured_hops"};
 
 using testing_support::RawDb;
+using testing_support::ReadBytes;
 
 // Rows per table, to show that a failed write left nothing behind.
 std::map<std::string, int64_t> RowCounts(RawDb& db) {
@@ -50,11 +51,6 @@ std::map<std::string, int64_t> RowCounts(RawDb& db) {
     counts[table] = db.Int(std::string("SELECT count(*) FROM ") + table);
   }
   return counts;
-}
-
-std::string ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 void WriteBytes(const std::string& path, const std::string& bytes) {

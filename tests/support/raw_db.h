@@ -8,6 +8,8 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 namespace zb::testing_support {
@@ -61,6 +63,21 @@ class RawDb {
  private:
   sqlite3* db_ = nullptr;
 };
+
+// A whole file as bytes ("" when it cannot be read).
+inline std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A file of schemas/ (store.sql, migrations/NNN_*.sql): migration tests build older stores from
+// the released steps, which are never edited.
+inline std::string SchemaFile(const std::string& name) {
+  const std::string path = std::string(ZBKIT_TEST_DATA_DIR) + "/../../schemas/" + name;
+  const std::string text = ReadBytes(path);
+  EXPECT_FALSE(text.empty()) << path;
+  return text;
+}
 
 }  // namespace zb::testing_support
 

@@ -43,7 +43,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 import torch
 from torch import nn
 
-from .errors import ZbkitError
+from .errors import RehearsalError
 
 __all__ = [
     "EmulatedStage",
@@ -58,10 +58,6 @@ __all__ = [
     "stamp_sends",
     "targets",
 ]
-
-
-class RehearsalError(ZbkitError):
-    """A rehearsal's input is unusable or one of its jobs failed."""
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from typing import Optional
 
 __all__ = [
     "BackwardSplitError",
+    "RehearsalError",
     "ScheduleError",
     "ScheduleRefused",
     "ZbkitError",
@@ -46,6 +47,10 @@ class ScheduleError(ZbkitError):
 class ScheduleRefused(ZbkitError):
     """The shim: a schedule that cannot run on the stages the script built, or that PyTorch's
     runtime would run wrong (docs/formats.md §4.1)."""
+
+
+class RehearsalError(ZbkitError):
+    """`zb rehearse`: an input it cannot use, or a row it cannot run (docs/rehearse.md)."""
 
 
 class ZbrtError(ZbkitError):

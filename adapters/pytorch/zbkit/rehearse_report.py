@@ -86,7 +86,7 @@ def targets(rows: List[Any], within: float, gain_share: float) -> List[str]:
             lines.append(f"{row.label}: order {row.order}")
     for row in ran:
         if row.runtime in ("shim", "executor"):
-            share = row.excess_per_op_ms() * row.ops_per_rank / row.measured_ms()
+            share = (row.measured_ms() - row.predicted_ms) / row.measured_ms()
             lines.append(
                 f"{row.label}: time the prediction does not explain {row.excess_per_op_ms():.3f} ms "
                 f"per op, {share:.1%} of the iteration (torch's runtime alone: see its rows)"
