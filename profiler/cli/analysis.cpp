@@ -91,6 +91,8 @@ json ReportJson(const Analysis& analysis, const AnalysisSettings& settings, cons
               {"chunks", report.chunks},
               {"num_stages", report.num_stages},
               {"layout", PlacementName(report.placement)},
+              {"layout_known", report.layout_known},
+              {"schedule_class", report.schedule_class},
               {"split", report.split},
               {"iterations",
                {{"seen", report.iterations_seen},
@@ -229,12 +231,25 @@ void PrintOps(const std::vector<MeasuredOp>& ops, bool list_all, std::ostream& o
   table.Render(out);
 }
 
+// The job's layout as the profile records it: what zb tune keeps to by default.
+void PrintLayout(const CostReport& report, std::ostream& out) {
+  const CostProfile costs = report.ToCostProfile();
+  if (!costs.layout) {
+    out << "layout: unknown (give it to zb tune with --layout)\n";
+    return;
+  }
+  out << "layout: " << JobLayoutName(*costs.layout) << " (" << JobLayoutDescription(*costs.layout)
+      << (costs.schedule_class.empty() ? "" : ", ran " + costs.schedule_class)
+      << "): zb tune proposes orders of this layout unless --layout any\n";
+}
+
 void PrintText(const Analysis& analysis, const AnalysisSettings& settings,
                const std::optional<StoredAnalysis>& stored, std::ostream& out) {
   PrintHeadline(analysis, out);
   PrintStageTable(analysis.report, out);
   PrintComm(analysis.report, out);
   out << "memory: " << profiler::MemorySourceName(analysis.report.memory) << "\n";
+  PrintLayout(analysis.report, out);
   for (const std::string& note : analysis.report.notes)
     out << "note: " << note << "\n";
   PrintOps(analysis.attribution.ops, settings.list_ops, out);

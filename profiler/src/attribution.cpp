@@ -450,9 +450,54 @@ std::vector<ProcessOps*> AssignPipelineRanks(std::vector<ProcessOps>& processes,
 struct PassThreeCounts {
   int32_t max_stage = -1;
   int32_t max_chunk = 0;
+  bool local_chunks = false;                 // some op's stage came from a local chunk or none
+  std::set<std::pair<int, int>> rank_stage;  // (rank, stage) of ops that name a global stage
   int64_t fifo_fallbacks = 0;
   int b_as_bw_ranks = 0;
 };
+
+// The layout the ranks ran, from the global stages the ops name (PyTorch's `PP:<stage>F<mb>`):
+// loop where every stage s ran on rank s mod p, else V where rank r ran stages r and 2p-1-r.
+// Names that give only a local chunk (or none) cannot tell: then the placement is the one the
+// caller gave (--layout). Anything else is recorded as no layout, with a note.
+void InferLayout(const PassThreeCounts& counts, Attribution& result) {
+  if (counts.local_chunks || counts.rank_stage.empty()) return;
+  const int p = result.ranks;
+  auto all_on = [&](Placement placement) {
+    for (const auto& [rank, stage] : counts.rank_stage) {
+      if (placement == Placement::kV && stage >= 2 * p) return false;
+      if (RankOfStage(placement, p, stage) != rank) return false;
+    }
+    return true;
+  };
+  if (all_on(Placement::kLoop)) {
+    result.placement = Placement::kLoop;
+  } else if (all_on(Placement::kV)) {
+    result.placement = Placement::kV;
+  } else {
+    result.layout_known = false;
+    result.notes.push_back(
+        "the traces' stages lie on their ranks in neither the loop nor the V "
+        "placement: the profile records no layout");
+  }
+}
+
+// The schedule class the traces name (the shim's metadata), "" when none or when they disagree.
+std::string ScheduleClassOf(const std::vector<RawTrace>& traces, Attribution& result) {
+  std::set<std::string> named;
+  for (const RawTrace& trace : traces) {
+    if (!trace.schedule_class.empty()) named.insert(trace.schedule_class);
+  }
+  if (named.size() > 1) {
+    std::string list;
+    for (const std::string& name : named)
+      list += (list.empty() ? "" : ", ") + name;
+    result.notes.push_back("the traces name different schedule classes (" + list +
+                           "): the profile records none");
+    return "";
+  }
+  return named.empty() ? "" : *named.begin();
+}
 
 // Pass 3a: ranks, stages and B vs BW of one process's ops; ops on chunks the placement lacks are
 // dropped, and the owner indices of bare NCCL ops are renumbered accordingly.
@@ -476,6 +521,7 @@ void AssignStages(ProcessOps& proc, const AttributionOptions& options, Attributi
     }
     if (match.stage >= 0) {
       op.stage = match.stage;
+      counts.rank_stage.insert({proc.rank, op.stage});
     } else if (match.chunk >= 0) {
       if (options.placement == Placement::kV && match.chunk > 1) {
         result.notes.push_back("chunk " + std::to_string(match.chunk) + " of '" + op.name +
@@ -484,8 +530,10 @@ void AssignStages(ProcessOps& proc, const AttributionOptions& options, Attributi
       }
       op.stage = StageOfChunk(options.placement, result.ranks, proc.rank, match.chunk);
       counts.max_chunk = std::max(counts.max_chunk, match.chunk);
+      counts.local_chunks = true;
     } else {
       op.stage = StageOfChunk(options.placement, result.ranks, proc.rank, 0);
+      counts.local_chunks = true;
     }
     op.peer_stage = PeerStage(op.stage, op.direction);
     counts.max_stage = std::max(counts.max_stage, op.stage);
@@ -650,7 +698,9 @@ Expected<Attribution> Attribute(const std::vector<RawTrace>& traces, const RuleS
                            " backward ops had no matching forward; microbatch set to 0");
   }
 
-  result.chunks = options.placement == Placement::kV ? 2 : pass_three.max_chunk + 1;
+  InferLayout(pass_three, result);
+  if (result.layout_known) result.schedule_class = ScheduleClassOf(traces, result);
+  result.chunks = result.placement == Placement::kV ? 2 : pass_three.max_chunk + 1;
   result.chunks = std::max(result.chunks, (pass_three.max_stage + result.ranks) / result.ranks);
   result.num_stages = std::max(pass_three.max_stage + 1, result.ranks * result.chunks);
 

@@ -76,6 +76,7 @@ class ChromeSax {
   Number base_time_ns;
   Number rank;
   Number world_size;
+  std::string schedule_class;  // the "zbkit_schedule_class" metadata zbkit's shim adds
   bool root_is_array = false;
   bool saw_root = false;
   std::string error;
@@ -172,6 +173,8 @@ class ChromeSax {
       }
     } else if (stack_.size() == 1 && stack_[0].object && key_ == "baseTimeNanoseconds") {
       base_time_ns = number;
+    } else if (stack_.size() == 1 && stack_[0].object && key_ == kScheduleClassKey && text) {
+      schedule_class = *text;
     } else if (stack_.size() == 2 && stack_[1].key == "distributedInfo") {
       if (key_ == "rank") rank = number;
       if (key_ == "world_size") world_size = number;
@@ -465,6 +468,7 @@ Expected<std::vector<RawTrace>> ParseChromeTrace(const std::string& text,
     auto name = process_names.find(pid);
     if (name != process_names.end()) trace.process.command = name->second;
     trace.source = "chrome:" + source;
+    trace.schedule_class = sax.schedule_class;
     traces.push_back(std::move(trace));
   }
   return traces;

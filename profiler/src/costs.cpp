@@ -251,6 +251,8 @@ Expected<CostReport> BuildCostReport(const Attribution& attribution, const CostO
   report.chunks = attribution.chunks;
   report.num_stages = attribution.num_stages;
   report.placement = attribution.placement;
+  report.layout_known = attribution.layout_known;
+  report.schedule_class = attribution.schedule_class;
   report.split = attribution.split;
   report.notes = attribution.notes;
 
@@ -300,6 +302,10 @@ CostProfile CostReport::ToCostProfile() const {
     costs.stages.push_back(cost);
   }
   costs.comm = comm.median;
+  if (layout_known) {
+    costs.layout = JobLayout{placement, std::max(chunks, 1)};
+    costs.schedule_class = schedule_class;
+  }
   return costs;
 }
 

@@ -103,12 +103,39 @@ Status CheckFormat(const Reader& reader, const char* expected) {
   return Status::Ok();
 }
 
-// The body shared by zb-costs/1 and the "costs" object of zb-schedule/1.
+// zb-costs/1 "layout": what the profiled job was built with (docs/formats.md §1).
+Status ParseLayout(const json& value, const std::string& path, CostProfile& costs) {
+  Reader reader(value, path);
+  ZB_RETURN_IF_ERROR(reader.ExpectObject({"placement", "stages_per_rank", "schedule"}));
+  ZB_ASSIGN_OR_RETURN(std::string placement_name, reader.String("placement"));
+  const std::optional<Placement> placement = ParsePlacement(placement_name);
+  if (!placement) {
+    return InvalidInput(reader.FieldPath("placement") + ": must be \"loop\" or \"v\", got \"" +
+                        placement_name + "\"");
+  }
+  ZB_ASSIGN_OR_RETURN(int64_t chunks, reader.Integer("stages_per_rank", 1, kMaxCount));
+  if (*placement == Placement::kV && chunks != 2) {
+    return InvalidInput(reader.FieldPath("stages_per_rank") +
+                        ": must be 2 in the V placement, got " + std::to_string(chunks));
+  }
+  costs.layout = JobLayout{*placement, static_cast<int>(chunks)};
+  if (reader.Has("schedule")) {
+    ZB_ASSIGN_OR_RETURN(costs.schedule_class, reader.String("schedule"));
+    if (costs.schedule_class.empty()) {
+      return InvalidInput(reader.FieldPath("schedule") + ": must not be empty (leave it out)");
+    }
+  }
+  return Status::Ok();
+}
+
+// The body shared by zb-costs/1 and the "costs" object of zb-schedule/1 (which has no layout:
+// a schedule's costs are per stage as scheduled, not a profiled job's).
 Expected<CostProfile> ParseCostsObject(const json& value, const std::string& path,
                                        bool with_format) {
   Reader reader(value, path);
   if (with_format) {
-    ZB_RETURN_IF_ERROR(reader.ExpectObject({"format", "comm", "count", "name", "stages"}));
+    ZB_RETURN_IF_ERROR(
+        reader.ExpectObject({"format", "comm", "count", "name", "stages", "layout"}));
     ZB_RETURN_IF_ERROR(CheckFormat(reader, kCostsFormat));
   } else {
     ZB_RETURN_IF_ERROR(reader.ExpectObject({"comm", "count", "name", "stages"}));
@@ -149,7 +176,17 @@ Expected<CostProfile> ParseCostsObject(const json& value, const std::string& pat
     }
     costs.stages.assign(static_cast<size_t>(count), costs.stages.front());
   }
+  if (with_format && reader.Has("layout")) {
+    ZB_RETURN_IF_ERROR(ParseLayout(value.at("layout"), reader.FieldPath("layout"), costs));
+  }
   return costs;
+}
+
+json LayoutJson(const CostProfile& costs) {
+  json layout{{"placement", PlacementName(costs.layout->placement)},
+              {"stages_per_rank", costs.layout->chunks}};
+  if (!costs.schedule_class.empty()) layout["schedule"] = costs.schedule_class;
+  return layout;
 }
 
 json CostsBody(const CostProfile& costs) {
@@ -310,6 +347,7 @@ Expected<CostProfile> ReadCostsFile(const std::string& path) {
 std::string CostsToJson(const CostProfile& costs) {
   json value = {{"format", kCostsFormat}};
   value.update(CostsBody(costs));
+  if (costs.layout) value["layout"] = LayoutJson(costs);
   return value.dump(2) + "\n";
 }
 

@@ -28,6 +28,7 @@ extern const char* const kZbkitMigration004Sql;
 extern const char* const kZbkitMigration005Sql;
 extern const char* const kZbkitMigration006Sql;
 extern const char* const kZbkitMigration007Sql;
+extern const char* const kZbkitMigration008Sql;
 
 namespace zb {
 namespace {
@@ -53,6 +54,7 @@ constexpr Migration kMigrations[] = {
     {5, &kZbkitMigration005Sql},  // cost_profile_stages.bw_ns
     {6, &kZbkitMigration006Sql},  // frontiers, frontier_points
     {7, &kZbkitMigration007Sql},  // hop_measurements, measured_hops
+    {8, &kZbkitMigration008Sql},  // cost_profiles: the profiled job's layout and schedule class
 };
 static_assert(kMigrations[std::size(kMigrations) - 1].version == Store::kSchemaVersion,
               "the last migration step must produce Store::kSchemaVersion");

@@ -62,8 +62,9 @@ Expected<int64_t> Store::Impl::WriteCostProfile(int64_t job_id, const std::strin
   const char* what = "insert cost profile";
   ZB_ASSIGN_OR_RETURN(Statement profile,
                       conn.Prepare("INSERT INTO cost_profiles (job_id, name, comm_ns,"
-                                   " schema_version, run_id, memory_source)"
-                                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                                   " schema_version, run_id, memory_source, layout_placement,"
+                                   " layout_stages_per_rank, schedule_class)"
+                                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                                    what));
   profile.BindInt(1, job_id);
   profile.BindText(2, name);
@@ -77,6 +78,17 @@ Expected<int64_t> Store::Impl::WriteCostProfile(int64_t job_id, const std::strin
     source = source_name;
   }
   profile.BindOptional(6, source);
+  if (!costs.layout && !costs.schedule_class.empty()) {
+    return Invalid(what, "a schedule class without a layout");
+  }
+  profile.BindOptional(
+      7, costs.layout ? std::optional<std::string_view>(PlacementName(costs.layout->placement))
+                      : std::nullopt);
+  profile.BindOptional(8,
+                       costs.layout ? std::optional<int64_t>(costs.layout->chunks) : std::nullopt);
+  profile.BindOptional(9, costs.schedule_class.empty()
+                              ? std::nullopt
+                              : std::optional<std::string_view>(costs.schedule_class));
   ZB_RETURN_IF_ERROR(profile.Run(what));
   const int64_t id = conn.last_insert_rowid();
 
@@ -118,13 +130,26 @@ Expected<int64_t> Store::Impl::WriteCostProfile(int64_t job_id, const std::strin
 
 Expected<CostProfile> Store::Impl::ReadCostProfile(int64_t id, std::string_view what) const {
   auto bind_id = [id](Statement& stmt) { stmt.BindInt(1, id); };
-  ZB_ASSIGN_OR_RETURN(
-      std::optional<int64_t> comm,
-      sqlite::QueryFirst<int64_t>(conn, "SELECT comm_ns FROM cost_profiles WHERE id = ?1", what,
-                                  bind_id, [](const Statement& row) { return row.Int(0); }));
-  if (!comm) return NoSuch(what, "cost profile", id);
-  CostProfile costs;
-  costs.comm = *comm;
+  ZB_ASSIGN_OR_RETURN(std::optional<CostProfile> header,
+                      sqlite::QueryFirst<CostProfile>(
+                          conn,
+                          "SELECT comm_ns, layout_placement, layout_stages_per_rank, schedule_class"
+                          " FROM cost_profiles WHERE id = ?1",
+                          what, bind_id, [&](const Statement& row) -> Expected<CostProfile> {
+                            CostProfile read;
+                            read.comm = row.Int(0);
+                            if (row.IsNull(1)) return read;
+                            const std::optional<Placement> placement = ParsePlacement(row.Text(1));
+                            if (!placement) {
+                              return Inconsistent(
+                                  what, "unknown placement '" + std::string(row.Text(1)) + "'");
+                            }
+                            read.layout = JobLayout{*placement, static_cast<int>(row.Int(2))};
+                            if (!row.IsNull(3)) read.schedule_class = std::string(row.Text(3));
+                            return read;
+                          }));
+  if (!header) return NoSuch(what, "cost profile", id);
+  CostProfile costs = std::move(*header);
   ZB_RETURN_IF_ERROR(sqlite::QueryInto(
       conn,
       "SELECT stage, f_ns, b_ns, w_ns, m_b, m_w, bw_ns FROM cost_profile_stages"

@@ -45,8 +45,15 @@ bool CostProfile::IsUniform() const {
   return true;
 }
 
+CostProfile CostProfile::CostsOnly() const {
+  CostProfile costs;
+  costs.stages = stages;
+  costs.comm = comm;
+  return costs;
+}
+
 CostProfile CostProfile::SplitStages(int parts) const {
-  if (parts <= 1) return *this;
+  if (parts <= 1) return CostsOnly();
   CostProfile split;
   split.comm = comm;
   split.stages.reserve(stages.size() * parts);
@@ -76,6 +83,28 @@ std::optional<Placement> ParsePlacement(std::string_view name) {
   if (name == "loop") return Placement::kLoop;
   if (name == "v") return Placement::kV;
   return std::nullopt;
+}
+
+std::optional<JobLayout> ParseJobLayout(std::string_view text) {
+  if (text == "v") return JobLayout{Placement::kV, 2};
+  if (text.substr(0, 5) != "loop:" || text.size() == 5 || text.size() > 7) return std::nullopt;
+  int chunks = 0;
+  for (char c : text.substr(5)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    chunks = chunks * 10 + (c - '0');
+  }
+  if (chunks < 1) return std::nullopt;
+  return JobLayout{Placement::kLoop, chunks};
+}
+
+std::string JobLayoutName(const JobLayout& layout) {
+  return layout.placement == Placement::kV ? "v" : "loop:" + std::to_string(layout.chunks);
+}
+
+std::string JobLayoutDescription(const JobLayout& layout) {
+  if (layout.placement == Placement::kV) return "2 stages per rank in V placement";
+  if (layout.chunks == 1) return "1 stage per rank";
+  return std::to_string(layout.chunks) + " stages per rank, interleaved (loop placement)";
 }
 
 int StageOfChunk(Placement placement, int ranks, int rank, int chunk) {

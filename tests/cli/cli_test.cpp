@@ -439,7 +439,73 @@ TEST_F(CliTest, TuneForTheJobsLayoutProposesOnlyWhatItCanReplay) {
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->placement, Placement::kV);
   ExpectOneLineError(Zb(tune + "--layout zigzag"), 2, "tune",
-                     "--layout must be loop:1, loop:V (V stages per rank), v or any");
+                     "--layout must be profile, loop:1, loop:V (V stages per rank), v or any");
+}
+
+// A profile that records its job's layout (what `zb profile`/`zb import` write): zb tune keeps to
+// it by default, says so and what another layout would gain; --layout any or another layout
+// overrides it. A profile without one is tuned over any layout, as before.
+TEST_F(CliTest, TuneKeepsToTheLayoutTheProfileRecords) {
+  const std::string costs = Path("profiled.json");
+  nlohmann::json profile = nlohmann::json::parse(std::ifstream(Data("costs/hetero4.json")));
+  profile["layout"] = {{"placement", "loop"}, {"stages_per_rank", 1}, {"schedule", "Schedule1F1B"}};
+  std::ofstream(costs) << profile.dump();
+  const std::string tune = "tune --costs " + costs + " -m 8 --mem-limit 2x ";
+  Result json = Zb(tune + "--json --out " + Path("one.json"));
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto report = nlohmann::json::parse(json.out);
+  EXPECT_EQ(report["layout"], "loop:1");
+  EXPECT_EQ(report["layout_from_profile"], true);
+  auto chosen = ReadScheduleFile(Path("one.json"));
+  ASSERT_TRUE(chosen.ok()) << chosen.status().message();
+  EXPECT_EQ(chosen->chunks, 1);
+  EXPECT_EQ(chosen->placement, Placement::kLoop);
+  Result text = Zb(tune);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("layout loop:1 (1 stage per rank, the profiled job's: it ran "
+                          "Schedule1F1B; --layout any lifts it): best "),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("another layout would gain: 2 stages per rank in V placement: "),
+            std::string::npos)
+      << text.out;
+
+  Result any = Zb(tune + "--layout any --json --out " + Path("any.json"));
+  ASSERT_EQ(any.exit_code, 0) << any.err;
+  const auto any_report = nlohmann::json::parse(any.out);
+  EXPECT_TRUE(any_report["layout"].is_null());
+  EXPECT_EQ(any_report["layout_from_profile"], false);
+  for (const auto& candidate : any_report["candidates"])
+    EXPECT_FALSE(candidate["other_layout"].get<bool>()) << candidate["family"];
+  auto unrestricted = ReadScheduleFile(Path("any.json"));
+  ASSERT_TRUE(unrestricted.ok());
+  EXPECT_EQ(unrestricted->chunks, 2);  // an interleaved or V order is faster here, and now allowed
+
+  Result v = Zb(tune + "--layout v --json");  // naming a layout overrides the profile's
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_EQ(nlohmann::json::parse(v.out)["layout"], "v");
+  EXPECT_EQ(nlohmann::json::parse(v.out)["layout_from_profile"], false);
+
+  // Nothing of layout loop:1 fits a cap below 1F1B's: the error names the layout and the way out.
+  ExpectOneLineError(Zb("tune --costs " + costs + " -m 8 --mem-limit 0.9x"), 1, "tune",
+                     "no schedule fits --mem-limit 0.9x in layout loop:1 (the profile's: "
+                     "--layout any lifts it); the peak/1F1B column");
+
+  // The stored profile keeps the layout (zb costs export writes it back).
+  const std::string store = Path("zb.db");
+  ASSERT_EQ(Zb(tune + "--store " + store).exit_code, 0);
+  Result exported =
+      Zb("costs export --store " + store + " --profile 1 --format json -o " + Path("back.json"));
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  auto back = ReadCostsFile(Path("back.json"));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_TRUE(back->layout.has_value());
+  EXPECT_EQ(*back->layout, (JobLayout{Placement::kLoop, 1}));
+  EXPECT_EQ(back->schedule_class, "Schedule1F1B");
+
+  Result plain = Zb("tune --costs " + Data("costs/hetero4.json") + " -m 8 --mem-limit 2x --json");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_TRUE(nlohmann::json::parse(plain.out)["layout"].is_null());
 }
 
 // zb rehearse --store records a cluster's hop times through `zb costs record-hops`; `zb costs

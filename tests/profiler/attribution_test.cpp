@@ -391,6 +391,68 @@ TEST(Attribution, PpNamesGiveGlobalStagesAndCommHops) {
   EXPECT_EQ(comms, 3);
 }
 
+// Two ranks running PyTorch's `PP:` ranges for the given global stages (F, I, W of two
+// microbatches each), as the shim's torch.profiler traces name them, with the class metadata.
+std::vector<RawTrace> PpRanks(const std::vector<std::vector<int>>& stages_of_rank,
+                              const std::string& schedule_class) {
+  std::vector<RawTrace> traces;
+  int64_t correlation = 1;
+  for (int rank = 0; rank < static_cast<int>(stages_of_rank.size()); ++rank) {
+    RawTrace trace = Process(rank);
+    trace.schedule_class = schedule_class;
+    TimeNs t = 0;
+    for (int stage : stages_of_rank[rank]) {
+      for (const char* kind : {"F", "I", "W"}) {
+        for (int mb = 0; mb < 2; ++mb) {
+          AddOp(trace, "PP:" + std::to_string(stage) + kind + std::to_string(mb), 1, t, t + 10, {},
+                correlation);
+          t += 20;
+        }
+      }
+    }
+    traces.push_back(std::move(trace));
+  }
+  return traces;
+}
+
+TEST(Attribution, LayoutIsReadFromWhichRankRanWhichGlobalStage) {
+  AttributionOptions options;  // placement loop, as zb import's default --layout
+  options.pp = 2;
+  // V: rank 0 holds stages 0 and 3, rank 1 stages 1 and 2.
+  auto v = Attribute(PpRanks({{0, 3}, {1, 2}}, "ScheduleZBVZeroBubble"), RuleSet(), options);
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  EXPECT_TRUE(v->layout_known);
+  EXPECT_EQ(v->placement, Placement::kV);
+  EXPECT_EQ(v->chunks, 2);
+  EXPECT_EQ(v->schedule_class, "ScheduleZBVZeroBubble");
+
+  // Loop with two stages per rank: stage s on rank s mod 2.
+  auto loop = Attribute(PpRanks({{0, 2}, {1, 3}}, "ScheduleInterleaved1F1B"), RuleSet(), options);
+  ASSERT_TRUE(loop.ok()) << loop.status().message();
+  EXPECT_TRUE(loop->layout_known);
+  EXPECT_EQ(loop->placement, Placement::kLoop);
+  EXPECT_EQ(loop->chunks, 2);
+
+  // Neither: rank 0 holds 0 and 1. No layout, and a note says why; nor any class.
+  auto neither = Attribute(PpRanks({{0, 1}, {2, 3}}, "Custom"), RuleSet(), options);
+  ASSERT_TRUE(neither.ok()) << neither.status().message();
+  EXPECT_FALSE(neither->layout_known);
+  EXPECT_EQ(neither->schedule_class, "");
+  bool noted = false;
+  for (const std::string& note : neither->notes)
+    noted = noted || note.find("neither the loop nor the V placement") != std::string::npos;
+  EXPECT_TRUE(noted);
+
+  // Traces naming different classes record none.
+  std::vector<RawTrace> mixed = PpRanks({{0}, {1}}, "Schedule1F1B");
+  mixed[1].schedule_class = "ScheduleGPipe";
+  auto disagree = Attribute(mixed, RuleSet(), options);
+  ASSERT_TRUE(disagree.ok()) << disagree.status().message();
+  EXPECT_TRUE(disagree->layout_known);
+  EXPECT_EQ(disagree->chunks, 1);
+  EXPECT_EQ(disagree->schedule_class, "");
+}
+
 TEST(Attribution, IterationsFromMarkersOrInferredAndFifoMicrobatches) {
   // Markers: two iterations of two F and two BW with no microbatch in the names.
   auto rules = RuleSet::FromJson(

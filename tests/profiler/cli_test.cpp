@@ -327,6 +327,81 @@ TEST_F(ZbCli, ImportStoresAFusedProfileThatExportsWithANote) {
   EXPECT_EQ(Zb("tune --costs '" + Path("c.json") + "' -m 2 --mem-limit none").code, 0);
 }
 
+// A torch.profiler trace of one rank as zbkit's shim writes it: `PP:` ranges of the given global
+// stages (F, I, W of two microbatches per iteration, two iterations) and the schedule class as
+// the top-level metadata.
+std::string PpRankTrace(int rank, const std::vector<int>& stages, const std::string& klass) {
+  nlohmann::json events = nlohmann::json::array();
+  double t = 0;
+  for (int iteration = 0; iteration < 2; ++iteration) {
+    events.push_back({{"ph", "X"},
+                      {"cat", "user_annotation"},
+                      {"name", "ProfilerStep#" + std::to_string(iteration)},
+                      {"pid", 10 + rank},
+                      {"tid", 10 + rank},
+                      {"ts", t},
+                      {"dur", 500}});
+    t += 1;
+    for (int stage : stages) {
+      for (const char* kind : {"F", "I", "W"}) {
+        for (int mb = 0; mb < 2; ++mb) {
+          events.push_back({{"ph", "X"},
+                            {"cat", "user_annotation"},
+                            {"name", "PP:" + std::to_string(stage) + kind + std::to_string(mb)},
+                            {"pid", 10 + rank},
+                            {"tid", 10 + rank},
+                            {"ts", t},
+                            {"dur", 10}});
+          t += 11;
+        }
+      }
+    }
+    t += 400;
+  }
+  return nlohmann::json{{"traceEvents", events},
+                        {"distributedInfo", {{"rank", rank}, {"world_size", 2}}},
+                        {"zbkit_schedule_class", klass}}
+      .dump();
+}
+
+// The profile records the job's layout, read from which rank ran which stage, and the class the
+// shim named; zb tune then keeps to it by default.
+TEST_F(ZbCli, ImportRecordsTheJobsLayoutAndTuneKeepsToIt) {
+  const std::string dir = Path("traces");
+  fs::create_directories(dir);
+  std::ofstream(dir + "/rank0.json") << PpRankTrace(0, {0, 3}, "ScheduleZBVZeroBubble");
+  std::ofstream(dir + "/rank1.json") << PpRankTrace(1, {1, 2}, "ScheduleZBVZeroBubble");
+  const std::string costs = Path("costs.json");
+  Result text = Zb("import '" + dir + "' --format chrome --pp 2 --out '" + costs + "'");
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("layout: v (2 stages per rank in V placement, ran "
+                          "ScheduleZBVZeroBubble): zb tune proposes orders of this layout"),
+            std::string::npos)
+      << text.out;
+  const nlohmann::json written = nlohmann::json::parse(ReadFile(costs));
+  EXPECT_EQ(written["layout"], (nlohmann::json{{"placement", "v"},
+                                               {"stages_per_rank", 2},
+                                               {"schedule", "ScheduleZBVZeroBubble"}}));
+  EXPECT_EQ(
+      written["stages"].size() * (written.contains("count") ? written["count"].get<int>() : 1),
+      2u);  // one entry per rank
+
+  Result json = Zb("import '" + dir + "' --format chrome --pp 2 --json");
+  ASSERT_EQ(json.code, 0) << json.err;
+  const nlohmann::json report = nlohmann::json::parse(json.out);
+  EXPECT_EQ(report["layout"], "v");
+  EXPECT_EQ(report["layout_known"], true);
+  EXPECT_EQ(report["schedule_class"], "ScheduleZBVZeroBubble");
+
+  Result tune = Zb("tune --costs '" + costs + "' -m 4 --mem-limit 2x --json");
+  ASSERT_EQ(tune.code, 0) << tune.err;
+  const nlohmann::json tuned = nlohmann::json::parse(tune.out);
+  EXPECT_EQ(tuned["layout"], "v");
+  EXPECT_EQ(tuned["layout_from_profile"], true);
+  const std::string best = tuned["best"];
+  EXPECT_TRUE(best == "zb-v" || best == "v-half" || best == "v-min") << best;
+}
+
 TEST_F(ZbCli, ImportAndCostsErrors) {
   EXPECT_EQ(Zb("import").code, 2);
   EXPECT_EQ(Zb("import '" + Trace("kineto_sampled_rank-0.json.gz") + "' --format perfetto").code,

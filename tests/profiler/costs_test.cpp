@@ -200,7 +200,19 @@ TEST(CostReport, ChunksAreSummedPerRank) {
   EXPECT_EQ(report->per_rank[0].f.median, 23);  // 10 + 13
   EXPECT_EQ(report->per_rank[0].f.samples, 3);
   EXPECT_EQ(report->per_rank[1].f.median, 50);
-  EXPECT_EQ(report->ToCostProfile().num_stages(), 2);
+  const CostProfile costs = report->ToCostProfile();
+  EXPECT_EQ(costs.num_stages(), 2);
+  // The profile records the layout the ranks ran: what zb tune keeps to by default.
+  ASSERT_TRUE(costs.layout.has_value());
+  EXPECT_EQ(*costs.layout, (JobLayout{Placement::kLoop, 2}));
+  EXPECT_EQ(costs.schedule_class, "");
+
+  a.schedule_class = "ScheduleInterleaved1F1B";
+  EXPECT_EQ(BuildCostReport(a, {})->ToCostProfile().schedule_class, "ScheduleInterleaved1F1B");
+  a.layout_known = false;  // stages on ranks in neither placement: no layout, no class
+  const CostProfile unknown = BuildCostReport(a, {})->ToCostProfile();
+  EXPECT_FALSE(unknown.layout.has_value());
+  EXPECT_EQ(unknown.schedule_class, "");
 }
 
 TEST(CostReport, MemoryMeasuredOrEstimated) {

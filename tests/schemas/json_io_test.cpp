@@ -75,6 +75,52 @@ TEST(CostsJsonTest, FusedBackwardIsOptionalAndRoundTrips) {
       "c.json: stages[0].BW: must be a finite number >= 0, got -1");
 }
 
+TEST(CostsJsonTest, LayoutOfTheProfiledJobRoundTripsAndIsChecked) {
+  auto costs = ParseCostsJson(
+      R"({"format": "zb-costs/1", "count": 2, "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 2, "M_W": 1}],
+          "layout": {"placement": "loop", "stages_per_rank": 2, "schedule": "ScheduleInterleaved1F1B"}})",
+      "c.json");
+  ASSERT_TRUE(costs.ok()) << costs.status().message();
+  ASSERT_TRUE(costs->layout.has_value());
+  EXPECT_EQ(*costs->layout, (JobLayout{Placement::kLoop, 2}));
+  EXPECT_EQ(costs->schedule_class, "ScheduleInterleaved1F1B");
+  EXPECT_EQ(costs->num_stages(), 2);  // still one entry per rank
+  auto again = ParseCostsJson(CostsToJson(*costs), "again");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(*again, *costs);
+  // The costs alone (what a schedule carries) drop it, and so does a split.
+  EXPECT_FALSE(costs->CostsOnly().layout.has_value());
+  EXPECT_EQ(costs->CostsOnly().schedule_class, "");
+  EXPECT_FALSE(costs->SplitStages(2).layout.has_value());
+
+  auto v = ParseCostsJson(
+      R"({"format": "zb-costs/1", "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 2, "M_W": 1}],
+          "layout": {"placement": "v", "stages_per_rank": 2}})",
+      "c.json");
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  EXPECT_EQ(*v->layout, (JobLayout{Placement::kV, 2}));
+  EXPECT_EQ(v->schedule_class, "");
+  EXPECT_EQ(CostsToJson(*v).find("schedule"), std::string::npos);
+
+  const std::string stage = R"("stages": [{"F": 1, "B": 1, "W": 1, "M_B": 2, "M_W": 1}])";
+  auto with = [&](const std::string& layout) {
+    return R"({"format": "zb-costs/1", )" + stage + R"(, "layout": )" + layout + "}";
+  };
+  EXPECT_EQ(ErrorOf(with(R"({"placement": "zigzag", "stages_per_rank": 1})")),
+            "c.json: layout.placement: must be \"loop\" or \"v\", got \"zigzag\"");
+  EXPECT_EQ(ErrorOf(with(R"({"placement": "v", "stages_per_rank": 3})")),
+            "c.json: layout.stages_per_rank: must be 2 in the V placement, got 3");
+  EXPECT_EQ(ErrorOf(with(R"({"placement": "loop", "stages_per_rank": 0})")),
+            "c.json: layout.stages_per_rank: must be in [1, 1048576], got 0");
+  EXPECT_EQ(ErrorOf(with(R"({"placement": "loop"})")),
+            "c.json: layout.stages_per_rank: missing field");
+  EXPECT_EQ(ErrorOf(with(R"({"placement": "loop", "stages_per_rank": 1, "schedule": ""})")),
+            "c.json: layout.schedule: must not be empty (leave it out)");
+  EXPECT_EQ(ErrorOf(with(R"({"placement": "loop", "stages_per_rank": 1, "ranks": 2})")),
+            "c.json: layout.ranks: unknown field");
+  EXPECT_EQ(ErrorOf(with("\"loop:1\"")), "c.json: layout: must be a JSON object");
+}
+
 TEST(CostsJsonTest, BadInputNamesTheField) {
   EXPECT_EQ(ErrorOf(R"({"format": "zb-costs/1", "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 2}]})"),
             "c.json: stages[0].M_W: missing field");

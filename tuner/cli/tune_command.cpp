@@ -123,13 +123,19 @@ nlohmann::json ReportJson(const TuneOutcome& outcome) {
 
 // With --layout: what each other layout's best candidate would gain over the job's best, by the
 // objective, and what to build for it (docs/schedules.md §7).
-void PrintLayoutAdvice(const TuneOutcome& outcome, const tuner::JobLayout& layout,
+void PrintLayoutAdvice(const TuneOutcome& outcome, const tuner::TuneRequest& request,
                        std::ostream& out) {
+  const JobLayout& layout = *request.options.layout;
   const bool by_span = outcome.objective == Objective::kSpan;
   auto figure = [by_span](const ComparisonRow& row) { return by_span ? row.span : row.makespan; };
   const ComparisonRow& best = outcome.rows[outcome.best];
-  out << "layout " << tuner::JobLayoutName(layout) << " (" << tuner::JobLayoutDescription(layout)
-      << "): best " << best.family << ", " << FormatMs(figure(best)) << " ms\n";
+  out << "layout " << JobLayoutName(layout) << " (" << JobLayoutDescription(layout);
+  if (request.layout_from_profile) {
+    out << ", the profiled job's"
+        << (request.costs.schedule_class.empty() ? "" : ": it ran " + request.costs.schedule_class)
+        << "; --layout any lifts it";
+  }
+  out << "): best " << best.family << ", " << FormatMs(figure(best)) << " ms\n";
   std::map<std::pair<int, int>, const ComparisonRow*> others;  // (placement, chunks) -> best row
   for (const ComparisonRow& row : outcome.rows) {
     if (!row.other_layout || !row.status.ok() || !row.fits || row.reference || !row.placement) {
@@ -139,14 +145,14 @@ void PrintLayoutAdvice(const TuneOutcome& outcome, const tuner::JobLayout& layou
     if (others.count(key) == 0 || figure(row) < figure(*others[key])) others[key] = &row;
   }
   for (const auto& [key, row] : others) {
-    const tuner::JobLayout other{static_cast<Placement>(key.first), key.second};
+    const JobLayout other{static_cast<Placement>(key.first), key.second};
     const double gain = 1 - static_cast<double>(figure(*row)) / static_cast<double>(figure(best));
     if (gain <= 0) continue;
-    out << "another layout would gain: " << tuner::JobLayoutDescription(other) << ": "
+    out << "another layout would gain: " << JobLayoutDescription(other) << ": "
         << FormatFixed(gain * 100, 1) << " % faster (" << row->family << ", "
         << FormatMs(figure(*row)) << " ms): build the model so and replay it in a "
-        << tuner::TorchClassFor(other) << " script (zb tune --layout "
-        << tuner::JobLayoutName(other) << ")\n";
+        << tuner::TorchClassFor(other) << " script (zb tune --layout " << JobLayoutName(other)
+        << ")\n";
   }
 }
 
@@ -243,9 +249,10 @@ void AddTuneOptions(po::options_description& options) {
   add("placement", po::value<std::string>()->default_value("any"),
       "with --family best: consider loop, v or any placement");
   add("chunks", po::value<int>()->default_value(2), "chunks per rank for 1f1b-i");
-  add("layout", po::value<std::string>()->default_value("any"),
-      "the job's stage layout: loop:1 (one stage per rank), loop:V (V per rank, interleaved), "
-      "v (V placement) or any; other layouts are shown, never chosen, with what they would gain");
+  add("layout", po::value<std::string>()->default_value("profile"),
+      "the job's stage layout: profile (the one the costs file records, else any), loop:1 (one "
+      "stage per rank), loop:V (V per rank, interleaved), v (V placement) or any; other "
+      "layouts are shown, never chosen, with what they would gain");
   add("torch-orders", po::value<std::string>(),
       "a directory written by python -m zbkit.torch_orders: torch's built-in schedules as rows "
       "beside the candidates (simulated under the same costs and cap, never chosen)");
@@ -309,11 +316,12 @@ Expected<tuner::TuneRequest> ReadTuneRequest(const po::variables_map& values, st
     options.placement = *parsed;
   }
   const std::string layout = values["layout"].as<std::string>();
-  if (layout != "any") {
-    options.layout = tuner::ParseJobLayout(layout);
+  if (layout != "any" && layout != "profile") {
+    options.layout = ParseJobLayout(layout);
     if (!options.layout) {
-      return UsageError("--layout must be loop:1, loop:V (V stages per rank), v or any, got \"" +
-                        layout + "\"");
+      return UsageError(
+          "--layout must be profile, loop:1, loop:V (V stages per rank), v or any, got \"" +
+          layout + "\"");
     }
   }
   const std::string runtime = values["runtime"].as<std::string>();
@@ -338,10 +346,6 @@ Expected<tuner::TuneRequest> ReadTuneRequest(const po::variables_map& values, st
     return UsageError("--time-limit 0 needs --evaluations N > 0 (the search needs a bound)");
   }
   options.interleave_chunks = values["chunks"].as<int>();
-  if (options.layout && options.layout->placement == Placement::kLoop &&
-      options.layout->chunks > 1) {
-    options.interleave_chunks = options.layout->chunks;  // the 1f1b-i candidate the job can run
-  }
   if (options.interleave_chunks < 1) return UsageError("--chunks must be >= 1");
   if (values.count("frontier") > 0) {
     if (values.count("mem-limit") > 0) {
@@ -355,6 +359,15 @@ Expected<tuner::TuneRequest> ReadTuneRequest(const po::variables_map& values, st
   }
   request.costs_name = values["costs"].as<std::string>();
   ZB_ASSIGN_OR_RETURN(request.costs, ReadCostsFile(request.costs_name));
+  // By default the job's own layout, as its profile recorded it: what it replays unedited.
+  if (layout == "profile" && request.costs.layout) {
+    options.layout = request.costs.layout;
+    request.layout_from_profile = true;
+  }
+  if (options.layout && options.layout->placement == Placement::kLoop &&
+      options.layout->chunks > 1) {
+    options.interleave_chunks = options.layout->chunks;  // the 1f1b-i candidate the job can run
+  }
   const std::string comm = values["comm"].as<std::string>();
   if (comm == "cluster") {
     ZB_RETURN_IF_ERROR(UseClusterHops(values, request, note));
@@ -524,15 +537,23 @@ int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
     PrintTable(*outcome, out);
   }
   nlohmann::json report = ReportJson(*outcome);
+  // The layout the chosen row keeps to (null: any) and whether the profile gave it.
+  report["layout"] = request->options.layout
+                         ? nlohmann::json(JobLayoutName(*request->options.layout))
+                         : nlohmann::json(nullptr);
+  report["layout_from_profile"] = request->layout_from_profile;
   if (outcome->best < 0) {
     if (json) out << report.dump(2) << "\n";
     return ReportError(
         err, command,
-        Infeasible("no schedule fits --mem-limit " + values["mem-limit"].as<std::string>() +
-                   (values["layout"].as<std::string>() != "any"
-                        ? " in layout " + values["layout"].as<std::string>()
-                        : std::string()) +
-                   " (the peak/1F1B column shows what each family needs)"));
+        Infeasible(
+            "no schedule fits --mem-limit " + values["mem-limit"].as<std::string>() +
+            (request->options.layout
+                 ? " in layout " + JobLayoutName(*request->options.layout) +
+                       (request->layout_from_profile ? " (the profile's: --layout any lifts it);"
+                                                     : ";")
+                 : std::string(";")) +
+            " the peak/1F1B column shows what each family needs"));
   }
   std::optional<tuner::ExactResult> exact;
   if (values.count("exact")) {
@@ -570,7 +591,7 @@ int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
     return 0;
   }
   PrintTextSummary(*outcome, values, out);
-  if (request->options.layout) PrintLayoutAdvice(*outcome, *request->options.layout, out);
+  if (request->options.layout) PrintLayoutAdvice(*outcome, *request, out);
   if (exact) {
     out << "exact (" << tuner::ObjectiveName(outcome->objective) << "): "
         << (exact->optimal

@@ -88,6 +88,7 @@ Expected<std::vector<double>> ParseFrontierGrid(std::string_view text) {
 Expected<FrontierOutcome> ComputeFrontier(const TuneRequest& request,
                                           const std::vector<double>& factors) {
   ZB_RETURN_IF_ERROR(ValidateCostProfile(request.costs).WithContext("costs"));
+  const CostProfile costs = request.costs.CostsOnly();  // the schedules carry the costs alone
   const TuneOptions& options = request.options;
   const int m = request.microbatches;
   if (m < 1) return UsageError("--microbatches must be >= 1, got " + std::to_string(m));
@@ -99,10 +100,10 @@ Expected<FrontierOutcome> ComputeFrontier(const TuneRequest& request,
   Simulator simulator;
   for (double factor : factors) {
     const std::vector<double> caps =
-        MemoryLimit{MemoryLimit::Kind::kRelative, factor}.RankCaps(request.costs);
+        MemoryLimit{MemoryLimit::Kind::kRelative, factor}.RankCaps(costs);
     // The paper's heuristic, as it is (loop placement, its own knob grid).
     std::optional<Schedule> heuristic;
-    auto generated = GenerateFamily("zb-auto", FamilyRequest{request.costs, m, 2, caps});
+    auto generated = GenerateFamily("zb-auto", FamilyRequest{costs, m, 2, caps});
     const bool torch_costs = options.runtime == ReplayRuntime::kTorch;
     if (generated.ok() && torch_costs) {
       generated->costs = TorchRuntimeCosts(std::move(generated->costs));
@@ -121,7 +122,7 @@ Expected<FrontierOutcome> ComputeFrontier(const TuneRequest& request,
     search.runtime = options.runtime;
     search.torch_runtime_costs = torch_costs;
     if (previous) search.warm_starts.push_back(*previous);
-    auto found = Search(request.costs, m, caps, search);
+    auto found = Search(costs, m, caps, search);
     if (!found.ok() && found.status().code() != ErrorCode::kInfeasible) return found.status();
     const Schedule* best = found.ok() ? &found->best : nullptr;
     outcome.frontier.points.push_back(PointOf("search", factor, caps.front(), best));

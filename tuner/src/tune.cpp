@@ -136,35 +136,15 @@ Candidate EvaluateReference(const std::string& name, const Expected<Schedule>& o
 
 }  // namespace
 
-std::optional<JobLayout> ParseJobLayout(std::string_view text) {
-  if (text == "v") return JobLayout{Placement::kV, 2};
-  if (text.substr(0, 5) != "loop:" || text.size() == 5 || text.size() > 7) return std::nullopt;
-  int chunks = 0;
-  for (char c : text.substr(5)) {
-    if (c < '0' || c > '9') return std::nullopt;
-    chunks = chunks * 10 + (c - '0');
-  }
-  if (chunks < 1) return std::nullopt;
-  return JobLayout{Placement::kLoop, chunks};
-}
-
-std::string JobLayoutName(const JobLayout& layout) {
-  return layout.placement == Placement::kV ? "v" : "loop:" + std::to_string(layout.chunks);
-}
-
-std::string JobLayoutDescription(const JobLayout& layout) {
-  if (layout.placement == Placement::kV) return "2 stages per rank in V placement";
-  if (layout.chunks == 1) return "1 stage per rank";
-  return std::to_string(layout.chunks) + " stages per rank, interleaved (loop placement)";
-}
-
 std::string TorchClassFor(const JobLayout& layout) {
   if (layout.placement == Placement::kV) return "ScheduleZBVZeroBubble";
   return layout.chunks == 1 ? "Schedule1F1B" : "ScheduleInterleaved1F1B";
 }
 
-Expected<TuneResult> Tune(const CostProfile& rank_costs, int microbatches,
+Expected<TuneResult> Tune(const CostProfile& profile, int microbatches,
                           const TuneOptions& options) {
+  // The schedules carry the costs alone: what job was profiled (its layout) is in options.layout.
+  const CostProfile rank_costs = profile.CostsOnly();
   ZB_RETURN_IF_ERROR(ValidateCostProfile(rank_costs).WithContext("costs"));
   if (microbatches < 1) {
     return UsageError("--microbatches must be >= 1, got " + std::to_string(microbatches));

@@ -25,7 +25,7 @@ def profile(tmp_path, *script_args: str, extra=()):
 def test_profiles_an_unmodified_zbv_job_with_measured_memory(tmp_path):
     args = MODEL + ["--batch", "8", "--microbatches", "4", "--iters", "3", "--warmup", "0",
                     "--schedule", "ZBVZeroBubble"]  # fmt: skip
-    done = profile(tmp_path, *args, extra=("--layout", "v"))
+    done = profile(tmp_path, *args)  # no --layout: the traces' stage numbers say V
     assert done.returncode == 0, done.stderr[-3000:]
     # The job's own lines come first on stdout (it is not redirected); zb's report is the
     # indented JSON document at the end.
@@ -37,6 +37,14 @@ def test_profiles_an_unmodified_zbv_job_with_measured_memory(tmp_path):
     assert report["iterations"]["used"] == WINDOW
     # V placement: rank 0 holds stages 0 and 3, rank 1 stages 1 and 2.
     assert {s["stage"]: s["rank"] for s in report["stages"]} == {0: 0, 1: 1, 2: 1, 3: 0}
+    # The profile records the job's layout and the class the script ran (the shim's trace
+    # metadata): what `zb tune` keeps to by default.
+    assert report["layout"] == "v" and report["layout_known"]
+    assert report["schedule_class"] == "ScheduleZBVZeroBubble"
+    assert report["costs"]["layout"] == {
+        "placement": "v", "stages_per_rank": 2, "schedule": "ScheduleZBVZeroBubble",
+    }  # fmt: skip
+    assert len(report["costs"]["stages"]) * report["costs"].get("count", 1) == 2  # per rank
     for stage in report["stages"]:
         for kind in ("F", "B", "W"):
             assert stage[kind]["samples"] == 4 * WINDOW, stage

@@ -274,7 +274,10 @@ class Demo:
         out = self.s.dir / ("tuned-span.json" if by_span else "tuned.json")
         args = ["tune", "--costs", str(costs), "-m", str(self.s.microbatches), "--mem-limit", cap,
                 "--objective", objective, "--store", self.s.store, "--cluster", "local",
-                "--job", JOB_NAME, "--out", str(out)]  # fmt: skip
+                "--job", JOB_NAME, "--out", str(out),
+                # The bundled script builds whatever layout the order needs (--schedule,
+                # --stages-per-rank), so the profiled one (Schedule1F1B's) does not bind it.
+                "--layout", "any"]  # fmt: skip
         # Post-validation wins what the barrier makes the rank holding stage 0 wait. In V
         # placement that rank also holds the last stage and ends last: nothing to win.
         if by_span:

@@ -271,8 +271,10 @@ class Rehearsal:
     def check_request(self, zb: str) -> None:
         """`zb tune` judges the costs, m and the cap before anything runs or is written: its
         usage errors (exit 2) are this command's, its other failures too (exit 1)."""
+        # A check of the inputs, not of a layout: 1f1b under any layout the profile recorded.
         command = [zb, "tune", "--costs", str(self.s.costs), "-m", str(self.s.microbatches),
-                   "--mem-limit", self.s.mem_limit, "--family", "1f1b"]  # fmt: skip
+                   "--mem-limit", self.s.mem_limit, "--family", "1f1b",
+                   "--layout", "any"]  # fmt: skip
         try:
             done = subprocess.run(command, capture_output=True, text=True)
         except OSError as error:

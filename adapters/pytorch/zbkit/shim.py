@@ -17,7 +17,8 @@ nothing unless one of these is set:
 - `ZBKIT_TORCH_PROFILE=DIR`: `step()` runs under torch.profiler for `ZBKIT_PROFILE_ITERS`
   (default 3) iterations after skipping `ZBKIT_PROFILE_SKIP` (default 1), and each rank writes
   DIR/rank<R>.json.gz, a Chrome trace whose `PP:<action>` ranges `zb import DIR --format chrome`
-  attributes to pipeline ops. Schedules that record no such ranges themselves (Schedule1F1B,
+  attributes to pipeline ops, with the schedule class the script runs as the trace's
+  `zbkit_schedule_class` metadata (the profile's layout records it). Schedules that record no such ranges themselves (Schedule1F1B,
   ScheduleGPipe: anything not run by `_PipelineScheduleRuntime`) get them from the shim during the
   window: it wraps the script's stage objects so that each forward is `PP:<s>F<mb>`, the full
   backward of an even microbatch runs as `PP:<s>I<mb>` then `PP:<s>W<mb>` (split, so that the
@@ -52,6 +53,8 @@ from .errors import ScheduleRefused
 from .schedule import placement_of_rank
 
 SCHEDULES_MODULE = "torch.distributed.pipelining.schedules"
+# The trace metadata key naming the schedule class (kScheduleClassKey in zbkit/profiler/trace.h).
+SCHEDULE_CLASS_KEY = "zbkit_schedule_class"
 _REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
@@ -293,6 +296,7 @@ class _ProfileWindow:
         self.steps = 0
         self.profiler = None
         self.done = False
+        self.named = False
 
     def before(self) -> None:
         if self.done or self.profiler is not None or self.steps < self.skip:
@@ -305,6 +309,14 @@ class _ProfileWindow:
         self.profiler = torch.profiler.profile(activities=activities, profile_memory=True)
         self.profiler.__enter__()
         atexit.register(self.finish)
+
+    def name_schedule(self, class_name: str) -> None:
+        """Records the schedule class the job runs in the trace (top-level metadata, read by `zb
+        import` into the profile's layout, docs/formats.md §1), once per window."""
+        if self.profiler is None or self.named:
+            return
+        self.named = True
+        self.profiler.add_metadata(SCHEDULE_CLASS_KEY, class_name)
 
     def after(self) -> None:
         self.steps += 1
@@ -357,6 +369,7 @@ def _profiled(target, step_function, args, kwargs):
             directory, _env_int("ZBKIT_PROFILE_SKIP", 1), _env_int("ZBKIT_PROFILE_ITERS", 3)
         )
     _window.before()
+    _window.name_schedule(type(target).__name__)
     labels = None
     try:
         if _window.profiler is not None and not _records_pp_ranges(target):

@@ -140,9 +140,13 @@ struct Attribution {
   int ranks = 0;                // P
   int chunks = 1;               // stages per rank
   int num_stages = 0;
+  // How stages map to ranks: inferred from the global stages the ops name, else the caller's
+  // (AttributionOptions::placement). layout_known is false when the stages fit neither placement.
   Placement placement = Placement::kLoop;
-  bool split = false;       // some rank ran W ops
-  bool has_memory = false;  // some process recorded allocations
+  bool layout_known = true;
+  std::string schedule_class;  // the torch class the traces name (RawTrace::schedule_class)
+  bool split = false;          // some rank ran W ops
+  bool has_memory = false;     // some process recorded allocations
   int64_t kernels_total = 0;
   int64_t kernels_attributed = 0;    // to compute or comm ops
   int64_t kernels_cross_thread = 0;  // of those, through the cross-thread fallback

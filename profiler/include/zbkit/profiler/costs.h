@@ -69,7 +69,9 @@ struct CostReport {
   int chunks = 1;
   int num_stages = 0;
   Placement placement = Placement::kLoop;
-  bool split = false;  // the job runs W separately from B
+  bool layout_known = true;    // Attribution::layout_known
+  std::string schedule_class;  // Attribution::schedule_class
+  bool split = false;          // the job runs W separately from B
   // Per model stage (ranks * chunks entries).
   std::vector<StageStats> stages;
   // Per pipeline rank: what zb tune consumes (one stage per rank). With several chunks per rank
@@ -84,7 +86,8 @@ struct CostReport {
   Timeline timeline;  // measured, every op (warm-up included), t = 0 at the first op
   std::vector<std::string> notes;
 
-  // The zb-costs/1 profile (per rank, medians). Without a B/W split: B = BW, W = 0.
+  // The zb-costs/1 profile (per rank, medians), with the job's layout where it is known.
+  // Without a B/W split: B = BW, W = 0.
   CostProfile ToCostProfile() const;
   // Spread and hops for the store.
   CostProfileDetails ToDetails() const;

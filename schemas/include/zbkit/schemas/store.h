@@ -164,7 +164,7 @@ class Store {
   // 5: cost_profile_stages.bw_ns (StageCost::bw; 0, not measured, for stages stored before).
   // 6: frontiers and frontier_points (memory-vs-bubble frontiers).
   // 7: hop_measurements and measured_hops (per-hop times measured on a cluster).
-  static constexpr int kSchemaVersion = 7;
+  static constexpr int kSchemaVersion = 8;
 
   enum class Mode {
     kReadWrite,  // create the file if missing, migrate it to kSchemaVersion

@@ -84,6 +84,27 @@ struct StageCost {
   }
 };
 
+// How the p*v stages (model chunks) are laid out over p ranks.
+//   loop: stage s on rank s mod p (1F1B, interleaved 1F1B, ZB-H1/H2, ZB heuristic).
+//   v:    v = 2, rank r holds stages r and 2p-1-r (ZB-V, V-Half, V-Min).
+enum class Placement { kLoop, kV };
+const char* PlacementName(Placement placement);
+std::optional<Placement> ParsePlacement(std::string_view name);
+
+// The stage layout a job was built with: what it can replay without being edited (a script with
+// one stage per rank cannot run an interleaved order). "loop:1" (one stage per rank, e.g.
+// Schedule1F1B), "loop:V" (V stages per rank, Interleaved1F1B), "v" (two stages per rank in V
+// placement, ZBVZeroBubble). docs/formats.md §1 (the `layout` of zb-costs/1).
+struct JobLayout {
+  Placement placement = Placement::kLoop;
+  int chunks = 1;  // stages per rank
+  bool operator==(const JobLayout& other) const = default;
+};
+std::optional<JobLayout> ParseJobLayout(std::string_view text);  // nullopt: not one of the forms
+std::string JobLayoutName(const JobLayout& layout);              // "loop:1", "loop:2", "v"
+// What a job of `layout` builds, in words: "2 stages per rank, interleaved (loop placement)".
+std::string JobLayoutDescription(const JobLayout& layout);
+
 // Per-stage costs of a pipeline plus the latency of one stage-to-stage hop.
 struct CostProfile {
   std::vector<StageCost> stages;
@@ -93,9 +114,21 @@ struct CostProfile {
   bool IsUniform() const;
   // Splits every stage into `parts` consecutive equal sub-stages, in model order, so that a
   // profile measured on p stages can drive an interleaved or V schedule of p*parts chunks.
+  // (The split profile records no layout: it is no longer one profiled job's.)
   CostProfile SplitStages(int parts) const;
+  // The costs alone, without what the profiled job was (layout, schedule_class): what a schedule
+  // carries as its costs.
+  CostProfile CostsOnly() const;
+
+  // What the profiled job was, where the profiler saw it (docs/formats.md §1): its stage layout
+  // and the torch schedule class it ran ("" unknown; only with a layout). The stages above stay
+  // one per rank whatever the layout. zb tune proposes by default only orders of this layout.
+  std::optional<JobLayout> layout;
+  std::string schedule_class;
+
   bool operator==(const CostProfile& other) const {
-    return stages == other.stages && comm == other.comm;
+    return stages == other.stages && comm == other.comm && layout == other.layout &&
+           schedule_class == other.schedule_class;
   }
 };
 
@@ -119,13 +152,6 @@ struct HopMeasurement {
   // The median over the hops (the mean of the two middle ones for an even count); 0 for none.
   TimeNs MedianTime() const;
 };
-
-// How the p*v stages (model chunks) are laid out over p ranks.
-//   loop: stage s on rank s mod p (1F1B, interleaved 1F1B, ZB-H1/H2, ZB heuristic).
-//   v:    v = 2, rank r holds stages r and 2p-1-r (ZB-V, V-Half, V-Min).
-enum class Placement { kLoop, kV };
-const char* PlacementName(Placement placement);
-std::optional<Placement> ParsePlacement(std::string_view name);
 
 // Stage id of local chunk `chunk` on `rank`.
 int StageOfChunk(Placement placement, int ranks, int rank, int chunk);

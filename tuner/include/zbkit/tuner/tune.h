@@ -18,20 +18,8 @@
 
 namespace zb::tuner {
 
-// The stage layout a job was built with: what it can replay without being edited (a script with
-// one stage per rank cannot run an interleaved order). "loop:1" (one stage per rank, e.g.
-// Schedule1F1B), "loop:V" (V stages per rank, Interleaved1F1B), "v" (two stages per rank in V
-// placement, ZBVZeroBubble).
-struct JobLayout {
-  Placement placement = Placement::kLoop;
-  int chunks = 1;
-  bool operator==(const JobLayout& other) const = default;
-};
-std::optional<JobLayout> ParseJobLayout(std::string_view text);  // nullopt: not one of the forms
-std::string JobLayoutName(const JobLayout& layout);              // "loop:1", "loop:2", "v"
-// What a job with `layout` would build and which torch class runs it, for the advice zb tune
-// prints: "2 stages per rank, interleaved (loop)", "ScheduleInterleaved1F1B".
-std::string JobLayoutDescription(const JobLayout& layout);
+// Which torch class runs a job of `layout`, for the advice zb tune prints:
+// "ScheduleInterleaved1F1B".
 std::string TorchClassFor(const JobLayout& layout);
 
 struct TuneOptions {

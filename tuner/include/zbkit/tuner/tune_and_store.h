@@ -29,6 +29,7 @@ struct TuneRequest {
   std::string costs_name;  // the cost profile's name in the store, e.g. the file it was read from
   int microbatches = 0;
   TuneOptions options;  // family or "best", placement, 1f1b-i chunks, memory cap, objective
+  bool layout_from_profile = false;  // options.layout is the one costs.layout recorded
   std::optional<StoreTarget> store;  // nullopt: nothing is stored
 };
 
