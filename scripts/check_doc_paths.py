@@ -7,7 +7,7 @@ Reads every tracked Markdown file for repository paths: words with a directory a
 existing relative to the repository root or the document's folder, or as the tail of a tracked
 file's path (an include path `zbkit/tuner/search.h`, a package path `zbkit/p2p.py`). Paths that
 cannot be in the repository are passed over: absolute ones, URLs, placeholders (`<...>`, `*`,
-`{...}`), build outputs (build/, out/, .venv/), other projects' files (torch/..., the paper's
+`{...}`), build outputs (build/, out/, .venv/), other projects' files (torch/..., torchtitan/..., the paper's
 scheduler/...). Prints `FILE:LINE: PATH does not exist` for each and exits 1; 0 when all exist.
 """
 
@@ -26,7 +26,7 @@ PATH = re.compile(
 )
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 SKIP_PREFIXES = ("build/", "out/", ".venv/", "tmp/", "../shared/", "shared/", "zbkit-demo/",
-                 "torch/", "scheduler/")  # fmt: skip
+                 "torch/", "torchtitan/", "scheduler/")  # fmt: skip
 
 
 def tracked() -> list:

@@ -41,9 +41,13 @@ fi
 # download); other versions would fetch a multi-GB CUDA build. Pins live in one file.
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${ZBKIT_VENV:-$root/.venv}"
+# torchtitan's pins (requirements-torchtitan.txt) go in with --no-deps after torch, so that none of
+# them can pull another torch.
 requirements="$root/adapters/pytorch/requirements.txt"
+titan_requirements="$root/adapters/pytorch/requirements-torchtitan.txt"
 stamp="$venv/.zbkit-requirements"
-if [[ -x "$venv/bin/python" && -f "$stamp" ]] && cmp -s "$requirements" "$stamp"; then
+if [[ -x "$venv/bin/python" && -f "$stamp" ]] &&
+  cmp -s <(cat "$requirements" "$titan_requirements") "$stamp"; then
   echo "setup: Python packages present in $venv"
   exit 0
 fi
@@ -51,5 +55,8 @@ echo "setup: installing Python packages into $venv"
 python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements" 2>&1 |
   grep -v "is ignored: it is neither a file nor a directory" || true
-"$venv/bin/python" -c "import torch, pytest" # fails loudly if the install did not work
-cp "$requirements" "$stamp"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
+  -r "$titan_requirements" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+# Fails loudly if the install did not work (torch still the pinned one).
+"$venv/bin/python" -c "import torch, pytest, torchtitan.train; assert torch.__version__.startswith('2.13.0'), torch.__version__"
+cat "$requirements" "$titan_requirements" >"$stamp"

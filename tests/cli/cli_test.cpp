@@ -380,6 +380,61 @@ TEST_F(CliTest, BadRequestsAreUsageErrors) {
 // microbatch order (seed 5 of this profile does); PyTorch's runtime would pair them with the wrong
 // losses, so zb export refuses that order for torch with one line, and writes nothing. Tuned for
 // torch (the default), the same search exports.
+// zb export --for torchtitan: the CSV and the config lines that give torchtitan the schedule's
+// split (its schedule name), the microbatch size and checkpointing off; usage errors in one line.
+TEST_F(CliTest, ExportForTorchtitanPrintsTheConfigThatRunsTheCsv) {
+  const std::string tune = "tune --costs " + Data("costs/uniform4.json") + " -m 8 --mem-limit 2x ";
+  ASSERT_EQ(Zb(tune + "--family zb-v --out " + Path("v.json")).exit_code, 0);
+  ASSERT_EQ(Zb(tune + "--family 1f1b-i --out " + Path("i.json")).exit_code, 0);
+  ASSERT_EQ(Zb(tune + "--family 1f1b --out " + Path("one.json")).exit_code, 0);
+
+  const std::string csv = Path("v.csv");
+  Result v = Zb("export " + Path("v.json") + " --format torch-csv -o " + csv +
+                " --for torchtitan --local-batch-size 16");
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_TRUE(fs::exists(csv));
+  for (const std::string& line : std::vector<std::string>{
+           "pipeline_parallel_degree = 4\n", "pipeline_parallel_schedule = \"ZBVZeroBubble\"",
+           "pipeline_parallel_schedule_csv = \"" + csv + "\"",
+           "pipeline_parallel_microbatch_size = 2  # 8 microbatches", "mode = \"none\"",
+           "--parallelism.pipeline_parallel_schedule ZBVZeroBubble "
+           "--parallelism.pipeline_parallel_schedule_csv " +
+               csv +
+               " --parallelism.pipeline_parallel_microbatch_size 2 --activation_checkpoint.mode "
+               "none\n"}) {
+    EXPECT_NE(v.out.find(line), std::string::npos) << line << " in\n" << v.out;
+  }
+  Result interleaved = Zb("export " + Path("i.json") + " --format torch-csv -o " + Path("i.csv") +
+                          " --for torchtitan");
+  ASSERT_EQ(interleaved.exit_code, 0) << interleaved.err;
+  EXPECT_NE(interleaved.out.find("pipeline_parallel_schedule = \"Interleaved1F1B\""),
+            std::string::npos)
+      << interleaved.out;
+  EXPECT_NE(
+      interleaved.out.find("pipeline_parallel_microbatch_size = training.local_batch_size / 8"),
+      std::string::npos)
+      << interleaved.out;
+  Result one = Zb("export " + Path("one.json") + " --format torch-csv -o " + Path("one.csv") +
+                  " --for torchtitan");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_NE(one.out.find("pipeline_parallel_schedule = \"1F1B\""), std::string::npos) << one.out;
+  EXPECT_EQ(one.out.find("activation_checkpoint"), std::string::npos) << "fused: no split";
+
+  const std::string base = "export " + Path("v.json") + " ";
+  ExpectOneLineError(Zb(base + "--format json -o " + Path("x") + " --for torchtitan"), 2, "export",
+                     "--for torchtitan needs --format torch-csv");
+  ExpectOneLineError(Zb(base + "--format torch-csv -o - --for torchtitan"), 2, "export",
+                     "--for torchtitan needs -o FILE");
+  ExpectOneLineError(Zb(base + "--format torch-csv -o " + Path("x") + " --for megatron"), 2,
+                     "export", "--for must be torchtitan, got \"megatron\"");
+  ExpectOneLineError(
+      Zb(base + "--format torch-csv -o " + Path("x") + " --for torchtitan --local-batch-size 12"),
+      2, "export", "--local-batch-size 12 does not split into the schedule's 8");
+  ExpectOneLineError(Zb(base + "--format torch-csv -o " + Path("x") + " --local-batch-size 8"), 2,
+                     "export", "--local-batch-size goes with --for torchtitan");
+  EXPECT_FALSE(fs::exists(Path("x")));
+}
+
 TEST_F(CliTest, ExportRefusesAnOrderPyTorchWouldTrainWrong) {
   const std::string tune = "tune --costs " + Data("costs/fused2.json") +
                            " -m 8 --mem-limit 2x --family search --placement loop --seed 5 "
