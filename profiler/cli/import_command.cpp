@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// zb import FILE|DIR [--format nsys|chrome|shards] [--store DB] [--pp P] [--rules FILE] ...:
+// zb import FILE|DIR... [--format nsys|chrome|shards] [--store DB] [--pp P] [--rules FILE] ...:
 // the per-stage cost table from an Nsight Systems SQLite export, a PyTorch profiler / torchtitan
 // Chrome trace (plain or gzip) or a directory of them (one per rank), or a directory of zbkit
-// shards (what `zb profile --shard-dir` kept).
+// shards (what `zb profile --shard-dir` kept). Several make one profile: a multi-host job's
+// hosts each keep their ranks' traces in a directory of their own.
 #include <sys/stat.h>
+
+#include <iterator>
+#include <string>
+#include <vector>
 
 #include "analysis.h"
 #include "profiler_commands.h"
@@ -11,52 +16,69 @@
 
 namespace zb::cli {
 
+namespace {
+
+// The traces of one FILE|DIR argument, in the format asked for (auto: a directory is shards).
+Status ReadOne(const std::string& path, const std::string& format_name,
+               std::vector<profiler::RawTrace>& traces, std::ostream& err) {
+  struct stat info {};
+  const bool is_dir = ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+  const bool chrome_dir = is_dir && format_name == "chrome";
+  if (chrome_dir || format_name == "shards" || (format_name == "auto" && is_dir)) {
+    std::vector<std::string> skipped;
+    auto read = chrome_dir ? profiler::ImportChromeTraceDirectory(path, skipped)
+                           : profiler::ReadShardDirectory(path, skipped);
+    if (!read.ok()) return read.status();
+    for (const std::string& problem : skipped)
+      err << "zb import: warning: " << problem << "\n";
+    traces.insert(traces.end(), std::make_move_iterator(read->begin()),
+                  std::make_move_iterator(read->end()));
+    return Status::Ok();
+  }
+  auto format = profiler::ParseTraceFormat(format_name);
+  if (!format.ok()) return format.status();
+  auto read = profiler::ImportTrace(path, *format);
+  if (!read.ok()) return read.status();
+  traces.insert(traces.end(), std::make_move_iterator(read->begin()),
+                std::make_move_iterator(read->end()));
+  return Status::Ok();
+}
+
+}  // namespace
+
 int RunImportCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const std::string command = "import";
   po::options_description options("options");
   po::positional_options_description positional;
   options.add_options()(
-      "file", po::value<std::string>()->required(),
+      "file", po::value<std::vector<std::string>>()->required()->multitoken(),
       "trace file, or a directory of *.zbshard (or of per-rank Chrome traces with --format "
-      "chrome) (also positional)")(
+      "chrome); several (also positional) make one profile, e.g. each host's directory of a "
+      "multi-host job")(
       "format", po::value<std::string>()->default_value("auto"),
       "nsys (SQLite export), chrome (Chrome trace / Kineto JSON, .gz ok), shards, or auto");
-  positional.add("file", 1);
+  positional.add("file", -1);
   AddAnalysisOptions(options);
   po::variables_map values;
   int exit_code = 0;
-  if (!ParseCommandLine(command, "FILE [--format nsys|chrome] [options]", args, options, positional,
-                        values, out, err, exit_code)) {
+  if (!ParseCommandLine(command, "FILE|DIR... [--format nsys|chrome|shards] [options]", args,
+                        options, positional, values, out, err, exit_code)) {
     return exit_code;
   }
   auto settings = ReadAnalysisSettings(values);
   if (!settings.ok()) return ReportError(err, command, settings.status());
-  const std::string path = values["file"].as<std::string>();
+  const std::vector<std::string> paths = values["file"].as<std::vector<std::string>>();
   const std::string format_name = values["format"].as<std::string>();
 
-  struct stat info {};
-  const bool is_dir = ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
   AnalysisInput input;
-  input.source = path;
-  input.run_kind = RunKind::kImport;
-  input.command = path;
-  input.default_name = DefaultNameFor(path);
-  const bool chrome_dir = is_dir && format_name == "chrome";
-  if (chrome_dir || format_name == "shards" || (format_name == "auto" && is_dir)) {
-    std::vector<std::string> skipped;
-    auto traces = chrome_dir ? profiler::ImportChromeTraceDirectory(path, skipped)
-                             : profiler::ReadShardDirectory(path, skipped);
-    if (!traces.ok()) return ReportError(err, command, traces.status());
-    for (const std::string& problem : skipped)
-      err << "zb import: warning: " << problem << "\n";
-    input.traces = std::move(*traces);
-  } else {
-    auto format = profiler::ParseTraceFormat(format_name);
-    if (!format.ok()) return ReportError(err, command, format.status());
-    auto traces = profiler::ImportTrace(path, *format);
-    if (!traces.ok()) return ReportError(err, command, traces.status());
-    input.traces = std::move(*traces);
+  for (const std::string& path : paths) {
+    input.source += (input.source.empty() ? "" : " ") + path;
+    Status read = ReadOne(path, format_name, input.traces, err);
+    if (!read.ok()) return ReportError(err, command, read);
   }
+  input.run_kind = RunKind::kImport;
+  input.command = input.source;
+  input.default_name = DefaultNameFor(paths.front());
   Status status = AnalyzeAndReport(input, *settings, out);
   if (!status.ok()) return ReportError(err, command, status);
   return 0;

@@ -386,9 +386,18 @@ TEST_F(ZbCli, ImportRecordsTheJobsLayoutAndTuneKeepsToIt) {
       written["stages"].size() * (written.contains("count") ? written["count"].get<int>() : 1),
       2u);  // one entry per rank
 
-  Result json = Zb("import '" + dir + "' --format chrome --pp 2 --json");
+  // A multi-host job keeps each host's ranks in a directory of its own: one import of both.
+  const std::string host0 = Path("host0");
+  const std::string host1 = Path("host1");
+  fs::create_directories(host0);
+  fs::create_directories(host1);
+  fs::copy_file(dir + "/rank0.json", host0 + "/rank0.json");
+  fs::copy_file(dir + "/rank1.json", host1 + "/rank1.json");
+  Result json = Zb("import '" + host0 + "' '" + host1 + "' --format chrome --pp 2 --json");
   ASSERT_EQ(json.code, 0) << json.err;
   const nlohmann::json report = nlohmann::json::parse(json.out);
+  EXPECT_EQ(report["processes"], 2);
+  EXPECT_EQ(report["ranks"], 2);
   EXPECT_EQ(report["layout"], "v");
   EXPECT_EQ(report["layout_known"], true);
   EXPECT_EQ(report["schedule_class"], "ScheduleZBVZeroBubble");

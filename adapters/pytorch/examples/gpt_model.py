@@ -15,10 +15,11 @@ backward into input- and weight-gradient parts: every op is a plain autograd op.
 from __future__ import annotations
 
 import argparse
+import datetime
 import math
 import os
 from dataclasses import dataclass
-from typing import List
+from typing import List, Optional
 
 import torch
 import torch.distributed as dist
@@ -189,13 +190,21 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--summary-out", metavar="PATH", help="also write the summary to PATH ({rank}: the rank)"
     )
+    parser.add_argument(
+        "--pg-timeout-s",
+        type=float,
+        help="process group timeout: how long a rank waits for a peer that stopped answering "
+        "(default: torch's)",
+    )
 
 
-def init_distributed():
+def init_distributed(timeout_s: Optional[float] = None):
     """Joins the job's process group (torchrun's env://): NCCL with one GPU per rank where CUDA
-    is available, else gloo on CPU. Returns (rank, world size, this rank's device)."""
+    is available, else gloo on CPU. `timeout_s` bounds every wait on a peer (None: torch's
+    default). Returns (rank, world size, this rank's device)."""
     use_cuda = torch.cuda.is_available()
-    dist.init_process_group(backend="nccl" if use_cuda else "gloo")
+    timeout = {} if timeout_s is None else {"timeout": datetime.timedelta(seconds=timeout_s)}
+    dist.init_process_group(backend="nccl" if use_cuda else "gloo", **timeout)
     device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if use_cuda else "cpu")
     if use_cuda:
         torch.cuda.set_device(device)

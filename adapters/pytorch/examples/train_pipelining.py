@@ -66,7 +66,7 @@ def local_stage_ids(placement: str, ranks: int, rank: int, per_rank: int):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    rank, ranks, device = init_distributed()
+    rank, ranks, device = init_distributed(args.pg_timeout_s)
 
     schedule_class, placement, per_rank = SCHEDULES[args.schedule]
     per_rank = per_rank or args.stages_per_rank

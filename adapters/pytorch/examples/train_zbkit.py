@@ -289,7 +289,7 @@ def merge(args, rank: int):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    rank, ranks, device = init_distributed()
+    rank, ranks, device = init_distributed(args.pg_timeout_s)
 
     schedule = load_schedule(args)
     check_fits(args, schedule, ranks)
