@@ -2,9 +2,10 @@
 """torchtitan (0.2.2, installed by scripts/setup.sh), unedited, on 2 CPU ranks over gloo through the
 test launcher (tests/titan/launch.py: the two CPU patches) with a local tokenizer and dataset
 (tests/titan/assets.py): its llama3 debug model profiled by `zb profile --torch`, the tuned order
+every order `zb tune` proposes for the profiled layout (each family that fits, and the search)
 exported with `zb export --for torchtitan` and run by torchtitan itself from the printed flags,
-and replayed through the shim by `zb replay`; the losses equal those of torchtitan's own schedule
-of the same layout (docs/formats.md §4.2)."""
+one replayed through the shim by `zb replay`, and the V families under torchtitan's V split; the
+losses equal those of torchtitan's own schedule of the same layout (docs/formats.md §4.2)."""
 
 from __future__ import annotations
 
@@ -86,6 +87,30 @@ def export_for_titan(tmp_path: Path, schedule: Path, name: str) -> List[str]:
     return flags
 
 
+def fitting_families(costs: Path, *layout: str) -> List[str]:
+    """The families (and the search) that `zb tune` finds fitting the layout under 2x."""
+    done = run([str(require_zb()), "tune", "--costs", str(costs), "-m", str(MICROBATCHES),
+                "--mem-limit", "2x", "--family", "search", *SEARCH, *layout, "--json"],
+               job_env())  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    return [c["family"] for c in report["candidates"]
+            if c["ok"] and c["fits"] and not c["other_layout"] and not c["reference"]]  # fmt: skip
+
+
+def tuned(tmp_path: Path, costs: Path, family: str, *layout: str) -> Path:
+    schedule = tmp_path / f"{family}.json"
+    done = run([str(require_zb()), "tune", "--costs", str(costs), "-m", str(MICROBATCHES),
+                "--mem-limit", "2x", "--family", family, *SEARCH, *layout, "--out",
+                str(schedule)], job_env())  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return schedule
+
+
+# A deterministic search (its orders can run the stages' forwards out of microbatch order).
+SEARCH = ["--time-limit", "0", "--evaluations", "2000", "--seed", "3"]
+
+
 def test_profile_tune_and_replay_torchtitan_unedited(tmp_path, assets):
     zb = str(require_zb())
     costs = tmp_path / "costs.json"
@@ -107,37 +132,34 @@ def test_profile_tune_and_replay_torchtitan_unedited(tmp_path, assets):
     listed = run([zb, "costs", "list", "--store", str(tmp_path / "zb.db"), "--json"], job_env())
     assert listed.returncode == 0 and json.loads(listed.stdout)["profiles"], listed.stderr
 
-    # Tuned for the profiled job's layout (the default): one stage per rank, a split-backward
-    # order torch's runtime runs right.
-    schedule = tmp_path / "tuned.json"
-    tuned = run([zb, "tune", "--costs", str(costs), "-m", str(MICROBATCHES), "--mem-limit", "2x",
-                 "--family", "zb-h1", "--json", "--out", str(schedule)], job_env())  # fmt: skip
-    assert tuned.returncode == 0, tuned.stderr
-    assert json.loads(tuned.stdout)["layout_from_profile"] is True
-    flags = export_for_titan(tmp_path, schedule, "tuned")
-    assert flags[flags.index("--parallelism.pipeline_parallel_schedule") + 1] == "1F1B"
-
+    # Every order zb tune proposes for the profiled layout (one stage per rank, the default),
+    # run by torchtitan from the printed flags: the losses of its own 1F1B.
+    families = fitting_families(costs)
+    assert {"1f1b", "zb-h1", "zb-h2", "search"} <= set(families), families
     own = train(tmp_path, "own", assets, "--parallelism.pipeline_parallel_schedule", "1F1B")
-    exported = train(tmp_path, "csv", assets, *flags)
+    for family in families:
+        flags = export_for_titan(tmp_path, tuned(tmp_path, costs, family), family)
+        assert flags[flags.index("--parallelism.pipeline_parallel_schedule") + 1] == "1F1B"
+        exported = train(tmp_path, f"csv-{family}", assets, *flags)
+        assert exported == pytest.approx(own, rel=1e-5), family
+    # And through the shim, torchtitan's config unchanged.
     replayed = train(tmp_path, "shim", assets, "--parallelism.pipeline_parallel_schedule", "1F1B",
-                     command=(zb, "replay", str(schedule), "--"))  # fmt: skip
-    assert exported == pytest.approx(own, rel=1e-5)
+                     command=(zb, "replay", str(tmp_path / "search.json"), "--"))  # fmt: skip
     assert replayed == pytest.approx(own, rel=1e-5)
 
 
-def test_a_v_order_runs_under_torchtitans_v_split(tmp_path, assets):
+def test_v_orders_run_under_torchtitans_v_split(tmp_path, assets):
     # A V order needs torchtitan's V split, which only a V schedule name gives: the export says
-    # ZBVZeroBubble, and the losses are those of torchtitan's own ZBVZeroBubble.
+    # ZBVZeroBubble, and each V family's losses are those of torchtitan's own ZBVZeroBubble.
     costs = tmp_path / "costs.json"
     costs.write_text(json.dumps({"format": "zb-costs/1", "count": 2, "stages": [
         {"F": 1.0, "B": 1.0, "W": 0.6, "M_B": 2.0, "M_W": 1.0}]}))  # fmt: skip
-    schedule = tmp_path / "v.json"
-    tuned = run([str(require_zb()), "tune", "--costs", str(costs), "-m", str(MICROBATCHES),
-                 "--mem-limit", "2x", "--family", "zb-v", "--out", str(schedule)], job_env())  # fmt: skip
-    assert tuned.returncode == 0, tuned.stderr
-    flags = export_for_titan(tmp_path, schedule, "v")
-    assert flags[flags.index("--parallelism.pipeline_parallel_schedule") + 1] == "ZBVZeroBubble"
+    families = fitting_families(costs, "--layout", "v")
+    assert {"zb-v", "v-half", "v-min"} <= set(families), families
     own = train(tmp_path, "own", assets, "--parallelism.pipeline_parallel_schedule",
                 "ZBVZeroBubble")  # fmt: skip
-    exported = train(tmp_path, "csv", assets, *flags)
-    assert exported == pytest.approx(own, rel=1e-5)
+    for family in families:
+        flags = export_for_titan(tmp_path, tuned(tmp_path, costs, family, "--layout", "v"), family)
+        assert flags[flags.index("--parallelism.pipeline_parallel_schedule") + 1] == "ZBVZeroBubble"
+        exported = train(tmp_path, f"csv-{family}", assets, *flags)
+        assert exported == pytest.approx(own, rel=1e-5), family
