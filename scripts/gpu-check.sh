@@ -9,7 +9,15 @@
 #   2. overhead: median step time with the tool over without, >= 20 steps each after warm-up,
 #      <= 1 + ZBKIT_GPU_CHECK_MAX_OVERHEAD (default 0.02);
 #   3. health: kernels recorded (CUPTI works), no dropped records, no "zbkit:" warning, the job's
-#      exit code unchanged.
+#      exit code unchanged;
+#   4. the bundled pipelining job (adapters/pytorch/examples/train_pipelining.py, ZBVZeroBubble)
+#      on CUDA/NCCL under `zb profile --torch`: every stage's F/B/W measured, kernels attributed,
+#      the V layout and the class recorded. It needs one GPU per rank (NCCL refuses two ranks on
+#      one device): with one GPU it is skipped, and says so;
+#   5. zbkit's CSV in this machine's torch (which need not be the 2.13.0 the CPU suite pins): the
+#      shim and export tests (pytest, where this PYTHON has it) and `zb rehearse` on the committed
+#      4-rank profile (emulated compute over gloo: it needs no GPU; it checks the orders, the
+#      runtime and the network stack of this machine), every row within 5 % of its prediction.
 # Prints every figure. Exit: 0 all passed, 1 a check failed, 2 cannot run here (no GPU, no CUDA
 # PyTorch, no CUDA Toolkit). Knobs: PYTHON, ZBKIT_BUILD_DIR, ZBKIT_GPU_CHECK_STEPS (30),
 # ZBKIT_GPU_CHECK_WARMUP (5), ZBKIT_GPU_CHECK_SKIP_BUILD=1 (use an existing build).
@@ -75,6 +83,7 @@ if [[ -s "$work/profiled.err" ]]; then
 fi
 
 # ---- Checks ---------------------------------------------------------------------------------
+set +e
 "$python" - "$work" "$workers" "$warmup" "$max_error" "$max_overhead" "$plain_code" \
   "$profiled_code" <<'EOF'
 import glob, json, os, sqlite3, statistics, sys
@@ -140,9 +149,99 @@ for path in sorted(glob.glob(f"{work}/shards/*.zbshard")):
         failures.append(f"{path}: {dropped} records dropped")
 
 if failures:
-    print("gpu-check: FAILED")
+    print("gpu-check: injection library FAILED")
     for f in failures:
         print("  - " + f)
     sys.exit(1)
-print("gpu-check: all checks passed")
+print("gpu-check: injection library checks passed")
 EOF
+status=$?
+set -e
+
+# ---- 4. The bundled job on CUDA/NCCL ---------------------------------------------------------
+if (( gpus >= 2 )); then
+  echo "gpu-check: bundled job, 2 ranks on 2 GPUs over NCCL, ZBVZeroBubble, zb profile --torch"
+  set +e
+  "$zb" profile --torch --torch-skip 1 --torch-iters 3 --pp 2 --json --out "$work/bundled.json" \
+    --shard-dir "$work/bundled" -- "$python" -m torch.distributed.run --nproc-per-node 2 \
+    "$root/adapters/pytorch/examples/train_pipelining.py" --schedule ZBVZeroBubble --iters 6 \
+    --warmup 1 >"$work/bundled.out" 2>"$work/bundled.err"
+  bundled_code=$?
+  set -e
+  "$python" - "$work" "$bundled_code" <<'EOF' || status=1
+import json, sys
+work, code = sys.argv[1], int(sys.argv[2])
+if code != 0:
+    print(f"gpu-check: bundled job FAILED: exit code {code}")
+    print(open(f"{work}/bundled.err").read()[-3000:])
+    sys.exit(1)
+lines = open(f"{work}/bundled.out").read().splitlines()
+report = json.loads("\n".join(lines[max(i for i, l in enumerate(lines) if l == "{"):]))
+failures = []
+print(f"{'stage':>5} {'rank':>4} {'F_ms':>9} {'B_ms':>9} {'W_ms':>9}")
+for stage in report["stages"]:
+    print(f"{stage['stage']:>5} {stage['rank']:>4} "
+          + " ".join(f"{stage[k]['median']:>9.4f}" for k in ("F", "B", "W")))
+    failures += [f"stage {stage['stage']}: no {k}" for k in ("F", "B", "W")
+                 if stage[k]["samples"] == 0]
+kernels = report["kernels"]
+print(f"kernels: {kernels['attributed']} of {kernels['total']} attributed; layout "
+      f"{report['layout']}, class {report['schedule_class']}")
+if kernels["attributed"] == 0:
+    failures.append("no kernel attributed to a pipeline op")
+if report["layout"] != "v" or report["schedule_class"] != "ScheduleZBVZeroBubble":
+    failures.append("the profile did not record the V layout and the class")
+for f in failures:
+    print("  - " + f)
+sys.exit(1 if failures else 0)
+EOF
+else
+  echo "gpu-check: bundled job skipped: one GPU here, and NCCL needs one GPU per rank (two ranks"
+  echo "  on one device are not a pipeline); checked on this GPU: the injection library above,"
+  echo "  this machine's torch below"
+fi
+
+# ---- 5. zbkit's CSV in this machine's torch ---------------------------------------------------
+echo "gpu-check: torch $("$python" -c 'import torch; print(torch.__version__)'): shim and export tests"
+if "$python" -c 'import pytest' 2>/dev/null; then
+  ZBKIT_ZB_BINARY="$zb" OMP_NUM_THREADS=1 "$python" -m pytest -q -rs -p no:cacheprovider \
+    "$root/adapters/pytorch/tests/test_export_torch.py" \
+    "$root/adapters/pytorch/tests/test_shim.py" || status=1
+else
+  echo "gpu-check: no pytest for $python: the shim and export tests skipped"
+fi
+echo "gpu-check: zb rehearse, 4 ranks (tests/data/costs/heavy-ends4.json, 1x)"
+set +e
+ZBKIT_PYTHON="$python" "$zb" rehearse --costs "$root/tests/data/costs/heavy-ends4.json" -m 16 \
+  --mem-limit 1x --rounds 1 --iters 3 --dir "$work/rehearse" --json >"$work/rehearse.json" \
+  2>"$work/rehearse.err"
+rehearse_code=$?
+set -e
+"$python" - "$work" "$rehearse_code" <<'EOF' || status=1
+import json, sys
+work, code = sys.argv[1], int(sys.argv[2])
+if code != 0:
+    print(f"gpu-check: zb rehearse FAILED: exit code {code}")
+    print(open(f"{work}/rehearse.err").read()[-3000:])
+    sys.exit(1)
+doc = json.loads(open(f"{work}/rehearse.json").read().splitlines()[-1])  # the table, then the JSON
+failures = []
+for row in doc["rows"]:
+    if "error" in row:
+        print(f"{row['schedule'] + ' (' + row['runtime'] + ')':>40}: {row['error']}")
+        continue
+    ratio = row["measured_ms"] / row["predicted_ms"]
+    print(f"{row['schedule'] + ' (' + row['runtime'] + ')':>40}: measured {row['measured_ms']:.1f} ms, predicted "
+          f"{row['predicted_ms']:.1f} ms, ratio {ratio:.3f}")
+    if abs(ratio - 1) > 0.05:
+        failures.append(f"{row['schedule']}: measured/predicted {ratio:.3f}")
+for f in failures:
+    print("  - " + f)
+sys.exit(1 if failures else 0)
+EOF
+if (( status == 0 )); then
+  echo "gpu-check: all checks passed"
+else
+  echo "gpu-check: FAILED (see above)"
+fi
+exit "$status"
