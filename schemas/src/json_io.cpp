@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string_view>
+#include <utility>
 
 #include "zbkit/schemas/validate.h"
 
@@ -143,6 +144,7 @@ Expected<CostProfile> ParseCostsObject(const json& value, const std::string& pat
   CostProfile costs;
   if (reader.Has("comm")) {
     ZB_ASSIGN_OR_RETURN(double comm_ms, reader.Number("comm", 0));
+    ZB_RETURN_IF_ERROR(CheckOpTime(reader.FieldPath("comm"), comm_ms, with_format ? 1 : 2));
     costs.comm = MsToNs(comm_ms);
   }
   ZB_ASSIGN_OR_RETURN(const json* stages, reader.Array("stages"));
@@ -161,6 +163,11 @@ Expected<CostProfile> ParseCostsObject(const json& value, const std::string& pat
     double bw = 0;  // optional: absent = not measured
     if (stage_reader.Has("BW")) {
       ZB_ASSIGN_OR_RETURN(bw, stage_reader.Number("BW", 0));
+    }
+    // Before the conversion: the message gives the value as written, and no value can overflow
+    // the clock (a schedule's costs may hold up to twice it: torch's stage 0, validate.h).
+    for (const auto& [name, ms] : {std::pair{"F", f}, {"B", b}, {"W", w}, {"BW", bw}}) {
+      ZB_RETURN_IF_ERROR(CheckOpTime(stage_reader.FieldPath(name), ms, with_format ? 1 : 2));
     }
     costs.stages.push_back({MsToNs(f), MsToNs(b), MsToNs(w), m_b, m_w, MsToNs(bw)});
     if (costs.stages.back().f <= 0) {
@@ -336,6 +343,8 @@ Expected<CostProfile> ParseCostsJson(const std::string& text, const std::string&
   ZB_ASSIGN_OR_RETURN(json value, ParseJsonText(text, source));
   auto costs = ParseCostsObject(value, "", true);
   if (!costs.ok()) return costs.status().WithContext(source);
+  // What the reader's per-field checks cannot see (M_W against M_B), and the clock's limits.
+  ZB_RETURN_IF_ERROR(ValidateProfileToTune(*costs).WithContext(source));
   return costs;
 }
 

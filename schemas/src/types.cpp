@@ -3,11 +3,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace zb {
 
 TimeNs MsToNs(double ms) {
-  return static_cast<TimeNs>(std::llround(ms * 1e6));
+  // Saturates instead of overflowing (llround of a value beyond int64 is undefined): readers
+  // then refuse the value by its range (validate.h, kMaxOpTime).
+  const double ns = ms * 1e6;
+  if (!(ns < 9.2e18)) return ns > 0 ? std::numeric_limits<TimeNs>::max() : 0;
+  if (ns < -9.2e18) return std::numeric_limits<TimeNs>::min();
+  return static_cast<TimeNs>(std::llround(ns));
 }
 double NsToMs(TimeNs ns) {
   return static_cast<double>(ns) / 1e6;

@@ -2,7 +2,10 @@
 #include "zbkit/schemas/validate.h"
 
 #include <cmath>
+#include <cstdint>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace zb {
@@ -14,6 +17,17 @@ std::string OpName(OpKind kind, int stage, int microbatch) {
 }
 
 }  // namespace
+
+Status CheckOpTime(const std::string& field, double ms, int factor) {
+  const double limit_ms = NsToMs(kMaxOpTime) * factor;
+  if (ms <= limit_ms) return Status::Ok();
+  std::ostringstream message;
+  message << field << ": " << ms << " ms is more than " << (factor == 1 ? "an hour" : "two hours")
+          << " (" << static_cast<int64_t>(limit_ms)
+          << " ms), the most one op or hop may take: a schedule's times are "
+          << "sums on a nanosecond clock";
+  return InvalidInput(message.str());
+}
 
 Status ValidateCostProfile(const CostProfile& costs) {
   if (costs.stages.empty()) return InvalidInput("stages: must hold at least one stage");
@@ -30,6 +44,26 @@ Status ValidateCostProfile(const CostProfile& costs) {
     }
     if (!std::isfinite(stage.m_w) || stage.m_w < 0) {
       return InvalidInput(path + "M_W: must be a finite number >= 0");
+    }
+    if (stage.m_w > stage.m_b) {
+      std::ostringstream message;
+      message << path << "M_W: " << stage.m_w << " is more than M_B (" << stage.m_b
+              << "): M_W is the part of M_B still held from B until W";
+      return InvalidInput(message.str());
+    }
+  }
+  return Status::Ok();
+}
+
+Status ValidateProfileToTune(const CostProfile& costs) {
+  ZB_RETURN_IF_ERROR(ValidateCostProfile(costs));
+  ZB_RETURN_IF_ERROR(CheckOpTime("comm", NsToMs(costs.comm)));
+  for (size_t i = 0; i < costs.stages.size(); ++i) {
+    const StageCost& stage = costs.stages[i];
+    const std::string path = "stages[" + std::to_string(i) + "].";
+    for (const auto& [name, time] :
+         {std::pair{"F", stage.f}, {"B", stage.b}, {"W", stage.w}, {"BW", stage.bw}}) {
+      ZB_RETURN_IF_ERROR(CheckOpTime(path + name, NsToMs(time)));
     }
   }
   return Status::Ok();

@@ -613,6 +613,23 @@ TEST_F(CliTest, ClusterHopTimesAreStoredListedAndUsedOnlyWhenAsked) {
       "tune", "--comm cluster needs --store DB");
 }
 
+// Instances beyond what zbkit tunes are refused at once (exit 2), before any allocation; a cap
+// below one microbatch says so instead of pointing at the table.
+TEST_F(CliTest, TooLargeInstancesAndCapsBelowOneMicrobatchAreNamed) {
+  const std::string many = Path("many.json");
+  std::ofstream(many) << R"({"format": "zb-costs/1", "count": 100000,
+ "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 1, "M_W": 0.5}]})";
+  ExpectOneLineError(Zb("tune --costs " + many + " -m 4 --mem-limit 2x"), 2, "tune",
+                     "costs: 100000 stages, one per rank: more than the 1024 ranks zbkit tunes");
+  ExpectOneLineError(
+      Zb("tune --costs " + Data("costs/uniform4.json") + " -m 1000000 --mem-limit 2x"), 2, "tune",
+      "-m 1000000 on 4 ranks with 2 stages per rank makes 24000000 ops, more than the 1048576");
+  ExpectOneLineError(
+      Zb("tune --costs " + Data("costs/uniform4.json") + " -m 8 --mem-limit 0.1x"), 1, "tune",
+      "no schedule fits --mem-limit 0.1x: rank 0's cap 0.8 is below one microbatch's "
+      "activations of its stage, even split in 2 (M_B 2 / 2 = 1): no order can run under it");
+}
+
 TEST_F(CliTest, NothingFitsFailsAndWritesNothing) {
   const std::string out = Path("never.json");
   const std::string store = Path("zb.db");

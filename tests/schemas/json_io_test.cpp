@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <limits>
 
 #include "zbkit/schemas/validate.h"
 
@@ -154,6 +155,47 @@ TEST(CostsJsonTest, BadInputNamesTheField) {
   EXPECT_NE(nan.find("c.json: not valid JSON"), std::string::npos) << nan;
   EXPECT_NE(nan.find("NaN and Infinity are not valid JSON numbers"), std::string::npos) << nan;
   EXPECT_NE(ErrorOf("{\"format\": ").find("c.json: not valid JSON"), std::string::npos);
+}
+
+// What a field alone cannot show (M_W against M_B) and what the nanosecond clock cannot hold are
+// refused with the field, the value as written and why; no value overflows on the way.
+TEST(CostsJsonTest, MemoryOrderAndTheClocksLimitsAreChecked) {
+  EXPECT_EQ(
+      ErrorOf(
+          R"({"format": "zb-costs/1", "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 1, "M_W": 3}]})"),
+      "c.json: stages[0].M_W: 3 is more than M_B (1): M_W is the part of M_B still held from B "
+      "until W");
+  const std::string too_long =
+      " ms is more than an hour (3600000 ms), the most one op or hop may take: a schedule's "
+      "times are sums on a nanosecond clock";
+  EXPECT_EQ(
+      ErrorOf(
+          R"({"format": "zb-costs/1", "stages": [{"F": 1e12, "B": 1, "W": 1, "M_B": 1, "M_W": 1}]})"),
+      "c.json: stages[0].F: 1e+12" + too_long);
+  EXPECT_EQ(
+      ErrorOf(
+          R"({"format": "zb-costs/1", "stages": [{"F": 1, "B": 1, "W": 1, "BW": 1e300, "M_B": 1, "M_W": 1}]})"),
+      "c.json: stages[0].BW: 1e+300" + too_long);
+  EXPECT_EQ(
+      ErrorOf(
+          R"({"format": "zb-costs/1", "comm": 3600001, "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 1, "M_W": 1}]})"),
+      "c.json: comm: 3.6e+06" + too_long);
+  // An hour exactly is allowed; M_W = M_B too.
+  auto hour = ParseCostsJson(
+      R"({"format": "zb-costs/1", "comm": 3600000, "stages": [{"F": 3600000, "B": 1, "W": 1, "M_B": 1, "M_W": 1}]})",
+      "c.json");
+  ASSERT_TRUE(hour.ok()) << hour.status().message();
+  EXPECT_EQ(hour->stages[0].f, kMaxOpTime);
+  // In memory (a profile built by code): the same rules.
+  CostProfile costs = *hour;
+  costs.stages[0].m_w = 2;
+  EXPECT_NE(ValidateCostProfile(costs).message().find("stages[0].M_W: 2 is more than M_B (1)"),
+            std::string::npos);
+  costs.stages[0].m_w = 1;
+  costs.stages[0].w = kMaxOpTime + 1;
+  EXPECT_TRUE(ValidateCostProfile(costs).ok());  // a schedule's costs may hold more (torch's W)
+  EXPECT_NE(ValidateProfileToTune(costs).message().find("stages[0].W: "), std::string::npos);
+  EXPECT_EQ(MsToNs(1e300), std::numeric_limits<TimeNs>::max());  // saturates, then refused
 }
 
 TEST(CostsJsonTest, MissingFileIsNotFound) {

@@ -544,6 +544,16 @@ int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
   report["layout_from_profile"] = request->layout_from_profile;
   if (outcome->best < 0) {
     if (json) out << report.dump(2) << "\n";
+    // Where the cap is below what any order needs, say that rather than point at the table.
+    const std::string below = tuner::CapBelowOneMicrobatch(
+        request->costs, outcome->rows.empty() ? std::vector<double>{} : outcome->rows[0].caps,
+        std::max({2, request->options.interleave_chunks,
+                  request->options.layout ? request->options.layout->chunks : 1}));
+    if (!below.empty()) {
+      return ReportError(err, command,
+                         Infeasible("no schedule fits --mem-limit " +
+                                    values["mem-limit"].as<std::string>() + ": " + below));
+    }
     return ReportError(
         err, command,
         Infeasible(

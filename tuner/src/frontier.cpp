@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "zbkit/tuner/frontier.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <string>
@@ -87,11 +88,12 @@ Expected<std::vector<double>> ParseFrontierGrid(std::string_view text) {
 
 Expected<FrontierOutcome> ComputeFrontier(const TuneRequest& request,
                                           const std::vector<double>& factors) {
-  ZB_RETURN_IF_ERROR(ValidateCostProfile(request.costs).WithContext("costs"));
+  ZB_RETURN_IF_ERROR(ValidateProfileToTune(request.costs).WithContext("costs"));
   const CostProfile costs = request.costs.CostsOnly();  // the schedules carry the costs alone
   const TuneOptions& options = request.options;
   const int m = request.microbatches;
   if (m < 1) return UsageError("--microbatches must be >= 1, got " + std::to_string(m));
+  ZB_RETURN_IF_ERROR(CheckTuneSize(costs.num_stages(), m, std::max(2, options.interleave_chunks)));
   FrontierOutcome outcome;
   outcome.frontier.microbatches = m;
   outcome.frontier.objective = ObjectiveName(options.objective);

@@ -91,4 +91,20 @@ std::string MemoryLimit::ToString() const {
   return out.str();
 }
 
+std::string CapBelowOneMicrobatch(const CostProfile& rank_costs, const std::vector<double>& caps,
+                                  int most_chunks) {
+  const int chunks = std::max(most_chunks, 1);
+  for (size_t r = 0; r < caps.size() && r < rank_costs.stages.size(); ++r) {
+    const double smallest = rank_costs.stages[r].m_b / chunks;
+    if (caps[r] < smallest) {
+      std::ostringstream out;
+      out << "rank " << r << "'s cap " << caps[r] << " is below one microbatch's activations of "
+          << "its stage, even split in " << chunks << " (M_B " << rank_costs.stages[r].m_b << " / "
+          << chunks << " = " << smallest << "): no order can run under it";
+      return out.str();
+    }
+  }
+  return "";
+}
+
 }  // namespace zb::tuner

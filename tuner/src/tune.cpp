@@ -141,14 +141,32 @@ std::string TorchClassFor(const JobLayout& layout) {
   return layout.chunks == 1 ? "Schedule1F1B" : "ScheduleInterleaved1F1B";
 }
 
+Status CheckTuneSize(int ranks, int microbatches, int chunks) {
+  if (ranks > kMaxRanks) {
+    return UsageError("costs: " + std::to_string(ranks) + " stages, one per rank: more than the " +
+                      std::to_string(kMaxRanks) + " ranks zbkit tunes");
+  }
+  const int64_t ops = int64_t{ranks} * chunks * microbatches * 3;
+  if (ops > kMaxScheduleOps) {
+    return UsageError("-m " + std::to_string(microbatches) + " on " + std::to_string(ranks) +
+                      " ranks with " + std::to_string(chunks) + " stages per rank makes " +
+                      std::to_string(ops) + " ops, more than the " +
+                      std::to_string(kMaxScheduleOps) + " zbkit tunes in one schedule");
+  }
+  return Status::Ok();
+}
+
 Expected<TuneResult> Tune(const CostProfile& profile, int microbatches,
                           const TuneOptions& options) {
   // The schedules carry the costs alone: what job was profiled (its layout) is in options.layout.
   const CostProfile rank_costs = profile.CostsOnly();
-  ZB_RETURN_IF_ERROR(ValidateCostProfile(rank_costs).WithContext("costs"));
+  ZB_RETURN_IF_ERROR(ValidateProfileToTune(profile).WithContext("costs"));
   if (microbatches < 1) {
     return UsageError("--microbatches must be >= 1, got " + std::to_string(microbatches));
   }
+  const int most_chunks =
+      std::max({2, options.interleave_chunks, options.layout ? options.layout->chunks : 1});
+  ZB_RETURN_IF_ERROR(CheckTuneSize(rank_costs.num_stages(), microbatches, most_chunks));
   std::vector<std::string_view> families;
   const bool search = options.family == "search";
   if (options.family == "best" || search) {

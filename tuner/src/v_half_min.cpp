@@ -17,7 +17,10 @@
 #include "zbkit/tuner/v_half_min.h"
 
 #include <algorithm>
+#include <functional>
+#include <queue>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -155,37 +158,43 @@ struct SlotOp {
 };
 
 // Visits a slot table's ops in increasing (slot, rank, type, microbatch) order by merging the
-// heads of all lists. Each head is read when the step is taken, so a caller may rewrite the slot
-// of an op it has already been handed.
+// heads of all lists through a min-heap: O(log(p * types)) per op, where scanning every head made
+// V-Half and V-Min quadratic in p (34 s at p = 1024, m = 128). A head's slot is read when it
+// enters the heap, after the op before it on its list was handed out; callers rewrite only the
+// slot of the op they were handed (Reorder), never one still waiting, so the order is the
+// same as reading every head at every step.
 class SlotSweep {
  public:
   explicit SlotSweep(const SlotTable& table)
-      : table_(table), next_(table.size(), std::vector<int>(table[0].size(), 0)) {}
+      : table_(table), next_(table.size(), std::vector<int>(table[0].size(), 0)) {
+    for (int r = 0; r < static_cast<int>(table_.size()); ++r) {
+      for (int t = 0; t < static_cast<int>(table_[r].size()); ++t)
+        Push(r, t);
+    }
+  }
 
   bool Next(SlotOp& op) {
-    int best_slot = 0;
-    int best_rank = -1;
-    int best_type = -1;
-    for (int r = 0; r < static_cast<int>(table_.size()); ++r) {
-      for (int t = 0; t < static_cast<int>(table_[r].size()); ++t) {
-        const SlotList& list = table_[r][t];
-        if (next_[r][t] >= static_cast<int>(list.size())) continue;
-        const int slot = list[next_[r][t]];
-        if (best_rank < 0 || slot < best_slot) {
-          best_slot = slot;
-          best_rank = r;
-          best_type = t;
-        }
-      }
-    }
-    if (best_rank < 0) return false;
-    op = {best_slot, best_rank, best_type, next_[best_rank][best_type]++};
+    if (heads_.empty()) return false;
+    const auto [slot, rank, type] = heads_.top();
+    heads_.pop();
+    op = {slot, rank, type, next_[rank][type]++};
+    Push(rank, type);
     return true;
   }
 
  private:
+  using Head = std::tuple<int, int, int>;  // (slot, rank, type): ties go to the lower rank, type
+
+  void Push(int rank, int type) {
+    const SlotList& list = table_[rank][type];
+    if (next_[rank][type] < static_cast<int>(list.size())) {
+      heads_.emplace(list[next_[rank][type]], rank, type);
+    }
+  }
+
   const SlotTable& table_;
   std::vector<std::vector<int>> next_;
+  std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heads_;
 };
 
 struct EagerResult {

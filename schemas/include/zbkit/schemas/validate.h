@@ -3,13 +3,29 @@
 #ifndef ZBKIT_SCHEMAS_VALIDATE_H_
 #define ZBKIT_SCHEMAS_VALIDATE_H_
 
+#include <string>
+
 #include "zbkit/schemas/status.h"
 #include "zbkit/schemas/types.h"
 
 namespace zb {
 
-// Every time finite and >= 0, F > 0, memory finite and >= 0, comm >= 0, at least one stage.
+// The longest time one op (F, B, W, BW) or one hop of a profile may take: an hour. A schedule's
+// times are sums of these on the int64 nanosecond clock: with PyTorch's runtime costs (stage 0's
+// W = B + W, at most two hours) and at most kMaxScheduleOps ops (tuner/tune.h) their sum stays
+// below 2^63 ns (7.2e12 ns x 2^20 ops = 7.5e18 < 9.2e18).
+inline constexpr TimeNs kMaxOpTime = 3'600'000'000'000;
+// `field: X ms is more than an hour ...` when `ms` (as the user wrote it) exceeds kMaxOpTime
+// times `factor` (2 for a schedule's costs, which may carry torch's stage-0 W = B + W).
+Status CheckOpTime(const std::string& field, double ms, int factor = 1);
+
+// Every time finite and >= 0, F > 0, memory finite and >= 0, M_W <= M_B (M_W is the part of M_B
+// still held from B until W), comm >= 0, at least one stage. Errors name the field and say why,
+// e.g. `stages[2].M_W: 3 is more than M_B (1): ...`.
 Status ValidateCostProfile(const CostProfile& costs);
+
+// A profile to tune: ValidateCostProfile, and every time at most kMaxOpTime (CheckOpTime).
+Status ValidateProfileToTune(const CostProfile& costs);
 
 // p >= 1, m >= 1, v >= 1 (v == 2 for placement v), costs for p*v stages, each rank holds the
 // stages its placement says, and every (kind, stage, microbatch) op appears exactly once

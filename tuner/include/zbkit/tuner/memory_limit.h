@@ -34,6 +34,13 @@ struct MemoryLimit {
 // kUsage with the reason for anything that is not one of the three forms or is not > 0.
 Expected<MemoryLimit> ParseMemoryLimit(std::string_view text);
 
+// Why nothing can fit, where the cap itself says so: the first rank whose cap is below one
+// microbatch's activations of its smallest stage (its M_B split over `most_chunks` stages per
+// rank, the finest any candidate uses), as "rank R's cap C is below ..."; "" when every rank
+// could hold one microbatch (then it is the families that need more).
+std::string CapBelowOneMicrobatch(const CostProfile& rank_costs, const std::vector<double>& caps,
+                                  int most_chunks);
+
 // "Fits the cap", the one definition every family, the search, the frontier, the exact solver
 // and tune judge by: `memory` (a peak, or a sum of memory deltas) is within `cap` (+infinity: no
 // cap) up to the rounding of the fractional deltas split costs carry: a tolerance of

@@ -4,6 +4,7 @@
 #ifndef ZBKIT_TUNER_TUNE_H_
 #define ZBKIT_TUNER_TUNE_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +18,15 @@
 #include "zbkit/tuner/search.h"
 
 namespace zb::tuner {
+
+// The largest instance zbkit tunes, refused before anything is allocated: far beyond any real
+// pipeline, and what keeps a schedule's sums on the nanosecond clock (kMaxOpTime, validate.h)
+// and each family's work bounded.
+inline constexpr int kMaxRanks = 1024;
+inline constexpr int64_t kMaxScheduleOps = int64_t{1} << 20;  // p * v * m * 3 (F, B, W)
+// UsageError naming what is too large: more than kMaxRanks ranks (the profile's stages), or an
+// instance of more than kMaxScheduleOps ops with up to `chunks` stages per rank.
+Status CheckTuneSize(int ranks, int microbatches, int chunks);
 
 // Which torch class runs a job of `layout`, for the advice zb tune prints:
 // "ScheduleInterleaved1F1B".
