@@ -5,11 +5,9 @@
 // migration from a version-5 store.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
-#include <stdlib.h>
 
 #include <cmath>
 #include <cstdint>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -19,14 +17,13 @@
 
 #include "assert_ok.h"
 #include "raw_db.h"
+#include "store_dir.h"
 #include "zbkit/schemas/frontier.h"
 #include "zbkit/schemas/store.h"
 #include "zbkit/schemas/types.h"
 
 namespace zb {
 namespace {
-
-namespace fs = std::filesystem;
 
 using testing_support::RawDb;
 using testing_support::SchemaFile;
@@ -103,19 +100,8 @@ Frontier MakeFrontier(int64_t profile_id, int64_t search_schedule, int64_t heuri
   return frontier;
 }
 
-class StoreFrontierTest : public ::testing::Test {
+class StoreFrontierTest : public testing_support::StoreDirTest {
  protected:
-  void SetUp() override {
-    std::string pattern = ::testing::TempDir() + "zbkit_store_frontier_test_XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-    path_ = dir_ + "/store.db";
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-
   // A store with one cluster, job and cost profile and two schedules of that job.
   void Populate(Store& store) {
     ZB_ASSERT_OK_AND_ASSIGN(int64_t cluster, store.EnsureCluster({"node-a", "H100", "", "", ""}));
@@ -128,8 +114,6 @@ class StoreFrontierTest : public ::testing::Test {
 
   Frontier Sample() const { return MakeFrontier(profile_, search_schedule_, heuristic_schedule_); }
 
-  std::string dir_;
-  std::string path_;
   int64_t job_ = 0;
   int64_t profile_ = 0;
   int64_t search_schedule_ = 0;

@@ -3,24 +3,21 @@
 // latest of several, the median, input refused without leaving anything behind, the zb-hops/1
 // reader, and the migration from a version-6 store.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <cstdint>
-#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "assert_ok.h"
 #include "raw_db.h"
+#include "store_dir.h"
 #include "zbkit/schemas/json_io.h"
 #include "zbkit/schemas/store.h"
 #include "zbkit/schemas/types.h"
 
 namespace zb {
 namespace {
-
-namespace fs = std::filesystem;
 
 using testing_support::RawDb;
 using testing_support::SchemaFile;
@@ -36,21 +33,7 @@ HopMeasurement Sample(const std::string& cluster, std::vector<TimeNs> times) {
   return measurement;
 }
 
-class StoreHopsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string pattern = ::testing::TempDir() + "zbkit_store_hops_test_XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-    path_ = dir_ + "/store.db";
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-  std::string dir_;
-  std::string path_;
-};
+using StoreHopsTest = testing_support::StoreDirTest;
 
 TEST(HopMeasurementTest, MedianOfOddAndEvenCounts) {
   EXPECT_EQ(Sample("c", {}).MedianTime(), 0);

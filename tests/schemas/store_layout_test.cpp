@@ -3,21 +3,18 @@
 // with and without it, a class without a layout refused without leaving a row, the columns'
 // checks, and a version-7 store migrated with its profiles kept (layout unknown).
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <cstdint>
-#include <filesystem>
 #include <string>
 
 #include "assert_ok.h"
 #include "raw_db.h"
+#include "store_dir.h"
 #include "zbkit/schemas/store.h"
 #include "zbkit/schemas/types.h"
 
 namespace zb {
 namespace {
-
-namespace fs = std::filesystem;
 
 using testing_support::RawDb;
 using testing_support::SchemaFile;
@@ -29,21 +26,7 @@ CostProfile TwoRanks() {
   return costs;
 }
 
-class StoreLayoutTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string pattern = ::testing::TempDir() + "zbkit_store_layout_test_XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-    path_ = dir_ + "/store.db";
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-  std::string dir_;
-  std::string path_;
-};
+using StoreLayoutTest = testing_support::StoreDirTest;
 
 TEST_F(StoreLayoutTest, LayoutAndClassRoundTripAndAbsentStaysAbsent) {
   ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path_));
