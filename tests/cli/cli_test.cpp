@@ -465,7 +465,9 @@ TEST_F(CliTest, TuneForTheJobsLayoutProposesOnlyWhatItCanReplay) {
     const std::string family = candidate["family"];
     const bool one_per_rank =
         family == "1f1b" || family == "zb-h1" || family == "zb-h2" || family == "zb-auto";
-    if (candidate["ok"]) EXPECT_EQ(candidate["other_layout"], !one_per_rank) << family;
+    if (candidate["ok"]) {
+      EXPECT_EQ(candidate["other_layout"], !one_per_rank) << family;
+    }
     others += candidate["other_layout"].get<bool>();
   }
   EXPECT_GT(others, 0);
