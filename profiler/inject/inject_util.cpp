@@ -52,7 +52,7 @@ bool IsLaunchLikeApi(std::string_view name) {
 
 int ClaimRank(const std::string& dir, int32_t rank) {
   const std::string path = dir + "/.rank" + std::to_string(rank) + ".lock";
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);  // the user's alone
   if (fd < 0) return -1;
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     ::close(fd);

@@ -2,7 +2,9 @@
 // sqlite.h on the sqlite3 C API.
 #include "zbkit/schemas/sqlite.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <string>
 #include <string_view>
@@ -172,7 +174,16 @@ Expected<Connection> Connection::Open(const std::string& path, OpenMode mode, st
   Connection conn;
   conn.state_->path = path;
   int flags = mode == OpenMode::kReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
-  if (mode == OpenMode::kReadWriteCreate) flags |= SQLITE_OPEN_CREATE;
+  if (mode == OpenMode::kReadWriteCreate) {
+    flags |= SQLITE_OPEN_CREATE;
+    // Stores and shards hold a job's timings and command lines: a file zbkit creates is the
+    // user's alone (0600; SQLite gives its -wal and -shm files the same mode). An existing file
+    // keeps its mode. An empty file is what SQLite would create itself.
+    const bool special = path.empty() || path[0] == ':' || path.rfind("file:", 0) == 0;
+    const int fd =
+        special ? -1 : ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) ::close(fd);
+  }
   if (no_mutex) flags |= SQLITE_OPEN_NOMUTEX;
   // A handle is returned even on failure; the Connection closes it.
   const int rc = sqlite3_open_v2(path.c_str(), &conn.state_->db, flags, nullptr);

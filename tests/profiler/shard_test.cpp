@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -136,6 +137,9 @@ TEST_F(ShardTest, CreateTruncatesAndPidNamesUnrankedProcess) {
   auto first = ReadShard(path);
   ASSERT_TRUE(first.ok()) << first.status().message();
   EXPECT_EQ(first->ranges.size(), 1u);
+  struct stat info {};
+  ASSERT_EQ(::stat(path.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u) << "a shard (timings, command line) is the user's alone";
   {
     auto writer = ShardWriter::Create(path, process, "test");
     ASSERT_TRUE(writer.ok());

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -189,6 +190,29 @@ TEST_F(StoreTest, NewStoreRecordsSchemaVersionAndUsesWal) {
               1)
         << table;
   }
+}
+
+// A store holds a job's timings and command lines: the files zbkit creates are the user's alone;
+// a file that already exists keeps the mode its owner gave it.
+TEST_F(StoreTest, NewStoreFilesAreTheUsersAlone) {
+  const std::string path = PathOf("private.db");
+  auto mode_of = [](const std::string& file) {
+    struct stat info {};
+    EXPECT_EQ(::stat(file.c_str(), &info), 0) << file;
+    return info.st_mode & 0777;
+  };
+  {
+    ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
+    ZB_ASSERT_OK_AND_ASSIGN(int64_t cluster, store.EnsureCluster({"local"}));
+    ASSERT_TRUE(store.EnsureJob(cluster, "job").ok());
+    EXPECT_EQ(mode_of(path), 0600u);
+    EXPECT_EQ(mode_of(path + "-wal"), 0600u);  // SQLite's own files follow the database's
+  }
+  const std::string shared = PathOf("shared.db");
+  { std::ofstream touch(shared); }
+  ASSERT_EQ(::chmod(shared.c_str(), 0644), 0);
+  { ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(shared)); }
+  EXPECT_EQ(mode_of(shared), 0644u);
 }
 
 TEST_F(StoreTest, ReopeningACurrentStoreChangesNothing) {
