@@ -232,8 +232,7 @@ void PrintOps(const std::vector<MeasuredOp>& ops, bool list_all, std::ostream& o
 }
 
 // The job's layout as the profile records it: what zb tune keeps to by default.
-void PrintLayout(const CostReport& report, std::ostream& out) {
-  const CostProfile costs = report.ToCostProfile();
+void PrintLayout(const CostProfile& costs, std::ostream& out) {
   if (!costs.layout) {
     out << "layout: unknown (give it to zb tune with --layout)\n";
     return;
@@ -249,7 +248,7 @@ void PrintText(const Analysis& analysis, const AnalysisSettings& settings,
   PrintStageTable(analysis.report, out);
   PrintComm(analysis.report, out);
   out << "memory: " << profiler::MemorySourceName(analysis.report.memory) << "\n";
-  PrintLayout(analysis.report, out);
+  PrintLayout(analysis.costs, out);
   for (const std::string& note : analysis.report.notes)
     out << "note: " << note << "\n";
   PrintOps(analysis.attribution.ops, settings.list_ops, out);

@@ -19,8 +19,9 @@ namespace zb::cli {
 namespace {
 
 // The traces of one FILE|DIR argument, in the format asked for (auto: a directory is shards).
-Status ReadOne(const std::string& path, const std::string& format_name,
-               std::vector<profiler::RawTrace>& traces, std::ostream& err) {
+Expected<std::vector<profiler::RawTrace>> ReadOne(const std::string& path,
+                                                  const std::string& format_name,
+                                                  std::ostream& err) {
   struct stat info {};
   const bool is_dir = ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
   const bool chrome_dir = is_dir && format_name == "chrome";
@@ -28,20 +29,12 @@ Status ReadOne(const std::string& path, const std::string& format_name,
     std::vector<std::string> skipped;
     auto read = chrome_dir ? profiler::ImportChromeTraceDirectory(path, skipped)
                            : profiler::ReadShardDirectory(path, skipped);
-    if (!read.ok()) return read.status();
     for (const std::string& problem : skipped)
       err << "zb import: warning: " << problem << "\n";
-    traces.insert(traces.end(), std::make_move_iterator(read->begin()),
-                  std::make_move_iterator(read->end()));
-    return Status::Ok();
+    return read;
   }
-  auto format = profiler::ParseTraceFormat(format_name);
-  if (!format.ok()) return format.status();
-  auto read = profiler::ImportTrace(path, *format);
-  if (!read.ok()) return read.status();
-  traces.insert(traces.end(), std::make_move_iterator(read->begin()),
-                std::make_move_iterator(read->end()));
-  return Status::Ok();
+  ZB_ASSIGN_OR_RETURN(profiler::TraceFormat format, profiler::ParseTraceFormat(format_name));
+  return profiler::ImportTrace(path, format);
 }
 
 }  // namespace
@@ -73,8 +66,10 @@ int RunImportCommand(const Args& args, std::ostream& out, std::ostream& err) {
   AnalysisInput input;
   for (const std::string& path : paths) {
     input.source += (input.source.empty() ? "" : " ") + path;
-    Status read = ReadOne(path, format_name, input.traces, err);
-    if (!read.ok()) return ReportError(err, command, read);
+    auto read = ReadOne(path, format_name, err);
+    if (!read.ok()) return ReportError(err, command, read.status());
+    input.traces.insert(input.traces.end(), std::make_move_iterator(read->begin()),
+                        std::make_move_iterator(read->end()));
   }
   input.run_kind = RunKind::kImport;
   input.command = input.source;

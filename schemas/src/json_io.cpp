@@ -343,8 +343,9 @@ Expected<CostProfile> ParseCostsJson(const std::string& text, const std::string&
   ZB_ASSIGN_OR_RETURN(json value, ParseJsonText(text, source));
   auto costs = ParseCostsObject(value, "", true);
   if (!costs.ok()) return costs.status().WithContext(source);
-  // What the reader's per-field checks cannot see (M_W against M_B), and the clock's limits.
-  ZB_RETURN_IF_ERROR(ValidateProfileToTune(*costs).WithContext(source));
+  // What the reader's per-field checks cannot see (M_W against M_B; the times were checked
+  // against the clock's limit as they were read).
+  ZB_RETURN_IF_ERROR(ValidateCostProfile(*costs).WithContext(source));
   return costs;
 }
 

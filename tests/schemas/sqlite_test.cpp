@@ -5,7 +5,6 @@
 #include "zbkit/schemas/sqlite.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "assert_ok.h"
+#include "store_dir.h"
 
 namespace zb::sqlite {
 namespace {
@@ -28,13 +28,10 @@ namespace fs = std::filesystem;
     ASSERT_TRUE(zb_status_.ok()) << zb_status_.message(); \
   } while (0)
 
-class SqliteTest : public ::testing::Test {
+class SqliteTest : public testing_support::StoreDirTest {
  protected:
   void SetUp() override {
-    std::string pattern = ::testing::TempDir() + "zbkit_sqlite_test_XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-    path_ = dir_ + "/t.db";
+    StoreDirTest::SetUp();
     ZB_ASSERT_OK_AND_ASSIGN(conn_, Connection::Open(path_, OpenMode::kReadWriteCreate, "open"));
     ZB_ASSERT_OK(conn_.UseWal("wal"));
     ZB_ASSERT_OK(conn_.EnableForeignKeys("fk"));
@@ -47,9 +44,8 @@ class SqliteTest : public ::testing::Test {
                    "schema"));
   }
   void TearDown() override {
-    conn_ = Connection();
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
+    conn_ = Connection();  // closed before its directory goes
+    StoreDirTest::TearDown();
   }
 
   int64_t Count(const char* sql) {
@@ -78,8 +74,6 @@ class SqliteTest : public ::testing::Test {
     return transaction.Commit("insert items");
   }
 
-  std::string dir_;
-  std::string path_;
   Connection conn_;
 };
 

@@ -6,7 +6,6 @@
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -27,6 +26,7 @@
 
 #include "assert_ok.h"
 #include "raw_db.h"
+#include "store_dir.h"
 #include "zbkit/schemas/types.h"
 #include "zbkit/schemas/validate.h"
 
@@ -137,18 +137,8 @@ Timeline MakeMeasuredTimeline() {
   return timeline;
 }
 
-class StoreTest : public ::testing::Test {
+class StoreTest : public testing_support::StoreDirTest {
  protected:
-  void SetUp() override {
-    std::string pattern = ::testing::TempDir() + "zbkit_store_test_XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-
   std::string PathOf(const std::string& name) const { return dir_ + "/" + name; }
 
   std::set<std::string> DirEntries() const {
@@ -166,8 +156,6 @@ class StoreTest : public ::testing::Test {
                             store.EnsureCluster(Cluster("node-a", "H100", "NVLink")));
     ZB_ASSERT_OK_AND_ASSIGN(*job_id, store.EnsureJob(cluster, "gpt-1b"));
   }
-
-  std::string dir_;
 };
 
 // ---- Creation and schema version -----------------------------------------------------------

@@ -547,8 +547,7 @@ int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
     // Where the cap is below what any order needs, say that rather than point at the table.
     const std::string below = tuner::CapBelowOneMicrobatch(
         request->costs, outcome->rows.empty() ? std::vector<double>{} : outcome->rows[0].caps,
-        std::max({2, request->options.interleave_chunks,
-                  request->options.layout ? request->options.layout->chunks : 1}));
+        tuner::MostChunks(request->options));
     if (!below.empty()) {
       return ReportError(err, command,
                          Infeasible("no schedule fits --mem-limit " +

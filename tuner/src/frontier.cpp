@@ -93,7 +93,7 @@ Expected<FrontierOutcome> ComputeFrontier(const TuneRequest& request,
   const TuneOptions& options = request.options;
   const int m = request.microbatches;
   if (m < 1) return UsageError("--microbatches must be >= 1, got " + std::to_string(m));
-  ZB_RETURN_IF_ERROR(CheckTuneSize(costs.num_stages(), m, std::max(2, options.interleave_chunks)));
+  ZB_RETURN_IF_ERROR(CheckTuneSize(costs.num_stages(), m, MostChunks(options)));
   FrontierOutcome outcome;
   outcome.frontier.microbatches = m;
   outcome.frontier.objective = ObjectiveName(options.objective);

@@ -141,6 +141,10 @@ std::string TorchClassFor(const JobLayout& layout) {
   return layout.chunks == 1 ? "Schedule1F1B" : "ScheduleInterleaved1F1B";
 }
 
+int MostChunks(const TuneOptions& options) {
+  return std::max({2, options.interleave_chunks, options.layout ? options.layout->chunks : 1});
+}
+
 Status CheckTuneSize(int ranks, int microbatches, int chunks) {
   if (ranks > kMaxRanks) {
     return UsageError("costs: " + std::to_string(ranks) + " stages, one per rank: more than the " +
@@ -164,9 +168,7 @@ Expected<TuneResult> Tune(const CostProfile& profile, int microbatches,
   if (microbatches < 1) {
     return UsageError("--microbatches must be >= 1, got " + std::to_string(microbatches));
   }
-  const int most_chunks =
-      std::max({2, options.interleave_chunks, options.layout ? options.layout->chunks : 1});
-  ZB_RETURN_IF_ERROR(CheckTuneSize(rank_costs.num_stages(), microbatches, most_chunks));
+  ZB_RETURN_IF_ERROR(CheckTuneSize(rank_costs.num_stages(), microbatches, MostChunks(options)));
   std::vector<std::string_view> families;
   const bool search = options.family == "search";
   if (options.family == "best" || search) {

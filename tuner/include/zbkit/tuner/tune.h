@@ -55,6 +55,10 @@ struct TuneOptions {
   SearchOptions search;
 };
 
+// The most stages per rank any candidate of `options` uses (V's 2, 1f1b-i's chunks, the job's
+// layout): what CheckTuneSize and the "below one microbatch" message count with.
+int MostChunks(const TuneOptions& options);
+
 struct Candidate {
   std::string family;
   Status status;             // why the family produced no schedule (then nothing below is set)
