@@ -13,3 +13,11 @@ if(ZBKIT_SANITIZE)
                       -fno-sanitize-recover=all)
   add_link_options(-fsanitize=${ZBKIT_SANITIZE})
 endif()
+
+# The fuzz build instruments every component for coverage; only the fuzz programs link libFuzzer.
+if(ZBKIT_BUILD_FUZZERS)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "ZBKIT_BUILD_FUZZERS needs clang (libFuzzer); scripts/fuzz.sh sets it up")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()

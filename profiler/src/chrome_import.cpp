@@ -246,10 +246,15 @@ std::optional<TimeNs> ToNs(const Number& number) {
   return MicrosecondsTextToNs(number.text);
 }
 
+// An integer field (an id, a byte count): `fallback` when absent or when the number written is
+// not one an int64 holds (1e300, found by tests/fuzz/fuzz_chrome_trace: casting it is undefined).
 int64_t IntOf(const Number& number, int64_t fallback) {
   if (!number.present) return fallback;
   if (!number.is_float) return number.integer;
-  return static_cast<int64_t>(std::strtod(number.text.c_str(), nullptr));
+  const double value = std::strtod(number.text.c_str(), nullptr);
+  // 2^63 exactly is the first double past INT64_MAX.
+  if (!(value >= -9223372036854775808.0 && value < 9223372036854775808.0)) return fallback;
+  return static_cast<int64_t>(value);
 }
 
 std::string Lower(std::string text) {

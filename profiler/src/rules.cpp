@@ -292,14 +292,14 @@ Expected<RuleSet> RuleSet::FromJson(const std::string& text, const std::string& 
     const json& rule = (*list)[i];
     const std::string where = source + ": " + prefix + "[" + std::to_string(i) + "]";
     if (!rule.is_object()) return InvalidInput(where + ": expected an object");
-    for (const auto& [key, value] : rule.items()) {
+    for (const auto& item : rule.items()) {
       static const char* const kKeys[] = {"regex",      "kind",   "stage",     "chunk",
                                           "microbatch", "domain", "direction", "comment"};
+      const std::string& key = item.key();
       if (std::find_if(std::begin(kKeys), std::end(kKeys),
                        [&](const char* known) { return key == known; }) == std::end(kKeys)) {
         return InvalidInput(where + ": unknown field \"" + key + "\"");
       }
-      (void)value;
     }
     CompiledRule compiled;
     if (!rule.contains("regex") || !rule["regex"].is_string() ||

@@ -195,6 +195,28 @@ Status Store::Impl::Migrate(std::string_view what) {
   return transaction.Commit(what);
 }
 
+namespace {
+
+// Before an older store is migrated, a copy of it as it was: "<path>.v<N>.bak" (docs/store.md
+// §2). VACUUM INTO writes a consistent snapshot even while other processes use the store, and
+// refuses to overwrite: a backup already there (another process migrating at the same moment,
+// or an earlier attempt) is kept as it is.
+Status BackUpBeforeMigration(const sqlite::Connection& conn, const std::string& path,
+                             int64_t version, const std::string& what) {
+  const std::string backup = path + ".v" + std::to_string(version) + ".bak";
+  struct stat info;
+  if (::stat(backup.c_str(), &info) == 0) return Status::Ok();
+  ZB_ASSIGN_OR_RETURN(sqlite::Statement stmt,
+                      conn.Prepare("VACUUM INTO ?1", what + ": back up before migrating"));
+  stmt.BindText(1, backup);
+  const Status copied = stmt.Run(what + ": back up to " + backup + " before migrating");
+  if (!copied.ok() && ::stat(backup.c_str(), &info) != 0) return copied;
+  // Another process wrote the same backup between the check and the copy: keep it.
+  return Status::Ok();
+}
+
+}  // namespace
+
 Expected<Store> Store::Open(const std::string& path, Mode mode) {
   if (path.empty()) return UsageError("store path is empty");
   const bool read_only = mode == Mode::kReadOnly;
@@ -227,6 +249,9 @@ Expected<Store> Store::Open(const std::string& path, Mode mode) {
   if (!read_only) ZB_RETURN_IF_ERROR(impl->conn.UseWal(what + ": set WAL journal"));
   ZB_RETURN_IF_ERROR(impl->conn.EnableForeignKeys(what + ": enable foreign keys"));
 
+  if (header.version != 0 && header.version < kSchemaVersion) {
+    ZB_RETURN_IF_ERROR(BackUpBeforeMigration(impl->conn, path, header.version, what));
+  }
   if (header.version < kSchemaVersion) ZB_RETURN_IF_ERROR(impl->Migrate(what));
   impl->schema_version = kSchemaVersion;
   return Store(std::move(impl));

@@ -155,6 +155,9 @@ TEST(CostsJsonTest, BadInputNamesTheField) {
   EXPECT_NE(nan.find("c.json: not valid JSON"), std::string::npos) << nan;
   EXPECT_NE(nan.find("NaN and Infinity are not valid JSON numbers"), std::string::npos) << nan;
   EXPECT_NE(ErrorOf("{\"format\": ").find("c.json: not valid JSON"), std::string::npos);
+  // A number no double holds is an error, not an exception (found by tests/fuzz/fuzz_costs).
+  EXPECT_EQ(ErrorOf(R"({"format": "zb-costs/1", "comm": 1e999, "stages": []})"),
+            "c.json: not valid JSON: number overflow parsing '1e999'");
 }
 
 // What a field alone cannot show (M_W against M_B) and what the nanosecond clock cannot hold are

@@ -738,6 +738,27 @@ TEST_F(StoreTest, VersionOneStoreWithTimelineMigratesToVersionTwo) {
   RawDb raw(path);
   raw.Exec("PRAGMA foreign_keys = ON; DELETE FROM timelines WHERE id = 7");
   EXPECT_EQ(raw.Int("SELECT count(*) FROM timeline_ops"), 4);
+
+  // The store as it was before the migration is kept beside it, still version 1 with its
+  // timeline.
+  RawDb old(path + ".v1.bak");
+  EXPECT_EQ(old.Int("PRAGMA user_version"), 1);
+  EXPECT_EQ(old.Int("SELECT count(*) FROM timeline_ops WHERE timeline_id = 7"), 3);
+  EXPECT_EQ(old.Text("PRAGMA integrity_check"), "ok");
+}
+
+// A backup of that version already there (another process migrating at the same moment, an
+// earlier attempt) is kept as it is, and the migration goes on.
+TEST_F(StoreTest, MigrationKeepsAnExistingBackup) {
+  const std::string path = PathOf("v1.db");
+  MakeVersionOneStoreWithTimeline(path);
+  {
+    std::ofstream marker(path + ".v1.bak");
+    marker << "kept";
+  }
+  ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
+  EXPECT_EQ(store.schema_version(), Store::kSchemaVersion);
+  EXPECT_EQ(ReadBytes(path + ".v1.bak"), "kept");
 }
 
 // Step 2 fails half way (its new table's name is taken): the store stays at version 1, data and
