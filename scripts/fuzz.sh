@@ -51,6 +51,8 @@ fuzz_one() {
   local target="$1" corpus="$build_dir/corpus/$1" findings="$build_dir/findings/$1"
   mkdir -p "$corpus" "$findings"
   cp -n "$root/tests/fuzz/corpus/$target"/* "$corpus"/ 2>/dev/null || true
+  # Real PyTorch profiler traces (cut at -max_len: a cut gzip stream is an input too).
+  if [ "$target" = trace_file ]; then cp -n "$root"/tests/data/traces/*.json.gz "$corpus"/; fi
   local status=0
   # Leak checking stays on; the 2 GiB RSS cap and 25 s per input turn a blow-up into a finding.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \

@@ -55,7 +55,9 @@ int RunReplayCommand(const Args& args, std::ostream& out, std::ostream& err) {
   auto schedule = LoadScheduleFromArguments(values);
   if (!schedule.ok()) return ReportError(err, command_name, schedule.status());
   auto csv = tuner::ExportTorchCsv(*schedule, tuner::TorchCsvFormat::kComputeOnly);
-  if (!csv.ok()) return ReportError(err, command_name, csv.status());
+  if (!csv.ok()) {
+    return ReportError(err, command_name, csv.status().WithContext(ScheduleSourceName(values)));
+  }
   auto hook = TorchHookDirectory();
   if (!hook.ok()) return ReportError(err, command_name, hook.status());
 

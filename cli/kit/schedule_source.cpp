@@ -31,4 +31,12 @@ Expected<Schedule> LoadScheduleFromArguments(const po::variables_map& values) {
   return store.LoadSchedule(values["schedule"].as<int64_t>());
 }
 
+std::string ScheduleSourceName(const po::variables_map& values) {
+  if (values.count("file")) return values["file"].as<std::string>();
+  std::string name = values.count("store") ? values["store"].as<std::string>() : "";
+  if (values.count("schedule"))
+    name += " schedule " + std::to_string(values["schedule"].as<int64_t>());
+  return name;
+}
+
 }  // namespace zb::cli

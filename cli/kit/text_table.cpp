@@ -17,11 +17,15 @@ void TextTable::Render(std::ostream& out) const {
   measure(header_);
   for (const auto& row : rows_)
     measure(row);
+  const size_t last = width.size() - 1;
+  if (last_column_text_) width[last] = header_.empty() ? 0 : header_[last].size();
   auto print = [&](const std::vector<std::string>& row) {
     for (size_t i = 0; i < width.size(); ++i) {
       const std::string cell = i < row.size() ? row[i] : "";
       if (i) out << "  ";
-      if (i == 0) {
+      if (last_column_text_ && i == last) {
+        out << cell;
+      } else if (i == 0) {
         out << std::left << std::setw(static_cast<int>(width[i])) << cell;
       } else {
         out << std::right << std::setw(static_cast<int>(width[i])) << cell;

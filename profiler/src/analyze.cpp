@@ -1,10 +1,49 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "zbkit/profiler/analyze.h"
 
+#include <algorithm>
+#include <map>
+#include <utility>
+#include <vector>
+
 #include "zbkit/profiler/shard.h"
 #include "zbkit/schemas/store.h"
 
 namespace zb::profiler {
+namespace {
+
+// Why nothing was recognized, in one line: no traces, traces without ranges, or ranges whose
+// names the rules do not know; then the most frequent names, which are what a --rules file maps
+// (docs/range-names.md).
+Status NothingRecognized(const std::vector<RawTrace>& traces, const Analysis& analysis) {
+  std::string message = std::string(kNoPipelineOps) + " in " + analysis.source + ": ";
+  if (analysis.processes == 0) return InvalidInput(message + "it holds no traces");
+  message += std::to_string(analysis.processes) + " process(es), " +
+             std::to_string(analysis.ranges) + " ranges";
+  if (analysis.ranges == 0) {
+    return InvalidInput(message + ", none with a name to map (was the job's profiler on?)");
+  }
+  std::map<std::string, int64_t> count_by_name;
+  for (const RawTrace& trace : traces) {
+    for (const TraceRange& range : trace.ranges)
+      ++count_by_name[range.name];
+  }
+  std::vector<std::pair<int64_t, std::string>> frequent;
+  for (const auto& [name, count] : count_by_name)
+    frequent.emplace_back(-count, name);
+  std::sort(frequent.begin(), frequent.end());
+  constexpr size_t kShown = 5;
+  message += "; most frequent names:";
+  for (size_t i = 0; i < std::min(kShown, frequent.size()); ++i) {
+    std::string name = frequent[i].second;
+    if (name.size() > 60) name = name.substr(0, 57) + "...";
+    message += std::string(i == 0 ? " " : ", ") + "\"" + name + "\" x" +
+               std::to_string(-frequent[i].first);
+  }
+  return InvalidInput(message + "; give --rules FILE to map range names to F/B/W/BW");
+}
+
+}  // namespace
 
 Expected<Analysis> Analyze(const std::vector<RawTrace>& traces, const std::string& source,
                            const AnalyzeSettings& settings) {
@@ -15,12 +54,7 @@ Expected<Analysis> Analyze(const std::vector<RawTrace>& traces, const std::strin
     analysis.ranges += trace.ranges.size();
   ZB_ASSIGN_OR_RETURN(analysis.attribution,
                       Attribute(traces, settings.rules, settings.attribution));
-  if (analysis.attribution.ops.empty()) {
-    return InvalidInput(std::string(kNoPipelineOps) + " in " + source + " (" +
-                        std::to_string(analysis.processes) + " process(es), " +
-                        std::to_string(analysis.ranges) +
-                        " ranges; give --rules FILE to map range names to F/B/W/BW)");
-  }
+  if (analysis.attribution.ops.empty()) return NothingRecognized(traces, analysis);
   auto built = BuildCostReport(analysis.attribution, settings.costs);
   if (!built.ok()) return built.status().WithContext(source);
   analysis.report = std::move(built).value();

@@ -147,7 +147,13 @@ class ChromeSax {
     return true;
   }
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) {
-    error = "not valid JSON at byte " + std::to_string(position) + ": " + e.what();
+    // nlohmann's text starts with "[json.exception.parse_error.101] parse error at ...".
+    std::string what = e.what();
+    if (const size_t end = what.find("] ");
+        what.rfind("[json.exception", 0) == 0 && end != std::string::npos) {
+      what = what.substr(end + 2);
+    }
+    error = "not valid JSON at byte " + std::to_string(position) + ": " + what;
     return false;
   }
 
@@ -332,7 +338,17 @@ Expected<std::string> ReadMaybeGzipFile(const std::string& path) {
     if (n == 0) break;
     content.append(buffer.data(), static_cast<size_t>(n));
   }
+  // zlib hands over what it could inflate of a gzip stream that stops early and says so only
+  // here: a copy cut short or a file still being written.
+  int code = Z_OK;
+  gzerror(file, &code);
+  const bool compressed = gzdirect(file) == 0;
   gzclose(file);
+  if (compressed && code == Z_BUF_ERROR) {
+    return InvalidInput(path + ": the gzip stream is cut short after " +
+                        std::to_string(content.size()) +
+                        " bytes of trace (a partial copy, or a file still being written)");
+  }
   return content;
 }
 

@@ -391,6 +391,9 @@ Expected<HopMeasurement> ParseHopsJson(const std::string& text, const std::strin
       measurement.hops.push_back(
           {static_cast<int32_t>(from), static_cast<int32_t>(to), MsToNs(ms)});
     }
+    // The pairs (ranks that differ, none twice): checked here too, so that a bad file is refused
+    // before a store is opened or created for it.
+    ZB_RETURN_IF_ERROR(ValidateHopMeasurement(measurement));
     return measurement;
   };
   auto measurement = parse();

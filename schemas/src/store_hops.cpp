@@ -3,13 +3,13 @@
 // migration 007). `zb rehearse --store` records them, `zb tune --comm cluster` reads the latest.
 #include <cstdint>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "store_impl.h"
 #include "zbkit/schemas/store.h"
+#include "zbkit/schemas/validate.h"
 
 namespace zb {
 namespace {
@@ -20,27 +20,8 @@ using sqlite::Statement;
 Status CheckRecordable(const Store::Impl& impl, const HopMeasurement& measurement,
                        std::string_view what) {
   if (measurement.cluster.empty()) return impl.Invalid(what, "cluster is empty");
-  if (measurement.message_bytes < 1) {
-    return impl.Invalid(
-        what, "message_bytes must be >= 1, got " + std::to_string(measurement.message_bytes));
-  }
-  if (measurement.source.empty()) return impl.Invalid(what, "source is empty");
-  if (measurement.hops.empty()) return impl.Invalid(what, "hops is empty");
-  std::set<std::pair<int32_t, int32_t>> seen;
-  for (size_t i = 0; i < measurement.hops.size(); ++i) {
-    const MeasuredHop& hop = measurement.hops[i];
-    const std::string where = "hops[" + std::to_string(i) + "]";
-    if (hop.from_rank < 0 || hop.to_rank < 0 || hop.from_rank == hop.to_rank) {
-      return impl.Invalid(what, where + ": ranks must be >= 0 and differ, got " +
-                                    std::to_string(hop.from_rank) + " -> " +
-                                    std::to_string(hop.to_rank));
-    }
-    if (hop.time < 0) return impl.Invalid(what, where + ".time must be >= 0");
-    if (!seen.insert({hop.from_rank, hop.to_rank}).second) {
-      return impl.Invalid(what, where + ": the pair " + std::to_string(hop.from_rank) + " -> " +
-                                    std::to_string(hop.to_rank) + " appears twice");
-    }
-  }
+  const Status valid = ValidateHopMeasurement(measurement);
+  if (!valid.ok()) return impl.Invalid(what, valid.message());
   return Status::Ok();
 }
 

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -152,6 +153,30 @@ Status ValidateSchedule(const Schedule& schedule) {
                               "].ops: missing " + OpName(static_cast<OpKind>(kind), stage, mb));
         }
       }
+    }
+  }
+  return Status::Ok();
+}
+
+Status ValidateHopMeasurement(const HopMeasurement& measurement) {
+  if (measurement.message_bytes < 1) {
+    return InvalidInput("message_bytes must be >= 1, got " +
+                        std::to_string(measurement.message_bytes));
+  }
+  if (measurement.source.empty()) return InvalidInput("source is empty");
+  if (measurement.hops.empty()) return InvalidInput("hops is empty");
+  std::set<std::pair<int32_t, int32_t>> seen;
+  for (size_t i = 0; i < measurement.hops.size(); ++i) {
+    const MeasuredHop& hop = measurement.hops[i];
+    const std::string where = "hops[" + std::to_string(i) + "]";
+    if (hop.from_rank < 0 || hop.to_rank < 0 || hop.from_rank == hop.to_rank) {
+      return InvalidInput(where + ": ranks must be >= 0 and differ, got " +
+                          std::to_string(hop.from_rank) + " -> " + std::to_string(hop.to_rank));
+    }
+    if (hop.time < 0) return InvalidInput(where + ".time must be >= 0");
+    if (!seen.insert({hop.from_rank, hop.to_rank}).second) {
+      return InvalidInput(where + ": the pair " + std::to_string(hop.from_rank) + " -> " +
+                          std::to_string(hop.to_rank) + " appears twice");
     }
   }
   return Status::Ok();

@@ -69,6 +69,34 @@ TEST(Analyze, NothingRecognizedKeepsTheExactError) {
       << analysis.status().message();
 }
 
+// What a user needs to write --rules: the most frequent range names, with their counts; no
+// --rules advice where there is nothing to map (no traces, or traces without ranges).
+TEST(Analyze, NothingRecognizedSaysWhatThereWas) {
+  std::vector<RawTrace> traces(2);
+  for (int i = 0; i < 7; ++i)
+    traces[i % 2].ranges.push_back({"fwd_chunk", "", 1, i, i + 1, 0});
+  for (int i = 0; i < 3; ++i)
+    traces[0].ranges.push_back({"bwd_chunk", "", 1, i, i + 1, 0});
+  traces[1].ranges.push_back({"optimizer.step", "", 1, 0, 100, 0});
+  auto named = Analyze(traces, "job", {});
+  ASSERT_FALSE(named.ok());
+  EXPECT_EQ(named.status().message(),
+            std::string(kNoPipelineOps) +
+                " in job: 2 process(es), 11 ranges; most frequent names: \"fwd_chunk\" x7, "
+                "\"bwd_chunk\" x3, \"optimizer.step\" x1; give --rules FILE to map range names "
+                "to F/B/W/BW");
+
+  auto none = Analyze({}, "empty/", {});
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().message(),
+            std::string(kNoPipelineOps) + " in empty/: it holds no traces");
+
+  auto bare = Analyze(std::vector<RawTrace>(1), "bare", {});
+  ASSERT_FALSE(bare.ok());
+  EXPECT_EQ(bare.status().message().find("--rules"), std::string::npos) << bare.status().message();
+  EXPECT_NE(bare.status().message().find("0 ranges"), std::string::npos);
+}
+
 TEST(Analyze, SkippingEveryIterationFailsNamingTheSource) {
   AnalyzeSettings settings;
   settings.costs.skip_iters = 1000;

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -155,6 +156,34 @@ std::string SmallKinetoTrace(bool bare_array) {
                         {"baseTimeNanoseconds", 1700000000000000000LL},
                         {"traceEvents", events}};
   return doc.dump();
+}
+
+// A gzip trace cut short (a partial copy) is called that, not a JSON error at some byte; a
+// plain file cut short is a JSON error without nlohmann's internal prefix.
+TEST(ChromeImport, CutTracesSayWhatIsWrong) {
+  TempDir dir;
+  WriteGzip(dir.Path("whole.json.gz"), SmallKinetoTrace(false));
+  std::string bytes;
+  {
+    std::ifstream in(dir.Path("whole.json.gz"), std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_GT(bytes.size(), 100u);
+  WriteText(dir.Path("cut.json.gz"), bytes.substr(0, bytes.size() / 2));
+  auto cut = ImportTrace(dir.Path("cut.json.gz"));
+  ASSERT_FALSE(cut.ok());
+  EXPECT_EQ(cut.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(cut.status().message().find(dir.Path("cut.json.gz") + ": the gzip stream is cut short"),
+            std::string::npos)
+      << cut.status().message();
+
+  const std::string text = SmallKinetoTrace(false);
+  WriteText(dir.Path("cut.json"), text.substr(0, text.size() / 2));
+  auto plain = ImportTrace(dir.Path("cut.json"));
+  ASSERT_FALSE(plain.ok());
+  EXPECT_NE(plain.status().message().find("not valid JSON at byte"), std::string::npos);
+  EXPECT_EQ(plain.status().message().find("[json.exception"), std::string::npos)
+      << plain.status().message();
 }
 
 TEST(ChromeImport, WrittenTracePlainAndGzip) {

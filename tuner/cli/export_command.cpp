@@ -128,7 +128,9 @@ int RunExportCommand(const Args& args, std::ostream& out, std::ostream& err) {
         : format == "torch-csv-legacy" ? tuner::TorchCsvFormat::kLegacyComputeOnly
                                        : tuner::TorchCsvFormat::kComputeComms;
     auto csv = tuner::ExportTorchCsv(*schedule, torch_format);
-    if (!csv.ok()) return ReportError(err, command, csv.status());
+    if (!csv.ok()) {
+      return ReportError(err, command, csv.status().WithContext(ScheduleSourceName(values)));
+    }
     content = std::move(*csv);
   }
   std::string titan;

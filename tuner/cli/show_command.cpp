@@ -73,7 +73,9 @@ int RunShowCommand(const Args& args, std::ostream& out, std::ostream& err) {
   // Re-simulate: a file may carry no times, and the per-rank figures come from the simulator.
   tuner::Simulator simulator;
   Status simulated = simulator.Run(schedule);
-  if (!simulated.ok()) return ReportError(err, command, simulated);
+  if (!simulated.ok()) {
+    return ReportError(err, command, simulated.WithContext(ScheduleSourceName(values)));
+  }
   const Prediction& predicted = *schedule.predicted;
   // T/LB divides by the bound under the cap the schedule was tuned for (docs/bubbles.md §4), as
   // zb tune and zbview do: the store keeps it; a zb-schedule/1 file does not, and then the bound

@@ -50,6 +50,7 @@ void PrintTable(const TuneOutcome& outcome, std::ostream& out) {
     header.push_back(column);
   header.push_back("fits");
   TextTable table(header);
+  table.SetLastColumnText();  // "yes", "no" or "n/a: why"
   for (int i = 0; i < static_cast<int>(outcome.rows.size()); ++i) {
     const ComparisonRow& row = outcome.rows[i];
     const std::string name =

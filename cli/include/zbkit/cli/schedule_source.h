@@ -14,6 +14,8 @@ void AddScheduleSourceOptions(po::options_description& options,
                               po::positional_options_description& positional);
 // Loads the schedule those options name; kUsage when they name none or two.
 Expected<Schedule> LoadScheduleFromArguments(const po::variables_map& values);
+// How errors about that schedule name it: the FILE, or "DB schedule ID".
+std::string ScheduleSourceName(const po::variables_map& values);
 
 }  // namespace zb::cli
 

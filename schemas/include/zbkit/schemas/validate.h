@@ -33,6 +33,12 @@ Status ValidateProfileToTune(const CostProfile& costs);
 // Errors name the path, e.g. `ranks[1].ops[7]: duplicate W of stage 1 microbatch 3`.
 Status ValidateSchedule(const Schedule& schedule);
 
+// A hop measurement as zb-hops/1 and the store take it: message_bytes >= 1, a source, at least
+// one hop, and per hop ranks >= 0 that differ, a time >= 0, no (from, to) pair twice. Errors name
+// the field, e.g. `hops[2]: ranks must be >= 0 and differ, got 1 -> 1`. (The cluster is the
+// store's to check: a file does not name it.)
+Status ValidateHopMeasurement(const HopMeasurement& measurement);
+
 }  // namespace zb
 
 #endif  // ZBKIT_SCHEMAS_VALIDATE_H_
