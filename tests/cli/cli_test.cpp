@@ -784,6 +784,11 @@ TEST_F(CliTest, MalformedInputsGetOneLineErrorsAndWriteNothing) {
        R"({"format": "zb-hops/1", "message_bytes": 1024, "source": "x", "hops": [{"from": 0, "to": 0, "ms": 0.1}]})",
        "costs record-hops --store out.db {}", 1, "costs record-hops",
        "h.json: hops[0]: ranks must be >= 0 and differ, got 0 -> 0"},
+      {"orders/index.json",
+       R"({"format": "zb-torch-orders/1", "schedules": [{"name": "Schedule1F1B", "csv": "../s.json"}]})",
+       "tune --costs " + costs + " -m 4 --mem-limit 2x --torch-orders orders -o out.json", 1,
+       "tune",
+       R"(index.json: torch:Schedule1F1B: "csv" must name a file in orders, got "../s.json")"},
       {"x.db", "not a store\n", "list --store {}", 1, "list",
        "x.db: open store: read schema version: file is not a database"},
       {"x.db", PatchedStore(store, Store::kSchemaVersion, 42), "list --store {}", 1, "list",
@@ -797,6 +802,7 @@ TEST_F(CliTest, MalformedInputsGetOneLineErrorsAndWriteNothing) {
     if (bad.name.back() == '/') {
       fs::create_directories(input);
     } else {
+      fs::create_directories(input.parent_path());
       std::ofstream(input, std::ios::binary) << bad.content;
     }
     Result result = Zb(Replace(bad.args, "{}", bad.name), dir_);

@@ -219,8 +219,13 @@ Expected<std::vector<std::pair<std::string, Expected<Schedule>>>> ReadTorchOrder
     if (!entry.contains("csv") || !entry["csv"].is_string()) {
       return InvalidInput(index.string() + ": " + name + " has neither \"csv\" nor \"error\"");
     }
-    const std::filesystem::path csv_path =
-        std::filesystem::path(dir) / entry["csv"].get<std::string>();
+    // A file of DIR itself: a name from the index never reaches outside it ("../x", "/etc/x").
+    const std::string csv = entry["csv"].get<std::string>();
+    if (csv.empty() || csv == "." || csv == ".." || csv.find('/') != std::string::npos) {
+      return InvalidInput(index.string() + ": " + name + ": \"csv\" must name a file in " + dir +
+                          ", got \"" + csv + "\"");
+    }
+    const std::filesystem::path csv_path = std::filesystem::path(dir) / csv;
     std::ifstream csv_in(csv_path);
     if (!csv_in) return NotFound(csv_path.string() + ": cannot read");
     std::ostringstream text;

@@ -192,3 +192,20 @@ def test_replay_usage_errors():
     done = zb("replay", "--store", "nowhere.db")
     assert done.returncode == 2
     assert done.stderr.startswith("zb replay: ") and done.stderr.count("\n") == 1
+
+
+def test_startup_hook_is_inert_unless_zbkit_launched_the_job():
+    """The hook directory on PYTHONPATH alone (no ZBKIT_SCHEDULE, ZBKIT_TORCH_PROFILE or
+    ZBKIT_MEMORY_REPORT, which only zbkit's launchers set) imports nothing: a Python process that
+    inherits the path by accident runs untouched."""
+    probe = "import sys; print(sorted(m for m in ('zbkit', 'torch') if m in sys.modules))"
+    env = job_env(PYTHONPATH=str(HOOK_DIR))
+    env.pop("ZBKIT_MEMORY_REPORT", None)
+    done = run([sys.executable, "-c", probe], env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]" and done.stderr == ""
+    # The same process launched as zbkit launches it activates the shim (the import hook).
+    env["ZBKIT_MEMORY_REPORT"] = "/nonexistent-zbkit-dir"
+    done = run([sys.executable, "-c", probe], env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['zbkit']"
