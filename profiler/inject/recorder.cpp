@@ -32,7 +32,8 @@ pthread_mutex_t g_create_mutex = PTHREAD_MUTEX_INITIALIZER;
 // Set in a forked child: the parent keeps its rank's shard, the child writes a pid shard.
 bool g_forked_child = false;
 
-// Signal chaining (SIGTERM, SIGINT). Written once, before the handler is installed.
+// Signal chaining (SIGTERM, SIGINT, SIGSEGV, SIGABRT, SIGBUS). Written once, before the handler
+// is installed.
 struct sigaction g_previous[NSIG];
 bool g_handles[NSIG];
 int64_t g_signal_flush_ms = 2000;
@@ -80,7 +81,10 @@ void InstallSignalHandlers() {
   if (installed) return;
   installed = true;
   g_signal_flush_ms = std::max<int64_t>(0, EnvInt64("ZBKIT_SIGNAL_FLUSH_MS", 2000));
-  for (int sig : {SIGTERM, SIGINT}) {
+  // SIGTERM/SIGINT: a launcher stopping the job. SIGSEGV/SIGABRT/SIGBUS: the job crashing; its
+  // last records are often what explains the crash, and the process still dies by the signal
+  // (the default action re-raised, or the job's own handler, e.g. faulthandler, called).
+  for (int sig : {SIGTERM, SIGINT, SIGSEGV, SIGABRT, SIGBUS}) {
     struct sigaction action {};
     action.sa_sigaction = OnSignal;
     sigemptyset(&action.sa_mask);
@@ -125,10 +129,16 @@ DomainTable& Domains() {
 // ---- ThreadState ------------------------------------------------------------------------------
 
 ThreadState::ThreadState(Recorder* owner, int32_t thread_id)
-    : recorder(owner), tid(thread_id), ring(Recorder::kRingEvents), names(&Names()) {
+    : recorder(owner), tid(thread_id), ring(Recorder::RingEvents()), names(&Names()) {
   stacks.resize(4);
   for (auto& stack : stacks)
     stack.reserve(64);
+}
+
+uint32_t Recorder::RingEvents() {
+  static const uint32_t events = static_cast<uint32_t>(
+      std::clamp<int64_t>(EnvInt64("ZBKIT_RING_EVENTS", kRingEvents), 2, kRingEvents));
+  return events;
 }
 
 void ThreadState::GrowStacks(uint16_t domain) {

@@ -115,6 +115,9 @@ struct ThreadState {
 class Recorder {
  public:
   static constexpr uint32_t kRingEvents = 32768;  // 1 MiB per recording thread
+  // Events per thread ring: kRingEvents, or ZBKIT_RING_EVENTS (2 .. kRingEvents) for tests that
+  // make the rings overflow on purpose.
+  static uint32_t RingEvents();
   static constexpr size_t kCuptiBufferBytes = size_t{4} << 20;
   static constexpr size_t kMaxCuptiBuffers = 32;  // 128 MiB: past it, CUPTI drops
   static constexpr size_t kMaxOpenStartRanges = size_t{1} << 20;

@@ -59,6 +59,16 @@ Expected<Analysis> Analyze(const std::vector<RawTrace>& traces, const std::strin
   if (!built.ok()) return built.status().WithContext(source);
   analysis.report = std::move(built).value();
   analysis.costs = analysis.report.ToCostProfile();
+  // Records a process could not keep (the injection library's rings or CUPTI's buffers full):
+  // the costs stand on what was kept, and the user is told where.
+  for (const RawTrace& trace : traces) {
+    if (trace.dropped_records <= 0) continue;
+    const std::string who = trace.process.rank >= 0 ? "rank " + std::to_string(trace.process.rank)
+                                                    : "pid " + std::to_string(trace.process.pid);
+    analysis.report.notes.push_back(
+        who + " lost " + std::to_string(trace.dropped_records) +
+        " records (the profiler's buffers were full): the costs come from what was kept");
+  }
   return analysis;
 }
 

@@ -3,6 +3,7 @@
 // libzbkit_inject.so as its NVTX tool and CUDA injection, exactly as `zb profile` would start it,
 // then every process's shard read back with ReadShard.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -11,6 +12,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "job_truth.h"
@@ -383,6 +385,87 @@ TEST(NvtxEndToEndTest, SigtermMidRunKeepsWhatWasRecordedAndStillKills) {
     last_end = std::max(last_end, r.end);
   EXPECT_GT(last_end, killed_at - 300 * int64_t{1000000})
       << "last range ended " << (killed_at - last_end) / 1000000 << " ms before the signal";
+}
+
+// The job crashing (SIGSEGV, SIGABRT, SIGBUS) under the profiler: it dies by the same signal with
+// the same output as without it, and what it recorded before the crash is in the shard. The run
+// is far shorter than the 1 s periodic flush: only the flush on the signal can have written it.
+TEST(NvtxEndToEndTest, CrashingJobKeepsItsRecordsAndDiesByTheSameSignal) {
+  const std::pair<const char*, int> crashes[] = {
+      {"segv", SIGSEGV}, {"abort", SIGABRT}, {"bus", SIGBUS}};
+  for (const auto& [kind, sig] : crashes) {
+    SCOPED_TRACE(kind);
+    const std::vector<std::string> argv = {kJob, "--iters", "2", "--crash", kind};
+    const ProcessResult plain = RunProcess(argv, {{"RANK", "0"}});
+    ASSERT_EQ(plain.signal(), sig);
+    TempDir dir;
+    const ProcessResult profiled = RunProcess(argv, ToolEnv(dir.path(), {{"RANK", "0"}}));
+    EXPECT_EQ(profiled.signal(), sig);
+    EXPECT_EQ(profiled.out, plain.out);
+    EXPECT_EQ(profiled.err, plain.err);
+    const RawTrace trace = MustRead(dir.path() + "/rank0.zbshard");
+    ExpectWellFormed(trace);
+    EXPECT_EQ(Named(trace, "iter_0_").size(), 2U);  // both iterations, up to the crash
+    EXPECT_EQ(Named(trace, "F").size(), 8U);
+    EXPECT_TRUE(Named(trace, "crash_site").empty());  // open when it crashed: never ended
+  }
+}
+
+// SIGKILL cannot be caught: what the periodic flush (about every second) wrote stays readable.
+TEST(NvtxEndToEndTest, SigkilledJobKeepsWhatWasFlushed) {
+  const std::vector<std::string> argv = {kJob, "--iters", "80", "--crash", "kill"};
+  TempDir dir;
+  const ProcessResult profiled = RunProcess(argv, ToolEnv(dir.path(), {{"RANK", "0"}}));
+  EXPECT_EQ(profiled.signal(), SIGKILL);
+  EXPECT_EQ(profiled.err, "");
+  const RawTrace trace = MustRead(dir.path() + "/rank0.zbshard");
+  ExpectWellFormed(trace);
+  EXPECT_GT(Named(trace, "iter_0_").size(), 10U) << "80 iterations of about 20 ms: a flush or more";
+}
+
+// A thread that ends with ranges open: the job is unharmed, the ranges it closed are kept, the
+// two it never closed are not invented an end.
+TEST(NvtxEndToEndTest, ThreadEndingWithOpenRangesLeavesAWellFormedShard) {
+  const std::vector<std::string> argv = {kJob, "--iters", "1", "--open-thread-ranges"};
+  const ProcessResult plain = RunProcess(argv, {{"RANK", "0"}});
+  TempDir dir;
+  const ProcessResult profiled = RunProcess(argv, ToolEnv(dir.path(), {{"RANK", "0"}}));
+  EXPECT_EQ(profiled.exit_code(), 0);
+  EXPECT_EQ(profiled.out, plain.out);
+  EXPECT_EQ(profiled.err, "");
+  const RawTrace trace = MustRead(dir.path() + "/rank0.zbshard");
+  ExpectWellFormed(trace);
+  EXPECT_EQ(Named(trace, "closed_inside").size(), 1U);
+  EXPECT_TRUE(Named(trace, "left_open").empty());
+  EXPECT_EQ(Named(trace, "iter_0_").size(), 1U);
+}
+
+// Rings too small for what a thread records (ZBKIT_RING_EVENTS=16, 100,000 ranges in a burst):
+// the job is unharmed, the events that did not fit are counted in the shard, and zb import
+// says which rank lost how many.
+TEST(NvtxEndToEndTest, OverflowingRingsCountAndReportTheLostRecords) {
+  const std::vector<std::string> argv = {kJob, "--iters", "2", "--burst", "100000"};
+  const ProcessResult plain = RunProcess(argv, {{"RANK", "0"}});
+  TempDir dir;
+  const ProcessResult profiled =
+      RunProcess(argv, ToolEnv(dir.path(), {{"RANK", "0"}, {"ZBKIT_RING_EVENTS", "16"}}));
+  EXPECT_EQ(profiled.exit_code(), 0);
+  EXPECT_EQ(profiled.out, plain.out);
+  EXPECT_EQ(profiled.err, "");
+  const RawTrace trace = MustRead(dir.path() + "/rank0.zbshard");
+  ExpectWellFormed(trace);
+  const size_t kept = Named(trace, "burst").size();
+  std::printf("[ overflow ] %zu of 100000 burst ranges kept, %lld records lost\n", kept,
+              static_cast<long long>(trace.dropped_records));
+  EXPECT_GT(trace.dropped_records, 0);
+  EXPECT_LT(kept, 100000U);
+
+  const ProcessResult imported = RunProcess({ZBKIT_ZB_BINARY, "import", dir.path()}, {});
+  EXPECT_EQ(imported.exit_code(), 0) << imported.err;
+  EXPECT_NE(imported.out.find("rank 0 lost " + std::to_string(trace.dropped_records) +
+                              " records (the profiler's buffers were full)"),
+            std::string::npos)
+      << imported.out;
 }
 
 TEST(NvtxEndToEndTest, SigtermChainsToTheJobsOwnHandler) {

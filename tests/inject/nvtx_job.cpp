@@ -5,6 +5,7 @@
 //
 //   nvtx_job [--workers N] [--iters I] [--microbatches M] [--forever] [--fork-child]
 //            [--simulate-driver] [--own-sigterm] [--exit-code C] [--truth PATH]
+//            [--open-thread-ranges] [--burst N] [--crash segv|abort|bus|kill]
 //
 // With --workers N > 0 and no RANK in the environment it is the launcher (like torchrun): it
 // fork+execs itself N times with RANK=r, LOCAL_RANK=r, WORLD_SIZE=N added to its environment,
@@ -20,6 +21,11 @@
 //                      call its InitializeInjection (twice: it must be idempotent)
 //   --own-sigterm      install a SIGTERM handler that prints a line and exits with 143
 //   --exit-code C      the launcher's (or single worker's) exit status on success
+//   --open-thread-ranges  first a thread pushes three ranges, closes one and ends with two open
+//   --burst N          after the iterations, N empty push/pop pairs as fast as it can (to overflow
+//                      a small ring: ZBKIT_RING_EVENTS)
+//   --crash KIND       after the iterations, inside an open range "crash_site": a null-pointer
+//                      write (segv), abort(), raise(SIGBUS) or raise(SIGKILL)
 //   --truth PATH       each worker writes "<name> <ns>" per F/B/W/ncclSend range to PATH.rank<R>:
 //                      how long it really was inside the range, by its own clock (on a loaded
 //                      machine the planted durations stretch; this is what the profiler must see)
@@ -56,6 +62,9 @@ struct Options {
   bool own_sigterm = false;
   int exit_code = 0;
   std::string truth;
+  bool open_thread_ranges = false;
+  int burst = 0;
+  std::string crash;
 };
 
 struct Measured {
@@ -177,8 +186,40 @@ int Worker(const Options& options, int rank) {
   nvtxRangePop();
   ranges += 3;
 
+  if (options.open_thread_ranges) {
+    std::thread leaver([] {
+      nvtxRangePushA("left_open_outer");
+      nvtxRangePushA("closed_inside");
+      nvtxRangePop();
+      nvtxRangePushA("left_open_inner");
+    });  // the thread ends with two ranges open
+    leaver.join();
+    ranges += 1;
+  }
+
   for (int iter = 0; options.forever || iter < options.iters; ++iter) {
     ranges += Iteration(rank, iter, options.microbatches, nccl, send);
+  }
+
+  for (int i = 0; i < options.burst; ++i) {
+    nvtxRangePushA("burst");
+    nvtxRangePop();
+  }
+  if (!options.crash.empty()) {
+    std::fflush(stdout);
+    nvtxRangePushA("crash_site");
+    if (options.crash == "segv") {
+      volatile int* nowhere = nullptr;
+      *nowhere = 1;
+    } else if (options.crash == "abort") {
+      std::abort();
+    } else if (options.crash == "bus") {
+      raise(SIGBUS);
+    } else if (options.crash == "kill") {
+      raise(SIGKILL);
+    }
+    std::fprintf(stderr, "nvtx_job: unknown --crash %s\n", options.crash.c_str());
+    return 2;
   }
 
   if (options.fork_child) {
@@ -271,6 +312,12 @@ int main(int argc, char** argv) {
       options.own_sigterm = true;
     } else if (arg == "--exit-code") {
       options.exit_code = next();
+    } else if (arg == "--open-thread-ranges") {
+      options.open_thread_ranges = true;
+    } else if (arg == "--burst") {
+      options.burst = next();
+    } else if (arg == "--crash" && i + 1 < argc) {
+      options.crash = argv[++i];
     } else if (arg == "--truth" && i + 1 < argc) {
       options.truth = argv[++i];
     } else {

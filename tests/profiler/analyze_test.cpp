@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -57,6 +58,24 @@ TEST(Analyze, CostsOpsAndTimelineFromTraces) {
   EXPECT_EQ(analysis->costs, analysis->report.ToCostProfile());
   EXPECT_EQ(analysis->report.timeline.kind, TimelineKind::kMeasured);
   EXPECT_EQ(analysis->report.timeline.ops.size(), 12u);
+}
+
+// Records a process lost are reported, per process, beside the costs derived from the rest.
+TEST(Analyze, LostRecordsAreReported) {
+  std::vector<RawTrace> traces = TwoRankJob();
+  auto clean = Analyze(traces, "job", {});
+  ASSERT_TRUE(clean.ok()) << clean.status().message();
+  for (const std::string& note : clean->report.notes)
+    EXPECT_EQ(note.find("lost"), std::string::npos) << note;
+  traces[1].dropped_records = 4096;
+  auto lossy = Analyze(traces, "job", {});
+  ASSERT_TRUE(lossy.ok()) << lossy.status().message();
+  const std::string expected = "rank " + std::to_string(traces[1].process.rank) +
+                               " lost 4096 records (the profiler's buffers were full): the costs "
+                               "come from what was kept";
+  EXPECT_NE(std::find(lossy->report.notes.begin(), lossy->report.notes.end(), expected),
+            lossy->report.notes.end());
+  EXPECT_EQ(lossy->costs, clean->costs);
 }
 
 TEST(Analyze, NothingRecognizedKeepsTheExactError) {

@@ -72,8 +72,9 @@ struct RawTrace {
   std::vector<DeviceActivity> activities;
   std::vector<Launch> launches;
   std::vector<MemoryEvent> memory;
-  int64_t dropped_records = 0;  // CUPTI records lost (buffers declined or overflowed)
-  std::string source;           // "inject", "nsys:<file>", "chrome:<file>"
+  // Records lost: NVTX events of a full ring, CUPTI buffers declined or overflowed.
+  int64_t dropped_records = 0;
+  std::string source;  // "inject", "nsys:<file>", "chrome:<file>"
   // The torch schedule class the process ran, where the trace says ("" unknown): zbkit's shim
   // adds it to the torch.profiler traces it writes as the top-level key kScheduleClassKey.
   std::string schedule_class;
