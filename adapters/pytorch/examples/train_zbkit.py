@@ -284,7 +284,7 @@ def merge(args, rank: int):
     if rank != 0 or not args.store:
         return None
     command = shlex.join([os.path.basename(sys.executable), *sys.argv])
-    return runtime.merge_run(args.store, args.schedule_id, args.record_dir, command)
+    return runtime.record_run(args.store, args.schedule_id, args.record_dir, command)
 
 
 def main(argv=None) -> int:

@@ -172,6 +172,40 @@ def test_recorded_run_is_merged_into_the_store(zb, tmp_path):
     assert peaks == {r: float(summaries[r]["peak_activation_bytes"]) for r in range(2)}
 
 
+def test_a_store_that_cannot_take_the_run_never_fails_the_training(zb, tmp_path):
+    """Another writer holds the store for the whole job: training runs and ends as it would,
+    rank 0 says in one line that the run was not stored and where its timeline stays, and the
+    kept shards store the run once the store is free."""
+    store = tmp_path / "zbkit.db"
+    _, schedule_id = tune(zb, tmp_path, "zb-h1", store)
+    shards = tmp_path / "shards"
+    prefix = tmp_path / "dump"
+    pattern = str(tmp_path / "summary.rank{rank}.json")
+    holder = sqlite3.connect(store, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # the write lock, until the job is done
+    try:
+        done = run_job("--store", str(store), "--schedule-id", str(schedule_id), *JOB,
+                       "--record-dir", str(shards), "--dump", str(prefix),
+                       "--summary-out", pattern)  # fmt: skip
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert_matches_reference(prefix)
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("zbkit: the run")]
+    assert len(warnings) == 1, done.stderr[-3000:]
+    assert "database is locked" in warnings[0] and str(shards) in warnings[0], warnings[0]
+    summaries = read_summaries(done, pattern)
+    assert all("run_id" not in summary for summary in summaries)
+    run_id = runtime.merge_run(store, schedule_id, shards, "merged later")
+    with sqlite3.connect(store) as db:
+        (ops,) = db.execute(
+            "SELECT num_ops FROM timelines WHERE run_id = ? AND kind = 'measured'", (run_id,)
+        ).fetchone()
+    schedule = runtime.load_schedule_from_store(store, schedule_id)
+    assert ops == sum(len(rank_ops) for rank_ops in schedule.ops) * ITERS
+
+
 def test_schedule_that_does_not_fit_is_refused(zb, tmp_path):
     schedule, _ = tune(zb, tmp_path, "zb-h1")
     done = run_job("--schedule-file", str(schedule), *JOB, "--microbatches", "8")

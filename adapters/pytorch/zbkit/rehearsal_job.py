@@ -316,7 +316,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
         dist.barrier()  # every shard written
         if rank == 0:
-            run_id = runtime.merge_run(
+            run_id = runtime.record_run(
                 args.store, args.schedule_id, args.record_dir, "zb rehearse (emulated compute)"
             )
     summary = {

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import weakref
-from typing import Dict, Iterable, Union
+from typing import Dict, Iterable, Optional, Union
 
 from . import _zbrt
 from ._zbrt import ZbrtError
@@ -32,6 +33,7 @@ __all__ = [
     "load_schedule",
     "load_schedule_from_store",
     "merge_run",
+    "record_run",
     "now_ns",
     "abi_version",
 ]
@@ -272,3 +274,26 @@ def merge_run(
         )
     )
     return run_id.value
+
+
+def record_run(
+    store: PathLike,
+    schedule_id: int,
+    shard_dir: Union[PathLike, Iterable[PathLike]],
+    command: str = "",
+) -> Optional[int]:
+    """merge_run for a job that has trained: a store that cannot take the run (held by another
+    writer past the busy timeout, read-only, full, of another zbkit version) must not fail a
+    training that went well. Returns the run id, or None after one line on stderr that says why
+    and where the timeline stays: in the shards, which `zb import` reads and merge_run can store
+    later."""
+    try:
+        return merge_run(store, schedule_id, shard_dir, command)
+    except ZbrtError as error:
+        where = shard_dir if isinstance(shard_dir, (str, bytes, os.PathLike)) else "the shards"
+        sys.stderr.write(
+            f"zbkit: the run was not stored ({error}); its timeline stays in {os.fsdecode(where)}"
+            " (zbkit.runtime.merge_run stores it later, zb import reads it)\n"
+        )
+        sys.stderr.flush()
+        return None
