@@ -128,15 +128,16 @@ void AppendWeightSlots(RankSlots& lists, bool split_by_chunk, std::vector<int>& 
   }
 }
 
-// Peak chunk activations of a rank along its slots (F +1, W -1). Without W ops yet, a W is
-// assumed to run in each empty slot while some B's W is outstanding.
-int PeakActivations(const RankSlots& lists, std::vector<int>& scratch) {
+// Chunk activations held by a rank after each of its slots (F +1, W -1), into `levels`. Without
+// W ops yet, a W is assumed to run in each empty slot while some B's W is outstanding.
+void ActivationLevels(const RankSlots& lists, std::vector<int>& scratch, std::vector<int>& levels) {
   const bool has_w = lists.size() > kNumComputeTypes;
   FillSlotMap(lists, static_cast<int>(lists.size()), scratch);
+  levels.resize(scratch.size());
   int current = 0;
-  int peak = 0;
   int outstanding_w = 0;
-  for (int type : scratch) {
+  for (size_t slot = 0; slot < scratch.size(); ++slot) {
+    const int type = scratch[slot];
     if (type >= 0) {
       if (type == kF0 || type == kF1) ++current;
       if (type >= kW) --current;
@@ -145,10 +146,97 @@ int PeakActivations(const RankSlots& lists, std::vector<int>& scratch) {
       --current;
       --outstanding_w;
     }
-    peak = std::max(peak, current);
+    levels[slot] = current;
   }
-  return peak;
 }
+
+// The peak of ActivationLevels (0 for a rank without slots).
+int PeakActivations(const RankSlots& lists, std::vector<int>& scratch) {
+  std::vector<int> levels;
+  ActivationLevels(lists, scratch, levels);
+  return levels.empty() ? 0 : std::max(0, *std::max_element(levels.begin(), levels.end()));
+}
+
+// A rank's activation levels under moves (Reorder with the W ops placed): add to a range of
+// slots, and find the last slot of a range above a limit, each O(log slots). A segment tree with
+// lazy adds: a node's max includes its own pending add.
+class LevelTree {
+ public:
+  explicit LevelTree(const std::vector<int>& levels)
+      : size_(static_cast<int>(levels.size())),
+        max_(4 * std::max(size_, 1)),
+        add_(4 * std::max(size_, 1), 0) {
+    if (size_ > 0) Build(1, 0, size_, levels);
+  }
+  // Adds `delta` to the levels of slots [lo, hi).
+  void Add(int lo, int hi, int delta) {
+    if (lo < hi) Add(1, 0, size_, lo, hi, delta);
+  }
+  // The last slot of [lo, hi) whose level is above `limit`, or -1.
+  int LastAbove(int lo, int hi, int limit) const {
+    return lo < hi ? LastAbove(1, 0, size_, lo, hi, limit, 0) : -1;
+  }
+
+ private:
+  void Build(int node, int l, int r, const std::vector<int>& levels) {
+    if (r - l == 1) {
+      max_[node] = levels[l];
+      return;
+    }
+    const int mid = (l + r) / 2;
+    Build(2 * node, l, mid, levels);
+    Build(2 * node + 1, mid, r, levels);
+    max_[node] = std::max(max_[2 * node], max_[2 * node + 1]);
+  }
+  void Add(int node, int l, int r, int lo, int hi, int delta) {
+    if (hi <= l || r <= lo) return;
+    if (lo <= l && r <= hi) {
+      max_[node] += delta;
+      add_[node] += delta;
+      return;
+    }
+    const int mid = (l + r) / 2;
+    Add(2 * node, l, mid, lo, hi, delta);
+    Add(2 * node + 1, mid, r, lo, hi, delta);
+    max_[node] = std::max(max_[2 * node], max_[2 * node + 1]) + add_[node];
+  }
+  // `above`: the pending adds of the node's ancestors.
+  int LastAbove(int node, int l, int r, int lo, int hi, int limit, int above) const {
+    if (hi <= l || r <= lo || max_[node] + above <= limit) return -1;
+    if (r - l == 1) return l;
+    const int mid = (l + r) / 2;
+    const int inner = above + add_[node];
+    const int right = LastAbove(2 * node + 1, mid, r, lo, hi, limit, inner);
+    return right >= 0 ? right : LastAbove(2 * node, l, mid, lo, hi, limit, inner);
+  }
+
+  int size_;
+  std::vector<int> max_;
+  std::vector<int> add_;
+};
+
+// A rank's slots that no visited op holds: the first free slot at or after a given one, in
+// near-constant amortized time (union-find with path halving; slots are only ever taken).
+class FreeSlots {
+ public:
+  explicit FreeSlots(int slots) : next_(slots + 1) {
+    for (int i = 0; i <= slots; ++i)
+      next_[i] = i;
+  }
+  bool IsFree(int slot) const { return next_[slot] == slot; }
+  void Take(int slot) { next_[slot] = slot + 1; }
+  // The first free slot >= `slot`; the number of slots when none is.
+  int FirstFreeFrom(int slot) {
+    while (next_[slot] != slot) {
+      next_[slot] = next_[next_[slot]];
+      slot = next_[slot];
+    }
+    return slot;
+  }
+
+ private:
+  std::vector<int> next_;  // next_[i] == i: free (or the end); else a later slot to look at
+};
 
 struct SlotOp {
   int slot;
@@ -276,9 +364,16 @@ Expected<SlotTable> Reorder(SlotTable table, bool consider_w, int microbatches) 
   int cap = 0;
   for (const RankSlots& lists : table)
     cap = std::max(cap, PeakActivations(lists, scratch));
-  std::vector<std::vector<bool>> occupied(p);
+  std::vector<FreeSlots> free_slots;
   for (int r = 0; r < p; ++r)
-    occupied[r].assign(LastSlot(table[r]) + 1, false);
+    free_slots.emplace_back(LastSlot(table[r]) + 1);
+  // With the W ops placed: each rank's levels, kept up to date as ops move.
+  std::vector<LevelTree> levels;
+  for (int r = 0; consider_w && r < p; ++r) {
+    std::vector<int> rank_levels;
+    ActivationLevels(table[r], scratch, rank_levels);
+    levels.emplace_back(rank_levels);
+  }
 
   enum class Phase { kWarmUp, kSteady, kCoolDown };
   Phase phase = Phase::kWarmUp;
@@ -293,7 +388,7 @@ Expected<SlotTable> Reorder(SlotTable table, bool consider_w, int microbatches) 
     const bool keep = phase == Phase::kSteady || (phase == Phase::kWarmUp && !consider_w);
     if (phase == Phase::kSteady && t == kF0 && mb == microbatches - 1) phase = Phase::kCoolDown;
     if (keep) {
-      occupied[r][op.slot] = true;
+      free_slots[r].Take(op.slot);
       continue;
     }
     int after = -1;  // latest slot this op must follow
@@ -313,17 +408,34 @@ Expected<SlotTable> Reorder(SlotTable table, bool consider_w, int microbatches) 
                            std::to_string(r) + ", slot " + std::to_string(op.slot) + ")");
     }
     int& slot = table[r][t][mb];
-    bool moved = false;
-    for (int candidate = after + 1; candidate < op.slot; ++candidate) {
-      if (occupied[r][candidate]) continue;
-      slot = candidate;
-      if (PeakActivations(table[r], scratch) <= cap) {
-        moved = true;
-        break;
+    if (consider_w) {
+      // With the W ops placed, moving this op from its slot s to an earlier c changes the levels
+      // of slots c .. s-1 only, by +1 for an F, -1 for a W, 0 for a B; every other level stays
+      // within the cap. So the earliest allowed c follows the last slot before s whose level
+      // leaves no room for the +1, and the op takes the first free slot from there: O(log) per
+      // op, where trying each candidate with a full recount was O(window x the rank's slots).
+      const int delta = (t == kF0 || t == kF1) ? 1 : t >= kW ? -1 : 0;
+      int lowest = after + 1;  // the lowest c whose move keeps every level within the cap
+      if (delta > 0)
+        lowest = std::max(lowest, levels[r].LastAbove(after + 1, op.slot, cap - delta) + 1);
+      const int chosen = std::min(free_slots[r].FirstFreeFrom(lowest), op.slot);
+      levels[r].Add(chosen, op.slot, delta);
+      slot = chosen;
+    } else {
+      // Without W ops the empty slots stand for them (ActivationLevels), and a move changes the
+      // levels beyond its window: each candidate is counted in full (the cool-down only).
+      bool moved = false;
+      for (int candidate = after + 1; candidate < op.slot; ++candidate) {
+        if (!free_slots[r].IsFree(candidate)) continue;
+        slot = candidate;
+        if (PeakActivations(table[r], scratch) <= cap) {
+          moved = true;
+          break;
+        }
       }
+      if (!moved) slot = op.slot;
     }
-    if (!moved) slot = op.slot;
-    occupied[r][slot] = true;
+    free_slots[r].Take(slot);
   }
   if (!consider_w) {
     for (RankSlots& lists : table)
