@@ -92,7 +92,9 @@ std::string SelfPath() {
 }
 
 int RunChildCommand(const std::string& who, const std::vector<std::string>& command,
-                    const EnvironmentOverrides& overrides, const std::string& output_path) {
+                    const EnvironmentOverrides& overrides, const std::string& output_path,
+                    int* killed_by) {
+  if (killed_by != nullptr) *killed_by = 0;
   int output_fd = -1;
   if (!output_path.empty()) {
     output_fd = open(output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -151,7 +153,10 @@ int RunChildCommand(const std::string& who, const std::vector<std::string>& comm
     do {
       done = waitpid(child, &status, 0);
     } while (done < 0 && errno == EINTR);
-    if (done == child) exit_code = ExitCodeOf(status);
+    if (done == child) {
+      exit_code = ExitCodeOf(status);
+      if (killed_by != nullptr && WIFSIGNALED(status)) *killed_by = WTERMSIG(status);
+    }
     sigprocmask(SIG_BLOCK, &block, nullptr);
     g_child_pid = 0;
   } else {
@@ -160,6 +165,12 @@ int RunChildCommand(const std::string& who, const std::vector<std::string>& comm
   restore_signals();
   if (output_fd >= 0) close(output_fd);
   return exit_code;
+}
+
+std::string SignalName(int signal_number) {
+  const char* abbreviation = sigabbrev_np(signal_number);
+  return abbreviation != nullptr ? std::string("SIG") + abbreviation
+                                 : "signal " + std::to_string(signal_number);
 }
 
 }  // namespace zb::cli

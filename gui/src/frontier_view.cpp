@@ -264,8 +264,6 @@ void FrontierView::paintEvent(QPaintEvent* /*event*/) {
     painter.drawText(rect(), Qt::AlignCenter, tr("No frontier loaded"));
     return;
   }
-  const QFontMetrics metrics = fontMetrics();
-  const int line = metrics.height();
   const QRect plot = plotRect();
   painter.fillRect(plot, BackgroundColor());
 

@@ -169,7 +169,14 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
     err.flush();
   }
 
-  const int child_code = RunChildCommand(command_name, command, env);
+  int killed_by = 0;
+  const int child_code = RunChildCommand(command_name, command, env, "", &killed_by);
+  if (killed_by != 0) {
+    // Said first: the report below (if any) covers a run cut short.
+    err << "zb profile: the job was killed by " << SignalName(killed_by) << " (exit code "
+        << child_code << "); what it recorded until then is analyzed below\n";
+    err.flush();
+  }
 
   // From here on the command's exit code is what zb returns.
   std::vector<std::string> skipped;

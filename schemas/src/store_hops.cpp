@@ -63,7 +63,8 @@ Expected<int64_t> Store::RecordHops(const HopMeasurement& measurement) {
   const char* what = "record hops";
   ZB_RETURN_IF_ERROR(impl.CheckWritable(what));
   ZB_RETURN_IF_ERROR(CheckRecordable(impl, measurement, what));
-  ZB_ASSIGN_OR_RETURN(const int64_t cluster_id, EnsureCluster(ClusterInfo{measurement.cluster}));
+  ZB_ASSIGN_OR_RETURN(const int64_t cluster_id,
+                      EnsureCluster(ClusterInfo{measurement.cluster, "", "", "", ""}));
 
   ZB_ASSIGN_OR_RETURN(sqlite::Transaction transaction, impl.BeginWrite(what));
   ZB_ASSIGN_OR_RETURN(Statement row,

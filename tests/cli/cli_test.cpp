@@ -811,7 +811,9 @@ TEST_F(CliTest, MalformedInputsGetOneLineErrorsAndWriteNothing) {
     for (const char* output : {"out.json", "out.db", "out.csv"}) {
       EXPECT_FALSE(fs::exists(dir_ / output)) << output;
     }
-    if (bad.name.back() != '/') EXPECT_EQ(Slurp(input), bad.content);
+    if (bad.name.back() != '/') {
+      EXPECT_EQ(Slurp(input), bad.content);
+    }
     fs::remove_all(input);
   }
 }

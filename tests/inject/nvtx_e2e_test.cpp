@@ -411,6 +411,21 @@ TEST(NvtxEndToEndTest, CrashingJobKeepsItsRecordsAndDiesByTheSameSignal) {
   }
 }
 
+// zb profile of a job that crashes: zb's exit code is the job's (128 + the signal), one line says
+// which signal killed it, and the report of what was recorded until then follows.
+TEST(NvtxEndToEndTest, ZbProfileSaysWhichSignalKilledTheJob) {
+  TempDir dir;
+  const ProcessResult profiled =
+      RunProcess({ZBKIT_ZB_BINARY, "profile", "--shard-dir", dir.path() + "/shards", "--", kJob,
+                  "--iters", "2", "--crash", "abort"},
+                 {});
+  EXPECT_EQ(profiled.exit_code(), 128 + SIGABRT);
+  EXPECT_EQ(profiled.err,
+            "zb profile: the job was killed by SIGABRT (exit code 134); what it recorded until "
+            "then is analyzed below\n");
+  EXPECT_NE(profiled.out.find("iterations 2, used 2"), std::string::npos) << profiled.out;
+}
+
 // SIGKILL cannot be caught: what the periodic flush (about every second) wrote stays readable.
 TEST(NvtxEndToEndTest, SigkilledJobKeepsWhatWasFlushed) {
   const std::vector<std::string> argv = {kJob, "--iters", "80", "--crash", "kill"};

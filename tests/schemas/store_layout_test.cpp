@@ -30,7 +30,7 @@ using StoreLayoutTest = testing_support::StoreDirTest;
 
 TEST_F(StoreLayoutTest, LayoutAndClassRoundTripAndAbsentStaysAbsent) {
   ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path_));
-  ZB_ASSERT_OK_AND_ASSIGN(int64_t cluster, store.EnsureCluster({"local"}));
+  ZB_ASSERT_OK_AND_ASSIGN(int64_t cluster, store.EnsureCluster({"local", "", "", "", ""}));
   ZB_ASSERT_OK_AND_ASSIGN(int64_t job, store.EnsureJob(cluster, "job"));
 
   CostProfile interleaved = TwoRanks();

@@ -191,7 +191,7 @@ TEST_F(StoreTest, NewStoreFilesAreTheUsersAlone) {
   };
   {
     ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
-    ZB_ASSERT_OK_AND_ASSIGN(int64_t cluster, store.EnsureCluster({"local"}));
+    ZB_ASSERT_OK_AND_ASSIGN(int64_t cluster, store.EnsureCluster({"local", "", "", "", ""}));
     ASSERT_TRUE(store.EnsureJob(cluster, "job").ok());
     EXPECT_EQ(mode_of(path), 0600u);
     EXPECT_EQ(mode_of(path + "-wal"), 0600u);  // SQLite's own files follow the database's

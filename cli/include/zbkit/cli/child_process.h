@@ -37,8 +37,14 @@ using EnvironmentOverrides = std::vector<std::pair<std::string, std::string>>;
 // to stderr).
 // With `output_path`, the job's stdout and stderr are appended to that file instead (zb demo
 // keeps its own output to its report); a file that cannot be opened gives 127 and a message.
+// With `killed_by`, the signal that killed the job goes there (0 when it exited): 139 from a job
+// that called exit(139) and from one killed by SIGSEGV are not the same story.
 int RunChildCommand(const std::string& who, const std::vector<std::string>& command,
-                    const EnvironmentOverrides& overrides, const std::string& output_path = "");
+                    const EnvironmentOverrides& overrides, const std::string& output_path = "",
+                    int* killed_by = nullptr);
+
+// "SIGSEGV" for 11; "signal N" for a number without a name.
+std::string SignalName(int signal_number);
 
 }  // namespace zb::cli
 
