@@ -17,7 +17,9 @@
 #   5. zbkit's CSV in this machine's torch (which need not be the 2.13.0 the CPU suite pins): the
 #      shim and export tests (pytest, where this PYTHON has it) and `zb rehearse` on the committed
 #      4-rank profile (emulated compute over gloo: it needs no GPU; it checks the orders, the
-#      runtime and the network stack of this machine), every row within 5 % of its prediction.
+#      runtime and the network stack of this machine), every row within 5 % of its prediction;
+#   6. another CUPTI subscriber in the job (tests/inject/cupti_rival.cpp): the job's output and exit
+#      code as without zbkit, at most one "zbkit:" warning.
 # Prints every figure. Exit: 0 all passed, 1 a check failed, 2 cannot run here (no GPU, no CUDA
 # PyTorch, no CUDA Toolkit). Knobs: PYTHON, ZBKIT_BUILD_DIR, ZBKIT_GPU_CHECK_STEPS (30),
 # ZBKIT_GPU_CHECK_WARMUP (5), ZBKIT_GPU_CHECK_SKIP_BUILD=1 (use an existing build).
@@ -239,6 +241,27 @@ for f in failures:
     print("  - " + f)
 sys.exit(1 if failures else 0)
 EOF
+# ---- 6. Another CUPTI subscriber in the job ---------------------------------------------------
+# tests/inject/cupti_rival.cpp subscribes to CUPTI itself: the job must run as without zbkit (same
+# output, same exit code), with at most one "zbkit:" line saying what zbkit could not do.
+rival="$build_dir/tests/inject/zbkit_cupti_rival"
+echo "gpu-check: another CUPTI subscriber (zbkit_cupti_rival)"
+set +e
+"$rival" >"$work/rival.plain.out" 2>"$work/rival.plain.err"
+rival_plain=$?
+"$zb" profile --shard-dir "$work/rival-shards" -- "$rival" >"$work/rival.out" 2>"$work/rival.err"
+rival_profiled=$?
+set -e
+rival_job_out="$(grep '^cupti_rival:' "$work/rival.out" || true)"
+rival_warnings="$(grep -c '^zbkit:' "$work/rival.err" || true)"
+echo "  plain exit $rival_plain, profiled exit $rival_profiled, zbkit warnings: $rival_warnings"
+grep '^zbkit:' "$work/rival.err" | sed 's/^/  /' || true
+if (( rival_plain != 0 || rival_profiled != rival_plain )) ||
+  [[ "$rival_job_out" != "$(cat "$work/rival.plain.out")" ]] || (( rival_warnings > 1 )); then
+  echo "gpu-check: another CUPTI subscriber FAILED (exit codes, the job's output or the warnings)"
+  status=1
+fi
+
 if (( status == 0 )); then
   echo "gpu-check: all checks passed"
 else
