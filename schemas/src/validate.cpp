@@ -46,6 +46,13 @@ Status ValidateCostProfile(const CostProfile& costs) {
     if (!std::isfinite(stage.m_w) || stage.m_w < 0) {
       return InvalidInput(path + "M_W: must be a finite number >= 0");
     }
+    if (stage.m_b > kMaxMemory) {
+      std::ostringstream message;
+      message << path << "M_B: " << stage.m_b
+              << " is more than 2^50 (1 PiB in bytes), the most one microbatch's activations may "
+                 "hold: a rank's peak sums them over up to 2^20 ops and must stay a number";
+      return InvalidInput(message.str());
+    }
     if (stage.m_w > stage.m_b) {
       std::ostringstream message;
       message << path << "M_W: " << stage.m_w << " is more than M_B (" << stage.m_b

@@ -734,6 +734,8 @@ TEST_F(CliTest, MalformedInputsGetOneLineErrorsAndWriteNothing) {
        "c.json: stages[0].M_W: 3 is more than M_B (1)"},
       {"c.json", c + R"({"F": 1e12, "B": 1, "W": 1, "M_B": 2, "M_W": 1}]})", tune, 1, "tune",
        "c.json: stages[0].F: 1e+12 ms is more than an hour (3600000 ms)"},
+      {"c.json", c + R"({"F": 1, "B": 1, "W": 1, "M_B": 1e308, "M_W": 1}]})", tune, 1, "tune",
+       "c.json: stages[0].M_B: 1e+308 is more than 2^50 (1 PiB in bytes)"},
       {"c.json", c + "]}", tune, 1, "tune", "c.json: stages: must not be empty"},
       {"c.json", R"({"format": "zb-costs/1", "count": 2000, "stages": [)" + stage + "]}", tune, 2,
        "tune", "costs: 2000 stages, one per rank: more than the 1024 ranks zbkit tunes"},

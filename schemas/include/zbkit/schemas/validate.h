@@ -19,9 +19,14 @@ inline constexpr TimeNs kMaxOpTime = 3'600'000'000'000;
 // times `factor` (2 for a schedule's costs, which may carry torch's stage-0 W = B + W).
 Status CheckOpTime(const std::string& field, double ms, int factor = 1);
 
-// Every time finite and >= 0, F > 0, memory finite and >= 0, M_W <= M_B (M_W is the part of M_B
-// still held from B until W), comm >= 0, at least one stage. Errors name the field and say why,
-// e.g. `stages[2].M_W: 3 is more than M_B (1): ...`.
+// The most one stage's M_B (and so M_W) may be: 2^50, 1 PiB in bytes. A rank's peak is a sum of
+// these over at most kMaxScheduleOps ops (tuner/tune.h), 2^70 at most: a double holds it, where
+// an unbounded M_B (1e308) made the peak infinite and its ratios NaN.
+inline constexpr double kMaxMemory = 1125899906842624.0;
+
+// Every time finite and >= 0, F > 0, memory finite, >= 0 and at most kMaxMemory, M_W <= M_B (M_W is
+// the part of M_B still held from B until W), comm >= 0, at least one stage. Errors name the field
+// and say why, e.g. `stages[2].M_W: 3 is more than M_B (1): ...`.
 Status ValidateCostProfile(const CostProfile& costs);
 
 // A profile to tune: ValidateCostProfile, and every time at most kMaxOpTime (CheckOpTime).
