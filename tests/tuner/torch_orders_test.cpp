@@ -63,6 +63,12 @@ TEST(TorchOrdersTest, BadFilesAreOneLineNamingTheFileRowAndCell) {
   auto short_of_ops = ScheduleFromTorchCsv("0F0,0B0\n1F0,1B0\n", "e.csv", costs, 2);
   ASSERT_FALSE(short_of_ops.ok());
   EXPECT_EQ(short_of_ops.status().message().rfind("e.csv", 0), 0u);
+  // Stages named with gaps between them (stage 10,000,001 with nothing before it) are refused
+  // before anything is sized by them.
+  auto sparse = ScheduleFromTorchCsv("0F0,0B0\n10000001F0\n", "f.csv", costs, 1);
+  ASSERT_FALSE(sparse.ok());
+  EXPECT_EQ(sparse.status().message(),
+            "f.csv: stage 1 has no action (the CSV names stages up to 10000001)");
 }
 
 }  // namespace

@@ -97,6 +97,16 @@ Expected<Schedule> ScheduleFromTorchCsv(const std::string& csv, const std::strin
     return InvalidInput(where + ": " + std::to_string(num_stages) + " stages over " +
                         std::to_string(p) + " ranks (not a whole number per rank)");
   }
+  // Every stage up to the highest named has actions: a gap is no schedule, and without this
+  // check one cell naming stage 10^7 made the costs split ten million ways (found by
+  // tests/fuzz/fuzz_torch_csv).
+  if (static_cast<int>(rank_of.size()) != num_stages) {
+    int missing = 0;
+    while (rank_of.count(missing))
+      ++missing;
+    return InvalidInput(where + ": stage " + std::to_string(missing) + " has no action (the CSV " +
+                        "names stages up to " + std::to_string(num_stages - 1) + ")");
+  }
   Schedule schedule;
   schedule.ranks = p;
   schedule.microbatches = microbatches;
