@@ -93,7 +93,7 @@ std::string SelfPath() {
 
 int RunChildCommand(const std::string& who, const std::vector<std::string>& command,
                     const EnvironmentOverrides& overrides, const std::string& output_path,
-                    int* killed_by) {
+                    int* killed_by, bool stdout_to_stderr) {
   if (killed_by != nullptr) *killed_by = 0;
   int output_fd = -1;
   if (!output_path.empty()) {
@@ -136,6 +136,8 @@ int RunChildCommand(const std::string& who, const std::vector<std::string>& comm
     if (output_fd >= 0) {
       dup2(output_fd, STDOUT_FILENO);
       dup2(output_fd, STDERR_FILENO);
+    } else if (stdout_to_stderr) {
+      dup2(STDERR_FILENO, STDOUT_FILENO);
     }
     execvpe(argv[0], argv.data(), envp.data());
     const std::string message = cannot_run + std::strerror(errno) + "\n";

@@ -295,7 +295,9 @@ void AddAnalysisOptions(po::options_description& options) {
   add("layers", po::value<int64_t>(), "transformer layers of the whole model");
   add("out", po::value<std::string>(), "also write the zb-costs/1 profile to this file");
   add("ops", "list every op, however many");
-  add("json", "print JSON (zb-profile-report/1)");
+  add("json",
+      "print JSON (zb-profile-report/1) on stdout (zb profile sends the job's own stdout to "
+      "stderr)");
 }
 
 Expected<AnalysisSettings> ReadAnalysisSettings(const po::variables_map& values) {

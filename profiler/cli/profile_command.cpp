@@ -170,7 +170,9 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
   }
 
   int killed_by = 0;
-  const int child_code = RunChildCommand(command_name, command, env, "", &killed_by);
+  // With --json, zb's stdout is the report alone: the job's own output goes to stderr.
+  const int child_code =
+      RunChildCommand(command_name, command, env, "", &killed_by, settings->json);
   if (killed_by != 0) {
     // Said first: the report below (if any) covers a run cut short.
     err << "zb profile: the job was killed by " << SignalName(killed_by) << " (exit code "
@@ -192,7 +194,7 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
              "torch.distributed.pipelining steps through the torch hook"
           << (traces.ok() ? "" : ": " + traces.status().message()) << ")\n";
     } else if (library.empty()) {
-      out << "zb profile: nothing was recorded (no injection library)\n";
+      (settings->json ? err : out) << "zb profile: nothing was recorded (no injection library)\n";
     } else {
       err << "zb profile: warning: nothing was recorded (no process of the command initialized "
              "CUDA or NVTX"

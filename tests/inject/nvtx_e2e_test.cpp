@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <utility>
@@ -424,6 +425,20 @@ TEST(NvtxEndToEndTest, ZbProfileSaysWhichSignalKilledTheJob) {
             "zb profile: the job was killed by SIGABRT (exit code 134); what it recorded until "
             "then is analyzed below\n");
   EXPECT_NE(profiled.out.find("iterations 2, used 2"), std::string::npos) << profiled.out;
+}
+
+// zb profile --json of a job that prints: stdout is the report alone (JSON that parses), the
+// job's own output is on stderr.
+TEST(NvtxEndToEndTest, ZbProfileJsonStaysParseableWhenTheJobPrints) {
+  TempDir dir;
+  const ProcessResult profiled = RunProcess({ZBKIT_ZB_BINARY, "profile", "--json", "--shard-dir",
+                                             dir.path() + "/shards", "--", kJob, "--iters", "2"},
+                                            {});
+  EXPECT_EQ(profiled.exit_code(), 0) << profiled.err;
+  const nlohmann::json report = nlohmann::json::parse(profiled.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << profiled.out;
+  EXPECT_EQ(report.value("format", ""), "zb-profile-report/1");
+  EXPECT_NE(profiled.err.find("rank 0: "), std::string::npos) << profiled.err;
 }
 
 // SIGKILL cannot be caught: what the periodic flush (about every second) wrote stays readable.

@@ -27,11 +27,9 @@ def test_profiles_an_unmodified_zbv_job_with_measured_memory(tmp_path):
                     "--schedule", "ZBVZeroBubble"]  # fmt: skip
     done = profile(tmp_path, *args)  # no --layout: the traces' stage numbers say V
     assert done.returncode == 0, done.stderr[-3000:]
-    # The job's own lines come first on stdout (it is not redirected); zb's report is the
-    # indented JSON document at the end.
-    lines = done.stdout.splitlines()
-    start = max(i for i, line in enumerate(lines) if line == "{")
-    report = json.loads("\n".join(lines[start:]))
+    # With --json stdout is zb's report alone; the job's own lines are on stderr.
+    report = json.loads(done.stdout)
+    assert "rank 0 iter 0 time_s" in done.stderr, done.stderr[-2000:]
     assert report["ranks"] == 2
     assert report["memory_source"] == "measured"
     assert report["iterations"]["used"] == WINDOW

@@ -38,10 +38,11 @@ using EnvironmentOverrides = std::vector<std::pair<std::string, std::string>>;
 // With `output_path`, the job's stdout and stderr are appended to that file instead (zb demo
 // keeps its own output to its report); a file that cannot be opened gives 127 and a message.
 // With `killed_by`, the signal that killed the job goes there (0 when it exited): 139 from a job
-// that called exit(139) and from one killed by SIGSEGV are not the same story.
+// that called exit(139) and from one killed by SIGSEGV are not the same story. With
+// `stdout_to_stderr` the job's stdout goes to zb's stderr, leaving zb's stdout to zb (--json).
 int RunChildCommand(const std::string& who, const std::vector<std::string>& command,
                     const EnvironmentOverrides& overrides, const std::string& output_path = "",
-                    int* killed_by = nullptr);
+                    int* killed_by = nullptr, bool stdout_to_stderr = false);
 
 // "SIGSEGV" for 11; "signal N" for a number without a name.
 std::string SignalName(int signal_number);
