@@ -5,6 +5,7 @@
 // saw committed, whole: a run never without its timeline, a profile never without its stages.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -43,6 +44,34 @@ void SleepMicroseconds(int64_t us) {
   timespec pause{static_cast<time_t>(us / 1'000'000), static_cast<long>(us % 1'000'000) * 1000};
   while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {
   }
+}
+
+// Kills writer `pid` with SIGKILL and returns everything it reported on `fd` (then closed). Three
+// trials in four first wait for its first report (a commit has returned) and then kill it up to
+// `spread_us` later, so that most kills land among the writes whatever the machine's speed (a
+// sanitizer build is several times slower); the fourth kills it at a random point from its start.
+template <typename Record>
+std::vector<Record> KillWriter(pid_t pid, int fd, int trial, unsigned& seed, int64_t spread_us) {
+  std::vector<Record> reported;
+  seed = seed * 1103515245u + 12345u;
+  const int64_t delay_us = (seed >> 8) % spread_us;
+  if (trial % 4 != 0) {
+    pollfd ready{fd, POLLIN, 0};
+    Record first;
+    if (poll(&ready, 1, 30000) == 1 && read(fd, &first, sizeof(first)) == sizeof(first)) {
+      reported.push_back(first);
+    }
+  }
+  SleepMicroseconds(delay_us);
+  EXPECT_EQ(kill(pid, SIGKILL), 0);
+  int status = 0;
+  EXPECT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "trial " << trial;
+  Record record;
+  while (read(fd, &record, sizeof(record)) == sizeof(record))
+    reported.push_back(record);
+  close(fd);
+  return reported;
 }
 
 // What a killed writer reports after each commit returned: which record, and its id.
@@ -280,18 +309,8 @@ TEST_F(StoreStress, KilledWritersLoseNoCommittedRecord) {
       _exit(0);
     }
     close(fds[1]);
-    // 1 to 60 ms: a kill during the open, the first commit or the tenth.
-    seed = seed * 1103515245u + 12345u;
-    SleepMicroseconds(1000 + (seed >> 8) % 59000);
-    ASSERT_EQ(kill(pid, SIGKILL), 0);
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "trial " << trial;
-    Committed record;
-    while (read(fds[0], &record, sizeof(record)) == sizeof(record)) {
-      reported[trial].push_back(record);
-    }
-    close(fds[0]);
+    // Up to 60 ms: a kill during the open, the first commit or the tenth.
+    reported[trial] = KillWriter<Committed>(pid, fds[0], trial, seed, 60000);
     if (!reported[trial].empty()) ++killed_mid_write;
   }
   // Most kills land after some commits, with more to come: the writes really were interrupted.
@@ -389,15 +408,8 @@ TEST_F(StoreStress, KilledShardWritersKeepEveryFlushedBatch) {
       _exit(0);
     }
     close(fds[1]);
-    seed = seed * 1103515245u + 12345u;
-    SleepMicroseconds(1000 + (seed >> 8) % 29000);
-    ASSERT_EQ(kill(pid, SIGKILL), 0);
-    ASSERT_EQ(waitpid(pid, nullptr, 0), pid);
-    int64_t written = 0;
-    Committed record;
-    while (read(fds[0], &record, sizeof(record)) == sizeof(record))
-      written = record.id;
-    close(fds[0]);
+    const std::vector<Committed> flushes = KillWriter<Committed>(pid, fds[0], trial, seed, 30000);
+    const int64_t written = flushes.empty() ? 0 : flushes.back().id;
     if (written > 0) ++killed_mid_write;
     if (!fs::exists(path)) continue;  // killed before the shard was created
     auto trace = zb::profiler::ReadShard(path);
