@@ -23,17 +23,26 @@ Status NothingRecognized(const std::vector<RawTrace>& traces, const Analysis& an
   if (analysis.ranges == 0) {
     return InvalidInput(message + ", none with a name to map (was the job's profiler on?)");
   }
-  std::map<std::string, int64_t> count_by_name;
+  // The names a job gave its own ranges (PyTorch's record_function / user annotations) are what
+  // rules are written for; operator ranges (aten::*, cpu_op) only when there are no others.
+  auto annotation = [](const TraceRange& range) { return range.domain == "user_annotation"; };
+  bool annotated = false;
   for (const RawTrace& trace : traces) {
     for (const TraceRange& range : trace.ranges)
-      ++count_by_name[range.name];
+      annotated = annotated || annotation(range);
+  }
+  std::map<std::string, int64_t> count_by_name;
+  for (const RawTrace& trace : traces) {
+    for (const TraceRange& range : trace.ranges) {
+      if (!annotated || annotation(range)) ++count_by_name[range.name];
+    }
   }
   std::vector<std::pair<int64_t, std::string>> frequent;
   for (const auto& [name, count] : count_by_name)
     frequent.emplace_back(-count, name);
   std::sort(frequent.begin(), frequent.end());
   constexpr size_t kShown = 5;
-  message += "; most frequent names:";
+  message += annotated ? "; most frequent annotations:" : "; most frequent names:";
   for (size_t i = 0; i < std::min(kShown, frequent.size()); ++i) {
     std::string name = frequent[i].second;
     if (name.size() > 60) name = name.substr(0, 57) + "...";

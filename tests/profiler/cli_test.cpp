@@ -282,6 +282,14 @@ TEST_F(ZbCli, ImportRealTracesWithAndWithoutRules) {
     EXPECT_EQ(none.code, 1) << name;
     EXPECT_EQ(CountLines(none.err), 1) << none.err;
     EXPECT_EQ(none.err.rfind("zb import: no pipeline ops recognized in ", 0), 0u) << none.err;
+    // What a user writes --rules for: the job's own annotations, not the aten:: operators.
+    EXPECT_NE(none.err.find("most frequent annotations: "), std::string::npos) << none.err;
+    EXPECT_NE(none.err.find(std::string(name).find("ddp") != std::string::npos
+                                ? "\"## forward ##\" x3"
+                                : "\"## encoder fp8 None ##\" x4"),
+              std::string::npos)
+        << none.err;
+    EXPECT_EQ(none.err.find("aten::"), std::string::npos) << none.err;
     EXPECT_TRUE(none.out.empty());
 
     Result text =
