@@ -158,8 +158,9 @@ struct ProcessOps {
   std::vector<MeasuredOp> ops;
   std::vector<RangeMatch> matches;  // parallel to ops (bare NCCL ops: a COMM match)
   std::vector<TimeNs> iteration_starts;
-  int64_t recognized = 0;  // ops from rules (not bare NCCL kernels)
-  int32_t rank = -1;       // pipeline rank
+  TimeNs last_iteration_end = 0;  // where the last iteration range ended
+  int64_t recognized = 0;         // ops from rules (not bare NCCL kernels)
+  int32_t rank = -1;              // pipeline rank
   int32_t replica = 0;
 };
 
@@ -244,6 +245,7 @@ void ClassifyRanges(const RawTrace& trace, const RuleSet& rules, ProcessOps& pro
     const RangeMatch& match = it->second;
     if (match.role == RangeRole::kIteration) {
       proc.iteration_starts.push_back(range.start);
+      proc.last_iteration_end = std::max(proc.last_iteration_end, range.end);
     } else if (match.role == RangeRole::kOp) {
       if (range.end < range.start) continue;
       op_ranges.push_back(i);
@@ -553,7 +555,10 @@ void AssignStages(ProcessOps& proc, const AttributionOptions& options, Attributi
 }
 
 // Pass 3b: iterations, from iteration ranges where there are any, else a new iteration starts
-// when a (stage, microbatch) forward repeats. `order` is the ops' time order.
+// when a (stage, microbatch) forward repeats. `order` is the ops' time order. Ops after the end of
+// the last iteration range that repeat an op of that iteration (same kind, stage, microbatch)
+// form one more iteration with the others after it: the one a job stopped in, whose own range
+// never ended (the costs leave it out when it is short of ops).
 void AssignIterations(ProcessOps& proc, const std::vector<size_t>& order) {
   if (!proc.iteration_starts.empty()) {
     bool any_before = false;
@@ -563,11 +568,24 @@ void AssignIterations(ProcessOps& proc, const std::vector<size_t>& order) {
           static_cast<int32_t>(std::upper_bound(starts.begin(), starts.end(), op.cpu_start) -
                                starts.begin()) -
           1;
+
       any_before = any_before || op.iteration < 0;
     }
-    if (any_before) {
-      for (MeasuredOp& op : proc.ops)
-        ++op.iteration;
+    const int32_t last = static_cast<int32_t>(proc.iteration_starts.size()) - 1;
+    std::set<std::tuple<OpKind, int32_t, int32_t>> in_last;
+    bool repeated = false;
+    for (const MeasuredOp& op : proc.ops) {
+      if (op.iteration == last && op.cpu_start < proc.last_iteration_end && op.microbatch >= 0) {
+        in_last.emplace(op.kind, op.stage, op.microbatch);
+      }
+    }
+    for (const MeasuredOp& op : proc.ops) {
+      repeated = repeated || (op.cpu_start >= proc.last_iteration_end && op.microbatch >= 0 &&
+                              in_last.count({op.kind, op.stage, op.microbatch}) > 0);
+    }
+    for (MeasuredOp& op : proc.ops) {
+      if (repeated && op.cpu_start >= proc.last_iteration_end) op.iteration = last + 1;
+      if (any_before) ++op.iteration;
     }
     return;
   }

@@ -49,27 +49,63 @@ namespace {
 
 using IterationKey = std::pair<int32_t, int32_t>;  // (rank, replica)
 
+// Which iterations of each process the costs use: from its first, after --skip-iters, without a
+// last iteration the process did not finish (a job stopped or killed mid-step leaves forwards
+// without their backwards, which would skew the medians).
+struct IterationWindow {
+  std::map<IterationKey, int32_t> first;
+  std::map<IterationKey, int32_t> unfinished;  // the process's last iteration, when cut short
+
+  bool Uses(const MeasuredOp& op, const CostOptions& options) const {
+    const IterationKey key{op.rank, op.replica};
+    const auto cut = unfinished.find(key);
+    if (cut != unfinished.end() && cut->second == op.iteration) return false;
+    const auto it = first.find(key);
+    return it != first.end() && op.iteration - it->second >= options.skip_iters;
+  }
+};
+
 // Iterations are numbered per process; count from each one's first. Sets iterations_seen and
-// iterations_used and returns each process's first iteration.
-std::map<IterationKey, int32_t> CountIterations(const Attribution& attribution,
-                                                const CostOptions& options, CostReport& report) {
-  std::map<IterationKey, int32_t> first_iteration;
-  std::map<IterationKey, std::set<int32_t>> iterations;
+// iterations_used, and a note per process whose last iteration has fewer compute ops than its
+// others (all of which have the same number) and is left out.
+IterationWindow CountIterations(const Attribution& attribution, const CostOptions& options,
+                                CostReport& report) {
+  IterationWindow window;
+  std::map<IterationKey, std::map<int32_t, int64_t>> compute_ops;  // per iteration
   for (const MeasuredOp& op : attribution.ops) {
     const auto key = std::make_pair(op.rank, op.replica);
-    auto [it, inserted] = first_iteration.emplace(key, op.iteration);
+    auto [it, inserted] = window.first.emplace(key, op.iteration);
     if (!inserted) it->second = std::min(it->second, op.iteration);
-    iterations[key].insert(op.iteration);
+    int64_t& count = compute_ops[key][op.iteration];
+    if (op.kind != OpKind::kComm) ++count;
   }
-  for (const auto& [key, set] : iterations) {
-    report.iterations_seen = std::max(report.iterations_seen, static_cast<int>(set.size()));
+  for (const auto& [key, counts] : compute_ops) {
+    if (counts.size() < 2) continue;
+    const auto last = std::prev(counts.end());
+    std::set<int64_t> others;
+    for (auto it = counts.begin(); it != last; ++it)
+      others.insert(it->second);
+    if (others.size() == 1 && last->second < *others.begin()) {
+      window.unfinished[key] = last->first;
+      report.notes.push_back("rank " + std::to_string(key.first) + ": the last iteration (" +
+                             std::to_string(last->first - window.first[key]) + ") was cut short (" +
+                             std::to_string(last->second) + " of " +
+                             std::to_string(*others.begin()) + " ops): left out");
+    }
+  }
+  for (const auto& [key, counts] : compute_ops) {
+    report.iterations_seen = std::max(report.iterations_seen, static_cast<int>(counts.size()));
     int used = 0;
-    for (int32_t iteration : set) {
-      if (iteration - first_iteration[key] >= options.skip_iters) ++used;
+    for (const auto& [iteration, count] : counts) {
+      MeasuredOp probe;
+      probe.rank = key.first;
+      probe.replica = key.second;
+      probe.iteration = iteration;
+      if (window.Uses(probe, options)) ++used;
     }
     report.iterations_used = std::max(report.iterations_used, used);
   }
-  return first_iteration;
+  return window;
 }
 
 // The samples of the ops left after --skip-iters.
@@ -83,16 +119,14 @@ struct Samples {
 };
 
 Samples CollectSamples(const Attribution& attribution, const CostOptions& options,
-                       std::map<IterationKey, int32_t>& first_iteration, int num_stages,
-                       CostReport& report) {
+                       const IterationWindow& window, int num_stages, CostReport& report) {
   Samples samples;
   samples.per_stage.resize(num_stages);
   samples.f_memory.resize(num_stages);
   samples.b_memory.resize(num_stages);
   samples.rank_sums.resize(std::max(report.ranks, 1));
   for (const MeasuredOp& op : attribution.ops) {
-    const bool used = op.iteration - first_iteration[{op.rank, op.replica}] >= options.skip_iters;
-    if (!used || op.stage < 0 || op.stage >= num_stages) continue;
+    if (!window.Uses(op, options) || op.stage < 0 || op.stage >= num_stages) continue;
     ++report.ops_used;
     if (op.kind == OpKind::kComm) {
       if (op.peer_stage < 0 || op.peer_stage >= num_stages) continue;
@@ -256,13 +290,13 @@ Expected<CostReport> BuildCostReport(const Attribution& attribution, const CostO
   report.split = attribution.split;
   report.notes = attribution.notes;
 
-  std::map<IterationKey, int32_t> first_iteration = CountIterations(attribution, options, report);
+  const IterationWindow window = CountIterations(attribution, options, report);
   if (report.iterations_used == 0) {
     return InvalidInput("--skip-iters " + std::to_string(options.skip_iters) + " drops all " +
                         std::to_string(report.iterations_seen) + " recorded iterations");
   }
   const int num_stages = std::max(report.num_stages, 1);
-  const Samples samples = CollectSamples(attribution, options, first_iteration, num_stages, report);
+  const Samples samples = CollectSamples(attribution, options, window, num_stages, report);
   const std::pair<double, double> estimated =
       ChooseMemorySource(attribution, options, samples, num_stages, report);
   BuildStageStats(samples, estimated, num_stages, report);

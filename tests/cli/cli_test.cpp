@@ -777,7 +777,7 @@ TEST_F(CliTest, MalformedInputsGetOneLineErrorsAndWriteNothing) {
       {"t.json",
        R"({"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "fwd", "pid": 1, "tid": 1, "ts": 1, "dur": 2}]})",
        "import {}", 1, "import",
-       R"(most frequent names: "fwd" x1; give --rules FILE to map range names to F/B/W/BW)"},
+       R"(most frequent annotations: "fwd" x1; give --rules FILE to map range names to F/B/W/BW)"},
       {"empty/", "", "import {}", 1, "import", "it holds no traces"},
       {"n.sqlite", store, "import {} --format nsys", 1, "import", "not an Nsight Systems export"},
       {"r.json", R"([{"regex": "(", "kind": "F"}])", "import " + Data("traces") + " --rules {}", 1,

@@ -60,6 +60,41 @@ TEST(Analyze, CostsOpsAndTimelineFromTraces) {
   EXPECT_EQ(analysis->report.timeline.ops.size(), 12u);
 }
 
+// A job stopped mid-step: its last iteration range never ended, and the ops it got to after the
+// last complete step (F and B of microbatch 0 again) are one more, unfinished iteration, left out
+// of the costs with a note.
+TEST(Analyze, AnIterationCutShortIsLeftOutWithANote) {
+  std::vector<RawTrace> traces(1);
+  RawTrace& trace = traces[0];
+  trace.process.rank = 0;
+  TimeNs t = 0;
+  auto op = [&](const std::string& kind, int mb, TimeNs length) {
+    trace.ranges.push_back({"zb:" + kind + ":s0:mb" + std::to_string(mb), "", 1, t, t + length, 1});
+    t += length + 10;
+  };
+  for (int iteration = 0; iteration < 3; ++iteration) {
+    const TimeNs start = t;
+    for (int mb = 0; mb < 2; ++mb) {
+      op("F", mb, 100);
+      op("B", mb, 200);
+      op("W", mb, 50);
+    }
+    trace.ranges.push_back({"zb:iter:" + std::to_string(iteration), "", 1, start, t, 0});
+    t += 100;
+  }
+  op("F", 0, 1000);  // the stopped step: far slower, and never finished
+  op("B", 0, 2000);
+  auto analysis = Analyze(traces, "job", {});
+  ASSERT_TRUE(analysis.ok()) << analysis.status().message();
+  EXPECT_EQ(analysis->report.iterations_seen, 4);
+  EXPECT_EQ(analysis->report.iterations_used, 3);
+  EXPECT_EQ(analysis->report.stages[0].f.samples, 6);
+  EXPECT_EQ(analysis->report.stages[0].f.median, 100);
+  EXPECT_NE(std::find(analysis->report.notes.begin(), analysis->report.notes.end(),
+                      "rank 0: the last iteration (3) was cut short (2 of 6 ops): left out"),
+            analysis->report.notes.end());
+}
+
 // Records a process lost are reported, per process, beside the costs derived from the rest.
 TEST(Analyze, LostRecordsAreReported) {
   std::vector<RawTrace> traces = TwoRankJob();
