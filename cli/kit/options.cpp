@@ -7,13 +7,14 @@ bool ParseCommandLine(const std::string& command, const std::string& usage, cons
                       const po::options_description& options,
                       const po::positional_options_description& positional,
                       po::variables_map& values, std::ostream& out, std::ostream& err,
-                      int& exit_code) {
+                      int& exit_code, const std::string& epilogue) {
   po::options_description all = options;
   all.add_options()("help,h", "show this help");
   try {
     po::store(po::command_line_parser(args).options(all).positional(positional).run(), values);
     if (values.count("help")) {
       out << "usage: zb " << command << " " << usage << "\n\n" << all;
+      if (!epilogue.empty()) out << "\n" << epilogue;
       exit_code = 0;
       return false;
     }

@@ -26,6 +26,19 @@ struct AnalysisSettings {
   bool list_ops = false;  // per-op table even when long
 };
 
+// The end of `zb profile --help` and `zb import --help`: the range names the profiler knows
+// (docs/range-names.md says the rest).
+inline constexpr const char* kRangeNamesHelp =
+    "range names recognized (docs/range-names.md):\n"
+    "  zb:<F|B|W|BW>:s<stage>:mb<mb>  zbkit's own: an op of a stage and microbatch;\n"
+    "                                  zb:iter:<n> a training iteration\n"
+    "  PP:<stage><F|I|W|B><mb>        torch.distributed.pipelining's (I: input gradient,\n"
+    "                                  B: full backward); ProfilerStep#<n> an iteration\n"
+    "  <F|B|W|BW><mb>.<chunk>.<seq>   the zero-bubble Megatron fork's NVTX ranges;\n"
+    "                                  iter_<rank>_<n> an iteration\n"
+    "  anything else: --rules FILE, e.g. [{\"regex\": \"^## forward ##$\", \"kind\": \"F\"},\n"
+    "                                     {\"regex\": \"^## backward ##$\", \"kind\": \"BW\"}]\n";
+
 void AddAnalysisOptions(po::options_description& options);
 Expected<AnalysisSettings> ReadAnalysisSettings(const po::variables_map& values);
 

@@ -54,8 +54,16 @@ int RunImportCommand(const Args& args, std::ostream& out, std::ostream& err) {
   AddAnalysisOptions(options);
   po::variables_map values;
   int exit_code = 0;
+  const std::string epilogue =
+      std::string(
+          "examples:\n"
+          "  zb import report.sqlite                     an nsys export (--type sqlite)\n"
+          "  zb import traces/ --pp 4                    one Chrome/Kineto trace per rank\n"
+          "  zb import host0/ host1/ --store zbkit.db    several hosts, one profile\n"
+          "  zb import trace.json.gz --rules rules.json  a job's own range names\n\n") +
+      kRangeNamesHelp;
   if (!ParseCommandLine(command, "FILE|DIR... [--format nsys|chrome|shards] [options]", args,
-                        options, positional, values, out, err, exit_code)) {
+                        options, positional, values, out, err, exit_code, epilogue)) {
     return exit_code;
   }
   auto settings = ReadAnalysisSettings(values);

@@ -102,7 +102,17 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
       "torch-iters", po::value<int>()->default_value(3), "with --torch: steps in the window");
   po::variables_map values;
   int exit_code = 0;
-  if (!ParseCommandLine(command_name, usage, own_args, options, {}, values, out, err, exit_code)) {
+  const std::string epilogue =
+      std::string(
+          "examples:\n"
+          "  zb profile --store zbkit.db -- torchrun --nproc-per-node 4 train.py\n"
+          "      a CUDA job: NVTX ranges and kernels through the injection library\n"
+          "  zb profile --torch --pp 2 --json -- torchrun --nproc-per-node 2 train.py\n"
+          "      a CPU PyTorch job: torch.profiler through zbkit's hook; with --json the\n"
+          "      job's own output goes to stderr\n\n") +
+      kRangeNamesHelp;
+  if (!ParseCommandLine(command_name, usage, own_args, options, {}, values, out, err, exit_code,
+                        epilogue)) {
     return exit_code;
   }
   if (command.empty()) {

@@ -275,6 +275,20 @@ TEST_F(ZbCli, JobKilledMidRunKeepsWhatWasRecorded) {
 
 // ---- zb import -----------------------------------------------------------------------------
 
+// --help ends with examples and the range names the profiler knows.
+TEST_F(ZbCli, HelpGivesExamplesAndTheNamingConventions) {
+  for (const char* command : {"profile", "import"}) {
+    Result help = Zb(std::string(command) + " --help");
+    EXPECT_EQ(help.code, 0) << command;
+    EXPECT_NE(help.out.find("examples:\n  zb " + std::string(command) + " "), std::string::npos)
+        << help.out;
+    for (const char* name : {"zb:<F|B|W|BW>:s<stage>:mb<mb>", "PP:<stage><F|I|W|B><mb>",
+                             "ProfilerStep#<n>", "--rules FILE"}) {
+      EXPECT_NE(help.out.find(name), std::string::npos) << command << ": " << name;
+    }
+  }
+}
+
 TEST_F(ZbCli, ImportRealTracesWithAndWithoutRules) {
   WriteRules();
   for (const char* name : {"kineto_ddp_nccl_rank-0.json.gz", "kineto_sampled_rank-0.json.gz"}) {

@@ -23,13 +23,14 @@ using Args = std::vector<std::string>;
 // The signature of every subcommand the front end dispatches to.
 using CommandFunction = int (*)(const Args& args, std::ostream& out, std::ostream& err);
 
-// Parses `args`; prints the usage to `out` for --help (returns 0 in `exit_code`) and one error
-// line to `err` for anything malformed (returns 2). Returns true when the command should run.
+// Parses `args`; prints the usage to `out` for --help (returns 0 in `exit_code`), followed by
+// `epilogue` (examples, conventions) when given, and one error line to `err` for anything
+// malformed (returns 2). Returns true when the command should run.
 bool ParseCommandLine(const std::string& command, const std::string& usage, const Args& args,
                       const po::options_description& options,
                       const po::positional_options_description& positional,
                       po::variables_map& values, std::ostream& out, std::ostream& err,
-                      int& exit_code);
+                      int& exit_code, const std::string& epilogue = "");
 
 // Writes "zb <command>: <message>" and returns the exit code for the status.
 int ReportError(std::ostream& err, const std::string& command, const Status& status);
