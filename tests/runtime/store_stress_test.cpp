@@ -74,6 +74,26 @@ std::vector<Record> KillWriter(pid_t pid, int fd, int trial, unsigned& seed, int
   return reported;
 }
 
+// What the store holds, by id: each run's command and each cost profile's name.
+struct StoredNames {
+  std::map<int64_t, std::string> run_command;
+  std::map<int64_t, std::string> profile_name;
+};
+
+StoredNames ReadNames(const zb::Store& store) {
+  StoredNames names;
+  auto runs = store.ListRuns();
+  EXPECT_TRUE(runs.ok()) << runs.status().message();
+  for (const zb::RunInfo& run : runs.ok() ? *runs : std::vector<zb::RunInfo>{})
+    names.run_command[run.id] = run.command;
+  auto profiles = store.ListCostProfiles();
+  EXPECT_TRUE(profiles.ok()) << profiles.status().message();
+  for (const zb::CostProfileInfo& info :
+       profiles.ok() ? *profiles : std::vector<zb::CostProfileInfo>{})
+    names.profile_name[info.id] = info.name;
+  return names;
+}
+
 // What a killed writer reports after each commit returned: which record, and its id.
 struct Committed {
   int32_t kind = 0;  // 0 cost profile, 1 measured run, 2 shard batch
@@ -212,16 +232,7 @@ TEST_F(StoreStress, SixteenProcessesWritingShardsAndMergingAtOnce) {
   ASSERT_TRUE(store.ok()) << store.status().message();
   auto schedule = store->LoadSchedule(schedule_id_);
   ASSERT_TRUE(schedule.ok());
-  auto runs = store->ListRuns();
-  ASSERT_TRUE(runs.ok());
-  std::map<int64_t, zb::RunInfo> run_by_id;
-  for (const zb::RunInfo& run : *runs)
-    run_by_id[run.id] = run;
-  auto profiles = store->ListCostProfiles();
-  ASSERT_TRUE(profiles.ok());
-  std::map<int64_t, std::string> profile_name;
-  for (const zb::CostProfileInfo& info : *profiles)
-    profile_name[info.id] = info.name;
+  const StoredNames stored = ReadNames(*store);
 
   int records = 0;
   for (int child = 0; child < kProcesses; ++child) {
@@ -232,19 +243,20 @@ TEST_F(StoreStress, SixteenProcessesWritingShardsAndMergingAtOnce) {
     while (lines >> name >> run_id >> profile_id) {
       ++records;
       SCOPED_TRACE(name);
-      ASSERT_EQ(run_by_id.count(run_id), 1u);
-      EXPECT_EQ(run_by_id[run_id].command, "replay " + name);
+      ASSERT_EQ(stored.run_command.count(run_id), 1u);
+      EXPECT_EQ(stored.run_command.at(run_id), "replay " + name);
       auto timelines = store->ListRunTimelines(run_id);
       ASSERT_TRUE(timelines.ok());
       ASSERT_EQ(timelines->size(), 1u);
       auto timeline = store->LoadTimeline(timelines->front().id);
       ASSERT_TRUE(timeline.ok());
       EXPECT_EQ(static_cast<int64_t>(timeline->ops.size()), schedule->num_ops());
-      EXPECT_EQ(profile_name[profile_id], "profile " + name);
+      ASSERT_EQ(stored.profile_name.count(profile_id), 1u);
+      EXPECT_EQ(stored.profile_name.at(profile_id), "profile " + name);
     }
   }
   EXPECT_EQ(records, kProcesses * kRounds);
-  EXPECT_EQ(static_cast<int>(runs->size()), kProcesses * kRounds);
+  EXPECT_EQ(static_cast<int>(stored.run_command.size()), kProcesses * kRounds);
 }
 
 // The k-th record of a trial, so the reader can tell exactly what must be there.
@@ -332,16 +344,7 @@ TEST_F(StoreStress, KilledWritersLoseNoCommittedRecord) {
 
   auto store = zb::Store::Open(db_, zb::Store::Mode::kReadOnly);
   ASSERT_TRUE(store.ok()) << store.status().message();
-  auto runs = store->ListRuns();
-  ASSERT_TRUE(runs.ok());
-  std::map<int64_t, std::string> run_command;
-  for (const zb::RunInfo& run : *runs)
-    run_command[run.id] = run.command;
-  auto profiles = store->ListCostProfiles();
-  ASSERT_TRUE(profiles.ok());
-  std::map<int64_t, std::string> profile_name;
-  for (const zb::CostProfileInfo& info : *profiles)
-    profile_name[info.id] = info.name;
+  StoredNames names = ReadNames(*store);
 
   size_t total = 0;
   for (int trial = 0; trial < kTrials; ++trial) {
@@ -350,12 +353,12 @@ TEST_F(StoreStress, KilledWritersLoseNoCommittedRecord) {
       const std::string name = KilledName(trial, record.k);
       SCOPED_TRACE(name);
       if (record.kind == 0) {
-        ASSERT_EQ(profile_name[record.id], name);
+        ASSERT_EQ(names.profile_name[record.id], name);
         auto costs = store->LoadCostProfile(record.id);
         ASSERT_TRUE(costs.ok()) << costs.status().message();
         EXPECT_TRUE(*costs == KilledProfile(trial, record.k));
       } else {
-        ASSERT_EQ(run_command[record.id], name);
+        ASSERT_EQ(names.run_command[record.id], name);
         auto timelines = store->ListRunTimelines(record.id);
         ASSERT_TRUE(timelines.ok());
         ASSERT_EQ(timelines->size(), 1u);
