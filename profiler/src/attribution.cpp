@@ -568,7 +568,6 @@ void AssignIterations(ProcessOps& proc, const std::vector<size_t>& order) {
           static_cast<int32_t>(std::upper_bound(starts.begin(), starts.end(), op.cpu_start) -
                                starts.begin()) -
           1;
-
       any_before = any_before || op.iteration < 0;
     }
     const int32_t last = static_cast<int32_t>(proc.iteration_starts.size()) - 1;

@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "zbkit/profiler/import.h"
+#include "zbkit/schemas/json_io.h"
 
 namespace zb::profiler {
 namespace {
@@ -147,13 +148,7 @@ class ChromeSax {
     return true;
   }
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) {
-    // nlohmann's text starts with "[json.exception.parse_error.101] parse error at ...".
-    std::string what = e.what();
-    if (const size_t end = what.find("] ");
-        what.rfind("[json.exception", 0) == 0 && end != std::string::npos) {
-      what = what.substr(end + 2);
-    }
-    error = "not valid JSON at byte " + std::to_string(position) + ": " + what;
+    error = "not valid JSON at byte " + std::to_string(position) + ": " + JsonErrorText(e);
     return false;
   }
 

@@ -56,12 +56,14 @@ struct IterationWindow {
   std::map<IterationKey, int32_t> first;
   std::map<IterationKey, int32_t> unfinished;  // the process's last iteration, when cut short
 
-  bool Uses(const MeasuredOp& op, const CostOptions& options) const {
-    const IterationKey key{op.rank, op.replica};
+  bool Uses(const IterationKey& key, int32_t iteration, const CostOptions& options) const {
     const auto cut = unfinished.find(key);
-    if (cut != unfinished.end() && cut->second == op.iteration) return false;
+    if (cut != unfinished.end() && cut->second == iteration) return false;
     const auto it = first.find(key);
-    return it != first.end() && op.iteration - it->second >= options.skip_iters;
+    return it != first.end() && iteration - it->second >= options.skip_iters;
+  }
+  bool Uses(const MeasuredOp& op, const CostOptions& options) const {
+    return Uses({op.rank, op.replica}, op.iteration, options);
   }
 };
 
@@ -97,11 +99,7 @@ IterationWindow CountIterations(const Attribution& attribution, const CostOption
     report.iterations_seen = std::max(report.iterations_seen, static_cast<int>(counts.size()));
     int used = 0;
     for (const auto& [iteration, count] : counts) {
-      MeasuredOp probe;
-      probe.rank = key.first;
-      probe.replica = key.second;
-      probe.iteration = iteration;
-      if (window.Uses(probe, options)) ++used;
+      if (window.Uses(key, iteration, options)) ++used;
     }
     report.iterations_used = std::max(report.iterations_used, used);
   }

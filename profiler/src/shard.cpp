@@ -389,10 +389,11 @@ Status ReadShardProcess(const Connection& conn, RawTrace& trace) {
 // The string table by id. A map, not a vector indexed by id: ids may have gaps (a batch whose
 // flush failed is dropped with its strings), and a damaged shard's one id of 2^31 must not make
 // the reader allocate 2^31 strings (found by tests/fuzz/fuzz_shard).
-Expected<std::unordered_map<int64_t, std::string>> ReadShardStrings(const Connection& conn) {
+using ShardStrings = std::unordered_map<int64_t, std::string>;
+Expected<ShardStrings> ReadShardStrings(const Connection& conn) {
   const char* what = "read shard strings";
   ZB_ASSIGN_OR_RETURN(Statement rows, conn.Prepare("SELECT id, text FROM strings", what));
-  std::unordered_map<int64_t, std::string> strings;
+  ShardStrings strings;
   while (true) {
     ZB_ASSIGN_OR_RETURN(bool row, rows.Step(what));
     if (!row) return strings;
@@ -446,8 +447,7 @@ Expected<RawTrace> ReadShard(const std::string& path) {
 
     RawTrace trace;
     ZB_RETURN_IF_ERROR(ReadShardProcess(conn, trace));
-    using Strings = std::unordered_map<int64_t, std::string>;
-    ZB_ASSIGN_OR_RETURN(const Strings strings, ReadShardStrings(conn));
+    ZB_ASSIGN_OR_RETURN(const ShardStrings strings, ReadShardStrings(conn));
     auto text = [&](int64_t id) -> const std::string& {
       static const std::string kEmpty;
       const auto it = strings.find(id);

@@ -225,10 +225,7 @@ Expected<json> ParseJsonText(const std::string& text, const std::string& source)
   } catch (const json::exception& error) {
     // parse_error for malformed text; out_of_range (406) for a number no double holds
     // ("1e999"), found by tests/fuzz/fuzz_costs.
-    std::string message = error.what();
-    // nlohmann's messages start with "[json.exception.parse_error.101] parse error at ...".
-    const auto pos = message.find("] ");
-    if (pos != std::string::npos) message = message.substr(pos + 2);
+    const std::string message = JsonErrorText(error);
     std::string hint;
     if (text.find("NaN") != std::string::npos || text.find("Infinity") != std::string::npos) {
       hint = " (NaN and Infinity are not valid JSON numbers)";
@@ -457,6 +454,15 @@ std::string ScheduleToJson(const Schedule& schedule) {
   }
   out << "}\n";
   return out.str();
+}
+
+std::string JsonErrorText(const std::exception& error) {
+  std::string text = error.what();
+  if (const size_t end = text.find("] ");
+      text.rfind("[json.exception", 0) == 0 && end != std::string::npos) {
+    text = text.substr(end + 2);
+  }
+  return text;
 }
 
 Expected<std::string> ReadTextFile(const std::string& path) {

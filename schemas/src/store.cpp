@@ -249,10 +249,13 @@ Expected<Store> Store::Open(const std::string& path, Mode mode) {
   if (!read_only) ZB_RETURN_IF_ERROR(impl->conn.UseWal(what + ": set WAL journal"));
   ZB_RETURN_IF_ERROR(impl->conn.EnableForeignKeys(what + ": enable foreign keys"));
 
-  if (header.version != 0 && header.version < kSchemaVersion) {
-    ZB_RETURN_IF_ERROR(BackUpBeforeMigration(impl->conn, path, header.version, what));
+  if (header.version < kSchemaVersion) {
+    // Version 0 is a new (or empty) file: nothing to keep.
+    if (header.version != 0) {
+      ZB_RETURN_IF_ERROR(BackUpBeforeMigration(impl->conn, path, header.version, what));
+    }
+    ZB_RETURN_IF_ERROR(impl->Migrate(what));
   }
-  if (header.version < kSchemaVersion) ZB_RETURN_IF_ERROR(impl->Migrate(what));
   impl->schema_version = kSchemaVersion;
   return Store(std::move(impl));
 }

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -32,13 +33,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using zb::testing_support::RawDb;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+using zb::testing_support::ReadBytes;
 
 void SleepMicroseconds(int64_t us) {
   timespec pause{static_cast<time_t>(us / 1'000'000), static_cast<long>(us % 1'000'000) * 1000};
@@ -46,18 +41,49 @@ void SleepMicroseconds(int64_t us) {
   }
 }
 
-// Kills writer `pid` with SIGKILL and returns everything it reported on `fd` (then closed). Three
-// trials in four first wait for its first report (a commit has returned) and then kill it up to
-// `spread_us` later, so that most kills land among the writes whatever the machine's speed (a
+// What a killed writer reports after each commit returned: which record, and its id.
+struct Committed {
+  int32_t kind = 0;  // 0 cost profile, 1 measured run, 2 shard batch
+  int32_t k = 0;     // the writer's k-th record of its trial
+  int64_t id = 0;    // the store's id; for shards the records written so far
+};
+
+// How a writer reports a commit that returned: false when the report cannot be sent.
+using Report = std::function<bool(const Committed&)>;
+
+// Forks a writer process that runs `writer` (it reports each commit and returns only when it
+// fails: the child then exits 1), kills it with SIGKILL and returns everything it reported.
+// Three trials in four first wait for its first report (a commit has returned) and then kill it up
+// to `spread_us` later, so that most kills land among the writes whatever the machine's speed (a
 // sanitizer build is several times slower); the fourth kills it at a random point from its start.
-template <typename Record>
-std::vector<Record> KillWriter(pid_t pid, int fd, int trial, unsigned& seed, int64_t spread_us) {
-  std::vector<Record> reported;
+std::vector<Committed> ForkAndKill(const std::function<void(const Report&)>& writer, int trial,
+                                   unsigned& seed, int64_t spread_us) {
+  std::vector<Committed> reported;
+  int fds[2];
+  if (pipe(fds) != 0) {
+    ADD_FAILURE() << "pipe";
+    return reported;
+  }
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    writer([fd = fds[1]](const Committed& record) {
+      return write(fd, &record, sizeof(record)) == sizeof(record);
+    });
+    _exit(1);
+  }
+  close(fds[1]);
+  const int fd = fds[0];
+  if (pid < 0) {
+    ADD_FAILURE() << "fork";
+    close(fd);
+    return reported;
+  }
   seed = seed * 1103515245u + 12345u;
   const int64_t delay_us = (seed >> 8) % spread_us;
   if (trial % 4 != 0) {
     pollfd ready{fd, POLLIN, 0};
-    Record first;
+    Committed first;
     if (poll(&ready, 1, 30000) == 1 && read(fd, &first, sizeof(first)) == sizeof(first)) {
       reported.push_back(first);
     }
@@ -67,7 +93,7 @@ std::vector<Record> KillWriter(pid_t pid, int fd, int trial, unsigned& seed, int
   int status = 0;
   EXPECT_EQ(waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "trial " << trial;
-  Record record;
+  Committed record;
   while (read(fd, &record, sizeof(record)) == sizeof(record))
     reported.push_back(record);
   close(fd);
@@ -94,13 +120,6 @@ StoredNames ReadNames(const zb::Store& store) {
   return names;
 }
 
-// What a killed writer reports after each commit returned: which record, and its id.
-struct Committed {
-  int32_t kind = 0;  // 0 cost profile, 1 measured run, 2 shard batch
-  int32_t k = 0;     // the writer's k-th record of its trial
-  int64_t id = 0;    // the store's id; for shards the records written so far
-};
-
 class StoreStress : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -116,7 +135,7 @@ class StoreStress : public ::testing::Test {
     const std::string command = "'" + std::string(ZBKIT_ZB_BINARY) + "' tune --costs '" + costs +
                                 "' -m 8 --mem-limit 2x --family zb-h1 --store '" + db_ +
                                 "' --job stress > '" + dir_ + "/tune.out' 2>&1";
-    ASSERT_EQ(std::system(command.c_str()), 0) << ReadFile(dir_ + "/tune.out");
+    ASSERT_EQ(std::system(command.c_str()), 0) << ReadBytes(dir_ + "/tune.out");
     auto store = zb::Store::Open(db_);
     ASSERT_TRUE(store.ok()) << store.status().message();
     auto schedules = store->ListSchedules();
@@ -222,7 +241,7 @@ TEST_F(StoreStress, SixteenProcessesWritingShardsAndMergingAtOnce) {
   }
   for (int child = 0; child < kProcesses; ++child) {
     EXPECT_TRUE(ExitedCleanly(children[child]))
-        << "child " << child << ": " << ReadFile(dir_ + "/child" + std::to_string(child) + ".err");
+        << "child " << child << ": " << ReadBytes(dir_ + "/child" + std::to_string(child) + ".err");
   }
 
   RawDb raw(db_);
@@ -236,7 +255,7 @@ TEST_F(StoreStress, SixteenProcessesWritingShardsAndMergingAtOnce) {
 
   int records = 0;
   for (int child = 0; child < kProcesses; ++child) {
-    std::istringstream lines(ReadFile(dir_ + "/child" + std::to_string(child) + ".ids"));
+    std::istringstream lines(ReadBytes(dir_ + "/child" + std::to_string(child) + ".ids"));
     std::string name;
     int64_t run_id = 0;
     int64_t profile_id = 0;
@@ -295,34 +314,27 @@ TEST_F(StoreStress, KilledWritersLoseNoCommittedRecord) {
   unsigned seed = 12345;
   int killed_mid_write = 0;
   for (int trial = 0; trial < kTrials; ++trial) {
-    int fds[2];
-    ASSERT_EQ(pipe(fds), 0);
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      close(fds[0]);
+    auto writer = [&](const Report& report) {
       auto store = zb::Store::Open(db_);
-      if (!store.ok()) _exit(1);
-      for (int k = 0; k < 100000; ++k) {
+      if (!store.ok()) return;
+      for (int k = 0;; ++k) {
         const std::string name = KilledName(trial, k);
         Committed record{k % 2, k, 0};
         if (k % 2 == 0) {
           auto id = store->InsertCostProfile(job_id_, name, KilledProfile(trial, k));
-          if (!id.ok()) _exit(1);
+          if (!id.ok()) return;
           record.id = *id;
         } else {
           auto id = store->RecordMeasuredRun(job_id_, schedule_id_, name, std::nullopt,
                                              KilledTimeline(trial, k));
-          if (!id.ok()) _exit(1);
+          if (!id.ok()) return;
           record.id = *id;
         }
-        if (write(fds[1], &record, sizeof(record)) != sizeof(record)) _exit(1);
+        if (!report(record)) return;
       }
-      _exit(0);
-    }
-    close(fds[1]);
+    };
     // Up to 60 ms: a kill during the open, the first commit or the tenth.
-    reported[trial] = KillWriter<Committed>(pid, fds[0], trial, seed, 60000);
+    reported[trial] = ForkAndKill(writer, trial, seed, 60000);
     if (!reported[trial].empty()) ++killed_mid_write;
   }
   // Most kills land after some commits, with more to come: the writes really were interrupted.
@@ -389,29 +401,20 @@ TEST_F(StoreStress, KilledShardWritersKeepEveryFlushedBatch) {
   int killed_mid_write = 0;
   for (int trial = 0; trial < kTrials; ++trial) {
     const std::string path = dir_ + "/trial" + std::to_string(trial) + ".zbshard";
-    int fds[2];
-    ASSERT_EQ(pipe(fds), 0);
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      close(fds[0]);
+    auto writer = [&](const Report& report) {
       zb::profiler::TraceProcess process;
       process.rank = trial;
-      auto writer = zb::profiler::ShardWriter::Create(path, process, "stress");
-      if (!writer.ok()) _exit(1);
-      for (int k = 0; k < 100000; ++k) {
+      auto shard = zb::profiler::ShardWriter::Create(path, process, "stress");
+      if (!shard.ok()) return;
+      for (int k = 0;; ++k) {
         for (int i = 0; i < kBatch; ++i) {
           const int64_t n = int64_t{k} * kBatch + i;
-          writer->Add(zb::profiler::TraceRange{"r" + std::to_string(n), "", 1, n, n + 1, 0});
+          shard->Add(zb::profiler::TraceRange{"r" + std::to_string(n), "", 1, n, n + 1, 0});
         }
-        if (!writer->Flush().ok()) _exit(1);
-        Committed record{2, k, writer->records_written()};
-        if (write(fds[1], &record, sizeof(record)) != sizeof(record)) _exit(1);
+        if (!shard->Flush().ok() || !report({2, k, shard->records_written()})) return;
       }
-      _exit(0);
-    }
-    close(fds[1]);
-    const std::vector<Committed> flushes = KillWriter<Committed>(pid, fds[0], trial, seed, 30000);
+    };
+    const std::vector<Committed> flushes = ForkAndKill(writer, trial, seed, 30000);
     const int64_t written = flushes.empty() ? 0 : flushes.back().id;
     if (written > 0) ++killed_mid_write;
     if (!fs::exists(path)) continue;  // killed before the shard was created

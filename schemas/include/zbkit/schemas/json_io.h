@@ -7,6 +7,7 @@
 #ifndef ZBKIT_SCHEMAS_JSON_IO_H_
 #define ZBKIT_SCHEMAS_JSON_IO_H_
 
+#include <exception>
 #include <string>
 
 #include "zbkit/schemas/status.h"
@@ -33,6 +34,10 @@ std::string ScheduleToJson(const Schedule& schedule);
 // measured_at are not part of the file.
 Expected<HopMeasurement> ParseHopsJson(const std::string& text, const std::string& source);
 Expected<HopMeasurement> ReadHopsFile(const std::string& path);
+
+// The message of an error of the JSON library (nlohmann), without the tag it starts with
+// ("[json.exception.parse_error.101] "): what every "not valid JSON" message quotes.
+std::string JsonErrorText(const std::exception& error);
 
 Expected<std::string> ReadTextFile(const std::string& path);
 // Writes to a temporary file beside `path` and renames it into place, so a failure never leaves
