@@ -34,6 +34,7 @@ void LaneRasterizer::SetFrame(TimeNs t0, TimeNs t1, int columns) {
   for (int k = 0; k < kKinds; ++k) {
     kind_rgb_[k] = ColorOf(static_cast<OpKind>(k)).rgb();
     separator_rgb_[k] = SeparatorColor(static_cast<OpKind>(k)).rgb();
+    waiting_rgb_[k] = WaitingColor(static_cast<OpKind>(k)).rgb();
   }
   background_rgb_ = BackgroundColor().rgb();
   bubble_rgb_ = BubbleColor().rgb();
@@ -111,35 +112,43 @@ void LaneRasterizer::StackColumns(const Lane& lane, int height, RenderStats* sta
   }
 }
 
-// The segments of one non-empty column; returns how many.
+// The segments of one non-empty column; returns how many. Amount j < kKinds is kind j's busy
+// time, j >= kKinds the waiting time inside kind (j - kKinds)'s spans (measured ops whose device
+// was busy for part of their span, Coverage::waiting), drawn in the kind's pale colour just above
+// its busy part, so a block reads as a fill level.
 int LaneRasterizer::StackColumn(int c, int h, bool bubble, RenderStats* stats) {
-  const TimeNs* busy = &coverage_.busy[static_cast<size_t>(c) * kKinds];
+  constexpr int kAmounts = 2 * kKinds;
+  std::array<TimeNs, kAmounts> amount{};
+  for (int k = 0; k < kKinds; ++k) {
+    amount[k] = coverage_.Busy(c, static_cast<OpKind>(k));
+    amount[kKinds + k] = coverage_.Waiting(c, static_cast<OpKind>(k));
+  }
   const double span = static_cast<double>(edges_[c + 1] - edges_[c]);
-  std::array<int, kKinds> px{};
+  std::array<int, kAmounts> px{};
   double total = 0;
   int present = 0;
-  for (int k = 0; k < kKinds; ++k) {
-    total += static_cast<double>(busy[k]);
-    present += busy[k] > 0 ? 1 : 0;
+  for (int j = 0; j < kAmounts; ++j) {
+    total += static_cast<double>(amount[j]);
+    present += amount[j] > 0 ? 1 : 0;
   }
   // Overlapping comm ops can be busier than the column; scale so that the stack fits.
   const double scale = h / std::max(span, total);
   // The busy pixels are the busy time rounded once, so the idle share of the column is right to
-  // half a pixel; they are shared by largest remainder, at least one per kind.
+  // half a pixel; they are shared by largest remainder, at least one per amount present.
   const int busy_px = std::min(h, std::max(present, static_cast<int>(std::lround(total * scale))));
   int sum = 0;
-  std::array<double, kKinds> remainder{};
-  for (int k = 0; k < kKinds; ++k) {
-    if (busy[k] <= 0) continue;
-    const double exact = static_cast<double>(busy[k]) * scale;
-    px[k] = std::max(1, static_cast<int>(exact));
-    remainder[k] = exact - px[k];
-    sum += px[k];
+  std::array<double, kAmounts> remainder{};
+  for (int j = 0; j < kAmounts; ++j) {
+    if (amount[j] <= 0) continue;
+    const double exact = static_cast<double>(amount[j]) * scale;
+    px[j] = std::max(1, static_cast<int>(exact));
+    remainder[j] = exact - px[j];
+    sum += px[j];
   }
   while (sum < busy_px) {
     int best = -1;
-    for (int k = 0; k < kKinds; ++k) {
-      if (busy[k] > 0 && (best < 0 || remainder[k] > remainder[best])) best = k;
+    for (int j = 0; j < kAmounts; ++j) {
+      if (amount[j] > 0 && (best < 0 || remainder[j] > remainder[best])) best = j;
     }
     ++px[best];
     remainder[best] -= 1;
@@ -147,8 +156,8 @@ int LaneRasterizer::StackColumn(int c, int h, bool bubble, RenderStats* stats) {
   }
   while (sum > busy_px) {  // the one-pixel minimum overflowed: take it from the largest
     int largest = 0;
-    for (int k = 1; k < kKinds; ++k) {
-      if (px[k] > px[largest]) largest = k;
+    for (int j = 1; j < kAmounts; ++j) {
+      if (px[j] > px[largest]) largest = j;
     }
     if (px[largest] <= 1) break;
     --px[largest];
@@ -165,10 +174,12 @@ int LaneRasterizer::StackColumn(int c, int h, bool bubble, RenderStats* stats) {
     colors[n++] = bubble ? bubble_rgb_ : background_rgb_;
   }
   for (int k : kTopDownKinds) {
-    if (px[k] == 0) continue;
-    row_end = std::min(h, row_end + px[k]);
-    ends[n] = static_cast<uint16_t>(row_end);
-    colors[n++] = kind_rgb_[k];
+    for (const int j : {kKinds + k, k}) {
+      if (px[j] == 0) continue;
+      row_end = std::min(h, row_end + px[j]);
+      ends[n] = static_cast<uint16_t>(row_end);
+      colors[n++] = j < kKinds ? kind_rgb_[k] : waiting_rgb_[k];
+    }
   }
   ends[n - 1] = static_cast<uint16_t>(h);  // the last segment always reaches the bottom
   seg_count_[c] = static_cast<uint8_t>(n);

@@ -26,6 +26,14 @@ QColor SeparatorColor(OpKind kind) {
   return ColorOf(kind).darker(160);
 }
 
+// A quarter of the kind's colour over white: still the kind at a glance, clearly not busy, and
+// distinct from the bubble tint and the background.
+QColor WaitingColor(OpKind kind) {
+  const QColor block = ColorOf(kind);
+  auto mix = [](int channel) { return (channel + 3 * 0xFF) / 4; };
+  return QColor(mix(block.red()), mix(block.green()), mix(block.blue()));
+}
+
 QColor BlockLabelColor(OpKind kind) {
   const QColor block = ColorOf(kind);
   const bool dark = 0.299 * block.red() + 0.587 * block.green() + 0.114 * block.blue() < 150;

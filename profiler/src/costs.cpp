@@ -254,10 +254,35 @@ void BuildMeasuredTimeline(const Attribution& attribution, CostReport& report) {
     first = false;
   }
   std::map<int32_t, std::vector<std::pair<TimeNs, double>>> memory_changes;
+  std::map<std::string, int32_t> name_ids;
+  // Iterations are numbered per process (attribution.h); the timeline counts each rank's from 0.
+  std::map<int32_t, int32_t> first_iteration;
+  for (const MeasuredOp& op : attribution.ops) {
+    if (op.replica != 0) continue;
+    const auto [it, inserted] = first_iteration.try_emplace(op.rank, op.iteration);
+    if (!inserted) it->second = std::min(it->second, op.iteration);
+  }
   for (const MeasuredOp& op : attribution.ops) {
     if (op.replica != 0 || op.stage < 0 || op.microbatch < 0) continue;
-    report.timeline.ops.push_back({op.rank, op.stage, op.kind, op.microbatch, op.start() - origin,
-                                   std::max(op.end(), op.start()) - origin});
+    TimelineOp timeline_op{op.rank,
+                           op.stage,
+                           op.kind,
+                           op.microbatch,
+                           op.start() - origin,
+                           std::max(op.end(), op.start()) - origin,
+                           std::max(0, op.iteration - first_iteration[op.rank])};
+    // With kernels the span is their projection and `busy` their union inside it
+    // (docs/zbview.md §6); a CPU-only range is busy for all of its span.
+    if (op.kernels > 0)
+      timeline_op.busy = std::clamp<TimeNs>(op.busy, 0, timeline_op.end - timeline_op.start);
+    timeline_op.kernels = op.kernels;
+    if (!op.name.empty()) {
+      const auto [it, inserted] =
+          name_ids.try_emplace(op.name, static_cast<int32_t>(report.timeline.names.size()));
+      if (inserted) report.timeline.names.push_back(op.name);
+      timeline_op.name = it->second;
+    }
+    report.timeline.ops.push_back(timeline_op);
     if (report.memory == MemorySource::kMeasured && op.has_memory && op.kind != OpKind::kComm) {
       memory_changes[op.rank].emplace_back(op.end() - origin, static_cast<double>(op.memory_net));
     }

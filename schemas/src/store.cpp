@@ -29,6 +29,7 @@ extern const char* const kZbkitMigration005Sql;
 extern const char* const kZbkitMigration006Sql;
 extern const char* const kZbkitMigration007Sql;
 extern const char* const kZbkitMigration008Sql;
+extern const char* const kZbkitMigration009Sql;
 
 namespace zb {
 namespace {
@@ -55,6 +56,7 @@ constexpr Migration kMigrations[] = {
     {6, &kZbkitMigration006Sql},  // frontiers, frontier_points
     {7, &kZbkitMigration007Sql},  // hop_measurements, measured_hops
     {8, &kZbkitMigration008Sql},  // cost_profiles: the profiled job's layout and schedule class
+    {9, &kZbkitMigration009Sql},  // timeline_ops: busy_ns, kernels, name of measured ops
 };
 static_assert(kMigrations[std::size(kMigrations) - 1].version == Store::kSchemaVersion,
               "the last migration step must produce Store::kSchemaVersion");

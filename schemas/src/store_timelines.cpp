@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "store_impl.h"
@@ -22,14 +23,31 @@ std::optional<TimelineKind> ParseTimelineKind(std::string_view name) {
   return std::nullopt;
 }
 
+// Range names of measured ops, each stored once in Timeline::names.
+class NameTable {
+ public:
+  explicit NameTable(std::vector<std::string>& names) : names_(names) {}
+  int32_t Intern(std::string_view name) {
+    const auto [it, inserted] =
+        ids_.try_emplace(std::string(name), static_cast<int32_t>(names_.size()));
+    if (inserted) names_.emplace_back(name);
+    return it->second;
+  }
+
+ private:
+  std::vector<std::string>& names_;
+  std::unordered_map<std::string, int32_t> ids_;
+};
+
 Status WriteTimelineOps(const Store::Impl& impl, int64_t timeline_id, const Timeline& timeline,
                         std::string_view what) {
   ZB_ASSIGN_OR_RETURN(sqlite::BatchInserter ops,
                       sqlite::BatchInserter::Prepare(
                           impl.conn,
                           "INSERT INTO timeline_ops (timeline_id, seq, rank, stage, kind,"
-                          " microbatch, start_ns, end_ns, iteration) VALUES ",
-                          1, 8, what));
+                          " microbatch, start_ns, end_ns, iteration, busy_ns, kernels, name)"
+                          " VALUES ",
+                          1, 11, what));
   ops.BindShared(1, timeline_id);
   return ops.Insert(
       timeline.ops.size(),
@@ -43,6 +61,14 @@ Status WriteTimelineOps(const Store::Impl& impl, int64_t timeline_id, const Time
         stmt.BindInt(param + 5, op.start);
         stmt.BindInt(param + 6, op.end);
         stmt.BindInt(param + 7, op.iteration);
+        stmt.BindOptional(param + 8,
+                          op.busy >= 0 ? std::optional<int64_t>(op.BusyTime()) : std::nullopt);
+        stmt.BindInt(param + 9, op.kernels);
+        if (op.name >= 0 && static_cast<size_t>(op.name) < timeline.names.size()) {
+          stmt.BindText(param + 10, timeline.names[static_cast<size_t>(op.name)]);
+        } else {
+          stmt.BindNull(param + 10);
+        }
       },
       what, "op");
 }
@@ -158,11 +184,12 @@ Expected<Timeline> Store::LoadTimeline(int64_t id) const {
                           }));
   if (!num_ops) return impl.NoSuch("load timeline", "timeline", id);
 
+  NameTable names(timeline.names);
   // One ordered range scan of the primary key; the stored count sizes the vector up front.
   if (*num_ops > 0) timeline.ops.reserve(static_cast<size_t>(*num_ops));
   ZB_RETURN_IF_ERROR(sqlite::QueryInto(
       impl.conn,
-      "SELECT rank, stage, kind, microbatch, start_ns, end_ns, iteration"
+      "SELECT rank, stage, kind, microbatch, start_ns, end_ns, iteration, busy_ns, kernels, name"
       " FROM timeline_ops WHERE timeline_id = ?1 ORDER BY seq",
       what, bind_id,
       [&](const Statement& row) -> Expected<TimelineOp> {
@@ -170,13 +197,17 @@ Expected<Timeline> Store::LoadTimeline(int64_t id) const {
         if (!kind) {
           return impl.Inconsistent(what, "unknown op kind '" + std::string(row.Text(2)) + "'");
         }
-        return TimelineOp{static_cast<int32_t>(row.Int(0)),
-                          static_cast<int32_t>(row.Int(1)),
-                          *kind,
-                          static_cast<int32_t>(row.Int(3)),
-                          row.Int(4),
-                          row.Int(5),
-                          static_cast<int32_t>(row.Int(6))};
+        TimelineOp op{static_cast<int32_t>(row.Int(0)),
+                      static_cast<int32_t>(row.Int(1)),
+                      *kind,
+                      static_cast<int32_t>(row.Int(3)),
+                      row.Int(4),
+                      row.Int(5),
+                      static_cast<int32_t>(row.Int(6))};
+        op.busy = row.OptionalInt(7).value_or(-1);
+        op.kernels = static_cast<int32_t>(row.Int(8));
+        if (!row.IsNull(9)) op.name = names.Intern(row.Text(9));
+        return op;
       },
       timeline.ops));
   if (static_cast<int64_t>(timeline.ops.size()) != *num_ops) {

@@ -16,6 +16,7 @@
 namespace zb {
 namespace {
 
+using timeline_internal::BusyInside;
 using timeline_internal::EndedBefore;
 
 // WaitedFor on measured timelines: clocks of different ranks and the hop latency jitter by
@@ -36,7 +37,7 @@ RangeSummary TimelineIndex::Summarize(TimeNs t0, TimeNs t1) const {
     const auto [first, last] = Visible(lane_index, t0, t1);
     for (size_t i = first; i < last; ++i) {
       if (EndedBefore(lane.start[i], lane.end[i], t0)) continue;
-      summary.busy += std::min(lane.end[i], t1) - std::max(lane.start[i], t0);
+      summary.busy += BusyInside(lane, i, std::min(lane.end[i], t1) - std::max(lane.start[i], t0));
       ++summary.ops[static_cast<size_t>(lane.kind_of[i])];
     }
   }

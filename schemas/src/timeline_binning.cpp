@@ -9,6 +9,7 @@
 // incrementally without a division per edge.
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <utility>
 
@@ -95,6 +96,10 @@ class ColumnLocator {
 struct CoverageScratch {
   std::vector<int32_t> count_diff;  // columns + 1
   std::vector<int32_t> full_diff;   // (columns + 1) * kKinds
+  // Measured ops busy for part of their span: the busy share per kind and the waiting share of
+  // the whole columns under them (Coverage::waiting).
+  std::vector<double> share_diff;    // (columns + 1) * kKinds
+  std::vector<double> waiting_diff;  // (columns + 1) * kKinds
 };
 CoverageScratch& Scratch() {
   thread_local CoverageScratch scratch;
@@ -142,6 +147,13 @@ void TimelineIndex::BinCoverage(int lane_index, TimeNs t0, TimeNs t1, int column
   out->busy.assign(static_cast<size_t>(n) * kKinds, 0);
   out->count.assign(static_cast<size_t>(n), 0);
   out->edges.resize(static_cast<size_t>(n) + 1);
+  const bool measured = lane_index >= 0 && lane_index < static_cast<int>(lanes_.size()) &&
+                        !lanes_[lane_index].busy.empty();
+  if (measured) {
+    out->waiting.assign(static_cast<size_t>(n) * kKinds, 0);
+  } else {
+    out->waiting.clear();
+  }
   if (n == 0) {
     out->edges[0] = t0;
     return;
@@ -160,6 +172,18 @@ void TimelineIndex::BinCoverage(int lane_index, TimeNs t0, TimeNs t1, int column
   const ColumnLocator locate(edges, n, t0, t1);
   CoverageScratch& scratch = Scratch();
   bool spanning = false;
+  bool shared = false;  // some whole column is under an op busy for part of its span
+  TimeNs* waiting = measured ? out->waiting.data() : nullptr;
+  // Adds `part` ns of op i to column `col`: busy in proportion `share`, the rest waiting.
+  auto add_part = [&](int col, int k, TimeNs part, double share) {
+    if (share >= 1.0) {
+      busy[col * kKinds + k] += part;
+      return;
+    }
+    const auto busy_part = static_cast<TimeNs>(static_cast<double>(part) * share);
+    busy[col * kKinds + k] += busy_part;
+    waiting[col * kKinds + k] += part - busy_part;
+  };
 
   int c = locate.Of(std::max(start[first], t0));
   TimeNs next_edge = edges[c + 1];
@@ -173,8 +197,12 @@ void TimelineIndex::BinCoverage(int lane_index, TimeNs t0, TimeNs t1, int column
     while (next_edge <= s)
       next_edge = edges[++c + 1];
     const int k = static_cast<int>(kind[i]);
+    double share = 1.0;  // the busy share of the op's span (TimelineLane::busy)
+    if (measured && lane.busy[i] < end[i] - start[i]) {
+      share = static_cast<double>(lane.busy[i]) / static_cast<double>(end[i] - start[i]);
+    }
     if (e <= next_edge) {  // within column c (a zero-duration op too)
-      busy[c * kKinds + k] += e - s;
+      add_part(c, k, e - s, share);
       ++count[c];
       continue;
     }
@@ -186,13 +214,37 @@ void TimelineIndex::BinCoverage(int lane_index, TimeNs t0, TimeNs t1, int column
       scratch.full_diff.assign((static_cast<size_t>(n) + 1) * kKinds, 0);
     }
     const int d = locate.Of(e - 1);  // the column holding the op's last nanosecond
-    busy[c * kKinds + k] += next_edge - s;
-    busy[d * kKinds + k] += e - edges[d];
+    add_part(c, k, next_edge - s, share);
+    add_part(d, k, e - edges[d], share);
     ++scratch.count_diff[c];
     --scratch.count_diff[d + 1];
-    if (d > c + 1) {
+    if (d > c + 1 && share >= 1.0) {
       ++scratch.full_diff[(c + 1) * kKinds + k];
       --scratch.full_diff[d * kKinds + k];
+    } else if (d > c + 1) {
+      if (!shared) {
+        shared = true;
+        scratch.share_diff.assign((static_cast<size_t>(n) + 1) * kKinds, 0.0);
+        scratch.waiting_diff.assign((static_cast<size_t>(n) + 1) * kKinds, 0.0);
+      }
+      scratch.share_diff[(c + 1) * kKinds + k] += share;
+      scratch.share_diff[d * kKinds + k] -= share;
+      scratch.waiting_diff[(c + 1) * kKinds + k] += 1.0 - share;
+      scratch.waiting_diff[d * kKinds + k] -= 1.0 - share;
+    }
+  }
+  if (shared) {
+    // Running sums of fractions: clamp the rounding residue of a closed sum at 0.
+    double share[kKinds] = {};
+    double wait[kKinds] = {};
+    for (int col = 0; col < n; ++col) {
+      const auto width = static_cast<double>(edges[col + 1] - edges[col]);
+      for (int k = 0; k < kKinds; ++k) {
+        share[k] += scratch.share_diff[col * kKinds + k];
+        wait[k] += scratch.waiting_diff[col * kKinds + k];
+        busy[col * kKinds + k] += std::max<TimeNs>(0, std::llround(share[k] * width));
+        waiting[col * kKinds + k] += std::max<TimeNs>(0, std::llround(wait[k] * width));
+      }
     }
   }
   if (spanning) {

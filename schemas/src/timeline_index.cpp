@@ -55,6 +55,10 @@ void SortLane(TimelineLane& lane) {
     permute(lane.kind_of);
     permute(lane.stage_of);
     permute(lane.microbatch);
+    if (!lane.busy.empty()) permute(lane.busy);
+    if (!lane.kernels.empty()) permute(lane.kernels);
+    if (!lane.name.empty()) permute(lane.name);
+    if (!lane.iteration.empty()) permute(lane.iteration);
   }
   lane.running_max_end.resize(n);
   TimeNs max_end = n > 0 ? lane.end[0] : 0;
@@ -65,20 +69,33 @@ void SortLane(TimelineLane& lane) {
 }
 
 // Lanes are sized up front and filled by position: no capacity check per op on the 1M-op load.
-void SizeLane(TimelineLane& lane, size_t n) {
+// The measured detail vectors are sized only when the timeline has them (TimelineLane::busy).
+void SizeLane(TimelineLane& lane, size_t n, bool detail, bool iterations) {
   lane.start.resize(n);
   lane.end.resize(n);
   lane.kind_of.resize(n);
   lane.stage_of.resize(n);
   lane.microbatch.resize(n);
+  if (detail) {
+    lane.busy.resize(n);
+    lane.kernels.resize(n);
+    lane.name.resize(n);
+  }
+  if (iterations) lane.iteration.resize(n);
 }
 
-void PutOp(TimelineLane& lane, size_t position, const TimelineOp& op) {
+void PutOp(TimelineLane& lane, size_t position, const TimelineOp& op, size_t names) {
   lane.start[position] = op.start;
   lane.end[position] = op.end;
   lane.kind_of[position] = op.kind;
   lane.stage_of[position] = op.stage;
   lane.microbatch[position] = op.microbatch;
+  if (!lane.busy.empty()) {
+    lane.busy[position] = op.BusyTime();
+    lane.kernels[position] = op.kernels;
+    lane.name[position] = op.name >= 0 && static_cast<size_t>(op.name) < names ? op.name : -1;
+  }
+  if (!lane.iteration.empty()) lane.iteration[position] = op.iteration;
 }
 
 }  // namespace
@@ -103,6 +120,7 @@ TimelineIndex::TimelineIndex(const Timeline& timeline, TimeNs comm, int num_stag
   int32_t max_rank = -1;
   int32_t max_compute_stage = -1;
   int32_t max_any_stage = -1;
+  int32_t max_iteration = 0;
   for (const TimelineOp& op : ops) {
     if (op.rank < 0) continue;
     if (num_ops_ == 0) {
@@ -113,6 +131,8 @@ TimelineIndex::TimelineIndex(const Timeline& timeline, TimeNs comm, int num_stag
       end_ = std::max(end_, op.end);
     }
     ++num_ops_;
+    has_op_detail_ = has_op_detail_ || op.busy >= 0 || op.kernels > 0 || op.name >= 0;
+    max_iteration = std::max(max_iteration, op.iteration);
     max_rank = std::max(max_rank, op.rank);
     max_any_stage = std::max(max_any_stage, op.stage);
     if (IsCompute(op.kind)) max_compute_stage = std::max(max_compute_stage, op.stage);
@@ -121,6 +141,17 @@ TimelineIndex::TimelineIndex(const Timeline& timeline, TimeNs comm, int num_stag
     max_rank = std::max(max_rank, sample.rank);
   }
   num_ranks_ = max_rank + 1;
+  if (has_op_detail_) names_ = timeline.names;
+  const bool several_iterations = max_iteration > 0;
+  // Iteration spans; a negative iteration (never written by zbkit) counts as iteration 0.
+  iterations_.assign(static_cast<size_t>(max_iteration) + 1, {});
+  for (const TimelineOp& op : ops) {
+    if (op.rank < 0) continue;
+    IterationSpan& span = iterations_[static_cast<size_t>(std::max(op.iteration, 0))];
+    span.start = span.ops == 0 ? op.start : std::min(span.start, op.start);
+    span.end = span.ops == 0 ? op.end : std::max(span.end, op.end);
+    ++span.ops;
+  }
   const int inferred_stages = (max_compute_stage >= 0 ? max_compute_stage : max_any_stage) + 1;
   num_stages_ = num_stages > 0 ? num_stages : inferred_stages;
 
@@ -170,7 +201,7 @@ TimelineIndex::TimelineIndex(const Timeline& timeline, TimeNs comm, int num_stag
     lane.kind = kind;
     lane.rank = rank;
     lane.stage = stage;
-    SizeLane(lane, size);
+    SizeLane(lane, size, has_op_detail_, several_iterations);
     lanes_.push_back(std::move(lane));
     return static_cast<int32_t>(lanes_.size() - 1);
   };
@@ -190,7 +221,9 @@ TimelineIndex::TimelineIndex(const Timeline& timeline, TimeNs comm, int num_stag
     if (rank.comm > 0) comm_lane[r] = add_lane(LaneKind::kComm, r, -1, rank.comm);
   }
   std::vector<size_t> filled(lanes_.size(), 0);
-  auto put = [&](int32_t lane, const TimelineOp& op) { PutOp(lanes_[lane], filled[lane]++, op); };
+  auto put = [&](int32_t lane, const TimelineOp& op) {
+    PutOp(lanes_[lane], filled[lane]++, op, names_.size());
+  };
   for (size_t i = 0; i < ops.size(); ++i) {
     const TimelineOp& op = ops[i];
     if (op.rank < 0) continue;
@@ -362,14 +395,18 @@ void TimelineIndex::ComputeFigures() {
   rank_end_.assign(ranks, 0);
   peak_memory_.assign(ranks, 0.0);
   Prediction figures;
+  // The bubble rates count op spans, as the simulator does (types.h Prediction); rank_busy_ the
+  // device busy time.
   TimeNs max_busy = 0;
   for (size_t r = 0; r < ranks; ++r) {
     const TimelineLane& lane = lanes_[rank_lane_[r]];
     TimeNs busy = 0;
+    TimeNs device_busy = 0;
     TimeNs first_f_start = 0;
     bool seen_f = false;
     for (size_t i = 0; i < lane.size(); ++i) {
       busy += lane.end[i] - lane.start[i];
+      device_busy += lane.BusyOf(i);
       if (!seen_f && lane.kind_of[i] == OpKind::kF) {
         first_f_start = lane.start[i];
         seen_f = true;
@@ -380,7 +417,7 @@ void TimelineIndex::ComputeFigures() {
       end = lane.running_max_end.back();
       if (!seen_f) first_f_start = lane.start.front();
     }
-    rank_busy_[r] = busy;
+    rank_busy_[r] = device_busy;
     rank_end_[r] = end;
     max_busy = std::max(max_busy, busy);
     figures.makespan = std::max(figures.makespan, end);

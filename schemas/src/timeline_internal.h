@@ -14,6 +14,16 @@ inline bool EndedBefore(TimeNs start, TimeNs end, TimeNs t0) {
   return end <= t0 && start != t0;  // a zero-duration op at t0 does intersect
 }
 
+// The busy share of `overlap` ns of op i's span: all of it, or for a measured op busy / span of
+// it (the device's busy time is spread evenly over the span: a renderer cannot know more).
+inline TimeNs BusyInside(const TimelineLane& lane, size_t i, TimeNs overlap) {
+  if (lane.busy.empty()) return overlap;
+  const TimeNs span = lane.end[i] - lane.start[i];
+  if (span <= 0 || lane.busy[i] >= span) return overlap;
+  return static_cast<TimeNs>(static_cast<double>(overlap) * static_cast<double>(lane.busy[i]) /
+                             static_cast<double>(span));
+}
+
 }  // namespace zb::timeline_internal
 
 #endif  // ZBKIT_SCHEMAS_SRC_TIMELINE_INTERNAL_H_

@@ -343,6 +343,65 @@ class TimelineViewTest : public QObject {
     QCOMPARE(stats.labels, 0);
   }
 
+  // docs/zbview.md §6: a measured F busy for 12.9 ms of its 97 ms span is a pale F block filled
+  // to about 13 % from the bottom, drawn exactly when it is wide and in binned columns when a
+  // thousand of them share the view; a fully busy B beside it is solid.
+  void measuredOpIsShadedAsAFillLevel_data() {
+    QTest::addColumn<int>("repeats");
+    QTest::newRow("exact block") << 1;
+    QTest::newRow("binned, 1000 steps") << 1000;
+  }
+  void measuredOpIsShadedAsAFillLevel() {
+    QFETCH(int, repeats);
+    Timeline timeline;
+    timeline.kind = TimelineKind::kMeasured;
+    for (int i = 0; i < repeats; ++i) {
+      const TimeNs t = i * 130 * kMs;
+      TimelineOp f = TimedOp(0, 0, OpKind::kF, 0, t, t + 97 * kMs);
+      f.busy = 12'900'000;
+      f.kernels = 41;
+      f.iteration = i;
+      TimelineOp b = TimedOp(0, 0, OpKind::kB, 0, t + 97 * kMs, t + 130 * kMs);
+      b.busy = 33 * kMs;
+      b.kernels = 3;
+      b.iteration = i;
+      timeline.ops.push_back(f);
+      timeline.ops.push_back(b);
+    }
+    const auto index = MakeIndex(timeline);
+    TimelineView view;
+    view.resize(900, 200);
+    view.setShowLabels(false);
+    view.setTimeline(index);
+    const int lane = index->RankLane(0);
+    const QImage image = view.grab().toImage();
+    SaveArtifact(image, QStringLiteral("timeline_measured_busy_%1.png").arg(repeats));
+    const QRect row = view.laneRect(lane);
+    // A column inside the first F (one op) or anywhere (binned: every column holds F and B).
+    const int x = static_cast<int>(view.xForTime(repeats == 1 ? 40 * kMs : 60'000 * kMs));
+    int pale = 0, solid = 0;
+    for (int y = row.top(); y <= row.bottom(); ++y) {
+      const QRgb got = image.pixel(x, y);
+      if (got == WaitingColor(OpKind::kF).rgb()) ++pale;
+      if (got == ColorOf(OpKind::kF).rgb()) ++solid;
+    }
+    QVERIFY2(pale > 0 && solid > 0,
+             qPrintable(QStringLiteral("%1 pale, %2 solid rows").arg(pale).arg(solid)));
+    const double filled = static_cast<double>(solid) / (pale + solid);
+    QVERIFY2(std::abs(filled - 12.9 / 97) < 0.08,
+             qPrintable(QStringLiteral("F filled to %1").arg(filled)));
+    // The solid part is at the bottom of the column.
+    QCOMPARE(image.pixel(x, row.bottom()), ColorOf(OpKind::kF).rgb());
+    if (repeats == 1) {
+      QVERIFY(pale + solid >= row.height() - 1);  // the whole block is F, pale or solid
+      QCOMPARE(image.pixel(x, row.top()), WaitingColor(OpKind::kF).rgb());
+      const QPoint b_centre = CentreOf(view, lane, 97 * kMs, 130 * kMs);
+      QCOMPARE(image.pixel(b_centre.x(), row.top()), ColorOf(OpKind::kB).rgb());
+    } else {
+      QVERIFY(view.lastRenderStats().binned_columns > 0);
+    }
+  }
+
   void labelsAndWaitLinksAreDrawn() {
     const QImage image = view_->grab().toImage();
     SaveArtifact(image, QStringLiteral("timeline_two_ranks.png"));

@@ -456,6 +456,69 @@ TEST(TimelineIndexTest, BinCoverageIsExactAndNoOpVanishesAtAnyZoom) {
   EXPECT_GT(checked, 500);
 }
 
+// A measured F busy for 12.9 ms of a 97 ms span, then a fully busy B: the binned busy time is the
+// busy share of each column, the rest of the span is `waiting`, and summaries, rank_busy and the
+// detail vectors all follow the device busy time, whatever the zoom.
+TEST(TimelineIndexTest, MeasuredBusyTimeIsShadedInsideTheSpanAtEveryZoom) {
+  Timeline timeline;
+  timeline.kind = TimelineKind::kMeasured;
+  timeline.names = {"forward"};
+  TimelineOp f = Op(0, 0, OpKind::kF, 0, 0, 97'000'000);
+  f.busy = 12'900'000;
+  f.kernels = 41;
+  f.name = 0;
+  TimelineOp b = Op(0, 0, OpKind::kB, 0, 100'000'000, 120'000'000);
+  b.iteration = 1;
+  timeline.ops = {b, f};  // out of order: the detail vectors are sorted with the ops
+  const TimelineIndex index(timeline);
+  ASSERT_TRUE(index.has_op_detail());
+  const TimelineLane& lane = index.lane(index.RankLane(0));
+  ASSERT_EQ(lane.size(), 2u);
+  EXPECT_EQ(lane.BusyOf(0), 12'900'000);
+  EXPECT_EQ(lane.kernels[0], 41);
+  EXPECT_EQ(index.names()[static_cast<size_t>(lane.name[0])], "forward");
+  EXPECT_EQ(lane.BusyOf(1), 20'000'000);
+  EXPECT_EQ(lane.name[1], -1);
+  EXPECT_EQ(lane.IterationOf(1), 1);
+  ASSERT_EQ(index.iterations().size(), 2u);
+  EXPECT_EQ(index.iterations()[1].start, 100'000'000);
+  EXPECT_EQ(index.iterations()[1].end, 120'000'000);
+  EXPECT_EQ(index.rank_busy()[0], 32'900'000);
+
+  for (int columns : {1, 3, 7, 120, 1600}) {
+    Coverage coverage;
+    index.BinCoverage(index.RankLane(0), 0, 120'000'000, columns, &coverage);
+    ASSERT_EQ(coverage.waiting.size(), static_cast<size_t>(columns) * Coverage::kKinds);
+    TimeNs f_busy = 0, b_busy = 0, waiting = 0;
+    for (int c = 0; c < columns; ++c) {
+      f_busy += coverage.Busy(c, OpKind::kF);
+      b_busy += coverage.Busy(c, OpKind::kB);
+      waiting += coverage.Waiting(c, OpKind::kF);
+      EXPECT_EQ(coverage.Waiting(c, OpKind::kB), 0);
+      EXPECT_LE(coverage.BusyTotal(c) + coverage.Waiting(c, OpKind::kF), coverage.Width(c))
+          << columns << " columns, column " << c;
+    }
+    // Rounding: at most one ns per column.
+    EXPECT_NEAR(static_cast<double>(f_busy), 12'900'000, columns) << columns;
+    EXPECT_NEAR(static_cast<double>(waiting), 97'000'000 - 12'900'000, columns) << columns;
+    EXPECT_EQ(b_busy, 20'000'000) << columns;
+  }
+  const RangeSummary first_half = index.Summarize(0, 48'500'000);
+  EXPECT_NEAR(static_cast<double>(first_half.busy), 6'450'000, 1);
+  EXPECT_NEAR(first_half.busy_fraction, 6.45 / 48.5, 1e-6);
+
+  // A prediction carries no detail and bins exactly as before.
+  Timeline predicted;
+  predicted.ops = {Op(0, 0, OpKind::kF, 0, 0, 10)};
+  const TimelineIndex plain(predicted);
+  EXPECT_FALSE(plain.has_op_detail());
+  EXPECT_TRUE(plain.lane(0).busy.empty());
+  Coverage coverage;
+  plain.BinCoverage(0, 0, 10, 2, &coverage);
+  EXPECT_TRUE(coverage.waiting.empty());
+  EXPECT_EQ(coverage.Busy(0, OpKind::kF) + coverage.Busy(1, OpKind::kF), 10);
+}
+
 TEST(TimelineIndexTest, InvalidLaneBinsToZeros) {
   const TimelineIndex index = EdgeLane();
   Coverage coverage;

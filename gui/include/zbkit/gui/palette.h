@@ -18,6 +18,7 @@ namespace zb::gui {
 // Data.
 QColor ColorOf(OpKind kind);
 QColor SeparatorColor(OpKind kind);   // first column of a wide block abutting another one
+QColor WaitingColor(OpKind kind);     // a measured op's span while its device did nothing
 QColor BlockLabelColor(OpKind kind);  // microbatch numbers inside a block: legible on its colour
 QColor BackgroundColor();             // outside any rank's activity
 QColor BubbleColor();                 // idle time between a rank's first and last op

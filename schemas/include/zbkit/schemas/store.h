@@ -164,7 +164,9 @@ class Store {
   // 5: cost_profile_stages.bw_ns (StageCost::bw; 0, not measured, for stages stored before).
   // 6: frontiers and frontier_points (memory-vs-bubble frontiers).
   // 7: hop_measurements and measured_hops (per-hop times measured on a cluster).
-  static constexpr int kSchemaVersion = 8;
+  // 8: cost_profiles keep the profiled job's layout and schedule class.
+  // 9: timeline_ops.busy_ns, kernels and name (TimelineOp::busy, kernels, name of measured ops).
+  static constexpr int kSchemaVersion = 9;
 
   enum class Mode {
     kReadWrite,  // create the file if missing, migrate it to kSchemaVersion

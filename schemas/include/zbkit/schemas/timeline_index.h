@@ -43,8 +43,17 @@ struct TimelineLane {
   // overlap (comm lanes; a measured rank lane with clock jitter): an op ending after t0 may start
   // long before it. Filled for every lane; on a lane without overlap it equals `end`.
   std::vector<TimeNs> running_max_end;
+  // What a measured op did inside its span (docs/zbview.md §6). Filled only when
+  // the timeline carries it (TimelineIndex::has_op_detail()), else empty: use BusyOf().
+  std::vector<TimeNs> busy;      // device busy time inside [start, end) (TimelineOp::BusyTime)
+  std::vector<int32_t> kernels;  // kernels attributed to the op
+  std::vector<int32_t> name;     // index into TimelineIndex::names(), -1 none
+  // The op's iteration; filled only when the timeline has several (TimelineIndex::iterations()).
+  std::vector<int32_t> iteration;
 
   size_t size() const { return start.size(); }
+  TimeNs BusyOf(size_t i) const { return busy.empty() ? end[i] - start[i] : busy[i]; }
+  int32_t IterationOf(size_t i) const { return iteration.empty() ? 0 : iteration[i]; }
   std::string Label() const;  // "rank 3", "rank 3 stage 4", "rank 3 comm"
 };
 
@@ -59,12 +68,25 @@ struct TimelineLane {
 // Touching: an op [s, e) with s < e touches every non-empty column it overlaps; a zero-duration op
 // touches the column containing its start. Every op intersecting [t0, t1) is counted in at least
 // one column, so no op vanishes at any zoom.
+//
+// Measured ops whose device was busy for only part of their span (TimelineLane::busy) count in
+// `busy` in proportion (busy / span of the overlap), and the rest of their span in `waiting`, so
+// a renderer can shade the part of an op's span in which its device did nothing.
 struct Coverage {
   static constexpr int kKinds = 5;  // indexed by OpKind: F, B, W, BW, COMM
   int columns = 0;
   TimeNs t0 = 0;
   TimeNs t1 = 0;
   std::vector<TimeNs> busy;
+  // Inside an op's span but not busy, per kind like `busy`; empty for a lane without measured
+  // busy times.
+  std::vector<TimeNs> waiting;
+
+  TimeNs Waiting(int column, OpKind kind) const {
+    return waiting.empty()
+               ? 0
+               : waiting[static_cast<size_t>(column) * kKinds + static_cast<size_t>(kind)];
+  }
   std::vector<uint32_t> count;
   std::vector<TimeNs> edges;  // columns + 1 column boundaries (see above)
 
@@ -96,9 +118,11 @@ struct MemoryEnvelope {
 struct RangeSummary {
   TimeNs t0 = 0;
   TimeNs t1 = 0;
-  TimeNs busy = 0;           // compute busy time inside [t0, t1), summed over ranks
-  TimeNs idle = 0;           // ranks x (t1 - t0) - busy
-  double busy_fraction = 0;  // busy / (ranks x (t1 - t0))
+  // Compute busy time inside [t0, t1), summed over ranks: a measured op counts its device busy
+  // time in proportion to the part of its span inside the range (TimelineLane::BusyOf).
+  TimeNs busy = 0;
+  TimeNs idle = 0;                              // ranks x (t1 - t0) - busy
+  double busy_fraction = 0;                     // busy / (ranks x (t1 - t0))
   std::array<int64_t, Coverage::kKinds> ops{};  // ops intersecting the range, per kind
 };
 
@@ -156,6 +180,19 @@ class TimelineIndex {
   double PeakMemory(int rank) const;
   bool has_memory() const { return !memory_.empty(); }
 
+  // Measured detail: whether any op carries a busy time, kernel count or range name, and the
+  // names ops refer to (TimelineLane::name).
+  bool has_op_detail() const { return has_op_detail_; }
+  const std::vector<std::string>& names() const { return names_; }
+  // Iterations of a measured timeline: per iteration id 0..n-1, [earliest start, latest end) of
+  // its ops ({0, 0} for an id without ops). One entry for a prediction.
+  struct IterationSpan {
+    TimeNs start = 0;
+    TimeNs end = 0;
+    int64_t ops = 0;
+  };
+  const std::vector<IterationSpan>& iterations() const { return iterations_; }
+
   RangeSummary Summarize(TimeNs t0, TimeNs t1) const;
 
   // Makespan, both bubble conventions and per-rank peak memory, as the simulator defines them
@@ -174,7 +211,8 @@ class TimelineIndex {
   // lane); the cause is always on a rank lane. nullopt for comm lanes and ops that did not wait.
   std::optional<WaitCause> WaitedFor(int lane, size_t index) const;
 
-  // Per rank: the sum of its compute ops' durations, and its latest compute op end.
+  // Per rank: the sum of its compute ops' busy times (durations, or the device busy time of
+  // measured ops), and its latest compute op end.
   const std::vector<TimeNs>& rank_busy() const { return rank_busy_; }
   const std::vector<TimeNs>& rank_end() const { return rank_end_; }
 
@@ -211,8 +249,11 @@ class TimelineIndex {
   // Per rank, memory samples sorted by time (time, value).
   std::vector<std::vector<std::pair<TimeNs, double>>> memory_;
   std::vector<double> peak_memory_;  // per rank, PeakMemory()
-  std::vector<TimeNs> rank_busy_;    // per rank: sum of compute op durations
-  std::vector<TimeNs> rank_end_;     // per rank: latest compute op end
+  std::vector<TimeNs> rank_busy_;    // per rank: sum of compute op busy times
+  bool has_op_detail_ = false;
+  std::vector<std::string> names_;
+  std::vector<IterationSpan> iterations_;
+  std::vector<TimeNs> rank_end_;  // per rank: latest compute op end
   Prediction figures_;
   std::vector<size_t> rank_op_offset_;  // per rank: id of its rank lane's first op, for bitmaps
 

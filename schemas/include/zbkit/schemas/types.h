@@ -219,10 +219,23 @@ struct TimelineOp {
   TimeNs end = 0;
   // The iteration (training step) of a measured op, from 0; 0 in a predicted timeline.
   int32_t iteration = 0;
+  // A measured op's device busy time inside [start, end): the union of its kernels' intervals
+  // (docs/zbview.md §6). -1 when nothing is known apart from the span (predicted
+  // ops, ranges without kernels): then the whole span is busy. See BusyTime().
+  TimeNs busy = -1;
+  int32_t kernels = 0;  // device activities attributed to the op (measured timelines)
+  int32_t name = -1;    // index into Timeline::names: the range it was recognized from; -1 none
+
+  // The busy time: `busy` when measured (at most the span), else the span.
+  TimeNs BusyTime() const {
+    const TimeNs span = end - start;
+    return busy >= 0 && busy < span ? busy : span;
+  }
   bool operator==(const TimelineOp& other) const {
     return rank == other.rank && stage == other.stage && kind == other.kind &&
            microbatch == other.microbatch && start == other.start && end == other.end &&
-           iteration == other.iteration;
+           iteration == other.iteration && busy == other.busy && kernels == other.kernels &&
+           name == other.name;
   }
 };
 
@@ -242,8 +255,10 @@ struct Timeline {
   TimelineKind kind = TimelineKind::kPredicted;
   std::vector<TimelineOp> ops;
   std::vector<MemorySample> memory;
+  // The range names ops refer to (TimelineOp::name), each once; empty for a prediction.
+  std::vector<std::string> names;
   bool operator==(const Timeline& other) const {
-    return kind == other.kind && ops == other.ops && memory == other.memory;
+    return kind == other.kind && ops == other.ops && memory == other.memory && names == other.names;
   }
 };
 
