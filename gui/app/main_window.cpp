@@ -22,7 +22,9 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
+#include "details_panel.h"
 #include "export.h"
+#include "find_bar.h"
 #include "item_views.h"
 #include "store_browser.h"
 #include "summary_panel.h"
@@ -132,8 +134,19 @@ void MainWindow::createPages(QWidget* central) {
   splitter_->addWidget(timeline_);
   splitter_->addWidget(memory_);
   splitter_->setChildrenCollapsible(true);
+  // What is selected, beside the timeline (not only at the bottom of the summary).
+  details_ = new DetailsPanel(single_page_);
+  auto* beside = new QSplitter(Qt::Horizontal, single_page_);
+  beside->addWidget(splitter_);
+  beside->addWidget(details_);
+  beside->setStretchFactor(0, 1);
+  beside->setStretchFactor(1, 0);
+  beside->setSizes({1000, 240});
+  find_bar_ = new FindBar(single_page_);
+  find_bar_->hide();
   single_layout->addWidget(legend_);
-  single_layout->addWidget(splitter_, 1);
+  single_layout->addWidget(find_bar_);
+  single_layout->addWidget(beside, 1);
   stack_->addWidget(single_page_);
 
   compare_page_ = new QWidget(stack_);
@@ -199,6 +212,18 @@ void MainWindow::connectSignals() {
       }
     });
   }
+  connect(timeline_, &TimelineView::opSelected, this, [this](int lane, qint64 index) {
+    const auto& timeline = timeline_->timeline();
+    details_->setOpText(
+        timeline && lane >= 0
+            ? OpDetailsText(*timeline, lane, static_cast<size_t>(index), timeline_->timeOrigin())
+            : QString());
+  });
+  connect(find_bar_, &FindBar::opFound, this, [this](int lane, qint64 index) {
+    timeline_->revealOp(lane, static_cast<size_t>(index));
+  });
+  connect(state_, &ViewState::selectionChanged, this,
+          [this] { details_->setRangeText(timeline_->selectionSummaryText()); });
   connectRangeSelection(timeline_);
   connectRangeSelection(compare_->top());
   connectRangeSelection(compare_->bottom());
@@ -249,6 +274,9 @@ void MainWindow::createMenus() {
   // Shortcuts with modifiers only: the timeline itself takes W/S/A/D, F, Home, Backspace, Esc
   // while it has focus, and a menu shortcut would steal them.
   QMenu* view = menuBar()->addMenu(tr("&View"));
+  view->addAction(tr("&Find Op..."), QKeySequence::Find, this, [this] {
+    if (stack_->currentWidget() == single_page_) find_bar_->activate();
+  });
   view->addAction(tr("&Fit All"), QKeySequence(Qt::CTRL | Qt::Key_0), this,
                   [this] { activeViewState()->fitAll(); });
   zoom_back_action_ = view->addAction(tr("Zoom &Back"), QKeySequence::Back, this,
@@ -375,6 +403,9 @@ void MainWindow::onItemLoaded(std::shared_ptr<const LoadedItem> item) {
   shown_other_.reset();
   if (item->index) {
     ShowItemInViews(*item, legend_, timeline_, memory_, state_);
+    find_bar_->setTimeline(item->index);
+    details_->setOpText({});
+    details_->setRangeText({});
     // The timeline's lanes stop growing at 40 px (its size hint counts 28 px a lane plus 48 px of
     // ruler): past that, the room goes to the memory rows, which get at least their smallest
     // readable height (18 px + gap each) and at most half again their size hint.

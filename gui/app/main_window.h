@@ -29,6 +29,8 @@ class QStackedWidget;
 namespace zb::gui {
 
 class CompareView;
+class DetailsPanel;
+class FindBar;
 class FrontierView;
 class LegendWidget;
 class MemoryTrack;
@@ -69,6 +71,8 @@ class MainWindow : public QMainWindow {
   StoreLoader* loader() const { return loader_; }
   StoreBrowser* browser() const { return browser_; }
   SummaryPanel* summary() const { return summary_; }
+  DetailsPanel* details() const { return details_; }
+  FindBar* findBar() const { return find_bar_; }
   TimelineView* timelineView() const { return timeline_; }
   MemoryTrack* memoryTrack() const { return memory_; }
   CompareView* compareView() const { return compare_; }
@@ -123,6 +127,8 @@ class MainWindow : public QMainWindow {
   QSplitter* splitter_ = nullptr;
   ViewState* state_ = nullptr;
   TimelineView* timeline_ = nullptr;
+  DetailsPanel* details_ = nullptr;
+  FindBar* find_bar_ = nullptr;
   MemoryTrack* memory_ = nullptr;
   QWidget* compare_page_ = nullptr;
   LegendWidget* compare_legend_ = nullptr;

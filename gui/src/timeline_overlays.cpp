@@ -101,6 +101,20 @@ void PaintOutlines(QPainter& painter, const std::vector<QRectF>& outlines, Rende
   }
 }
 
+void PaintSelectedOp(QPainter& painter, double x0, double x1, const LaneRow& row,
+                     RenderStats* stats) {
+  constexpr double kMinWidth = 5;
+  if (x1 - x0 < kMinWidth) {
+    const double centre = (x0 + x1) / 2;
+    x0 = centre - kMinWidth / 2;
+    x1 = centre + kMinWidth / 2;
+  }
+  painter.setPen(QPen(SelectionColor(230), 2));
+  painter.setBrush(Qt::NoBrush);
+  painter.drawRect(QRectF(x0, row.y, x1 - x0, row.height).adjusted(1, 1, -1, -1));
+  ++stats->primitives;
+}
+
 void PaintWaitLinks(QPainter& painter, const TimelineIndex& index, const std::vector<LaneRow>& rows,
                     const std::vector<int>& row_of_lane, const PaintFrame& frame,
                     RenderStats* stats) {

@@ -70,6 +70,11 @@ class BlockLabelPainter {
 // Outlines of wide ops that differ from a compared timeline.
 void PaintOutlines(QPainter& painter, const std::vector<QRectF>& outlines, RenderStats* stats);
 
+// The selected op: a frame in the selection colour around [x0, x1) of its row, at least a few
+// pixels wide so that a sub-pixel op still shows where it is.
+void PaintSelectedOp(QPainter& painter, double x0, double x1, const LaneRow& row,
+                     RenderStats* stats);
+
 // Why the bubbles are there: for each op in view preceded by idle on a rank lane, a line with an
 // arrow head from the end of the op it waited for (TimelineIndex::WaitedFor) to its start.
 void PaintWaitLinks(QPainter& painter, const TimelineIndex& index, const std::vector<LaneRow>& rows,

@@ -86,6 +86,40 @@ QString FormatRangeSummary(const RangeSummary& summary, int ranks) {
   return text;
 }
 
+QString OpDetailsText(const TimelineIndex& index, int lane_id, size_t i, TimeNs origin) {
+  const TimelineLane& lane = index.lane(lane_id);
+  QString text = OpText(lane, i) + QStringLiteral("  rank %1").arg(lane.rank);
+  if (index.iterations().size() > 1) {
+    text += QStringLiteral("  iteration %1").arg(lane.IterationOf(i));
+  }
+  if (!lane.name.empty() && lane.name[i] >= 0) {
+    text += QStringLiteral("\nrange %1")
+                .arg(QString::fromStdString(index.names()[static_cast<size_t>(lane.name[i])]));
+  }
+  const TimeNs duration = lane.end[i] - lane.start[i];
+  text += QStringLiteral("\nstart %1  end %2  duration %3")
+              .arg(FormatTime(lane.start[i] - origin), FormatTime(lane.end[i] - origin),
+                   FormatTime(duration));
+  if (!lane.busy.empty()) {
+    const double share =
+        duration > 0 ? static_cast<double>(lane.busy[i]) / static_cast<double>(duration) : 1.0;
+    text += QStringLiteral("\nbusy %1 (%2% of its span)  %3 kernel%4")
+                .arg(FormatTime(lane.busy[i]))
+                .arg(share * 100.0, 0, 'f', 1)
+                .arg(lane.kernels[i])
+                .arg(lane.kernels[i] == 1 ? QString() : QStringLiteral("s"));
+  }
+  if (lane.kind != LaneKind::kComm) {
+    if (auto cause = index.WaitedFor(lane_id, i)) {
+      const TimelineLane& other = index.lane(cause->lane);
+      text += QStringLiteral("\nwaited for %1 (rank %2)")
+                  .arg(OpText(other, cause->index))
+                  .arg(other.rank);
+    }
+  }
+  return text;
+}
+
 struct TimelineView::Impl {
   enum class Drag { kNone, kPan, kSelect };
 
@@ -116,6 +150,7 @@ struct TimelineView::Impl {
   QElapsedTimer last_wheel;
   int hover_lane = -1;
   qint64 hover_index = -1;
+  std::optional<std::pair<int, size_t>> selected_op;
 
   // What the cached lanes image shows; any change redraws it.
   struct ImageKey {
@@ -210,6 +245,7 @@ void TimelineView::setTimeline(std::shared_ptr<const TimelineIndex> index) {
   impl_->highlighted.clear();
   impl_->hover_lane = -1;
   impl_->hover_index = -1;
+  impl_->selected_op.reset();
   if (index_) {
     for (const TimelineLane& lane : index_->lanes()) {
       TimeNs end = 0;
@@ -396,20 +432,7 @@ QString TimelineView::tooltipText(QPoint pos) const {
   const TimeNs c0 = timeAtX(pos.x());
   const TimeNs c1 = std::max(c0 + 1, timeAtX(pos.x() + 1));
 
-  auto op_text = [&](size_t i) {
-    QString text = OpText(lane, i) + QStringLiteral("\nstart %1  duration %2")
-                                         .arg(FormatTime(lane.start[i] - impl_->origin),
-                                              FormatTime(lane.end[i] - lane.start[i]));
-    if (lane.kind != LaneKind::kComm) {
-      if (auto cause = index_->WaitedFor(lane_id, i)) {
-        const TimelineLane& other = index_->lane(cause->lane);
-        text += QStringLiteral("\nwaited for %1 (rank %2)")
-                    .arg(OpText(other, cause->index))
-                    .arg(other.rank);
-      }
-    }
-    return text;
-  };
+  auto op_text = [&](size_t i) { return OpDetailsText(*index_, lane_id, i, impl_->origin); };
 
   const TimeNs t = timeAtX(pos.x() + 0.5);
   const std::optional<size_t> hit = index_->HitTest(lane_id, t);
@@ -461,6 +484,33 @@ QString TimelineView::tooltipText(QPoint pos) const {
                 .arg(other.rank);
   }
   return text;
+}
+
+std::optional<std::pair<int, size_t>> TimelineView::selectedOp() const {
+  return impl_->selected_op;
+}
+
+void TimelineView::selectOp(std::optional<std::pair<int, size_t>> op) {
+  if (op && (!index_ || op->first < 0 || op->first >= static_cast<int>(index_->lanes().size()) ||
+             op->second >= index_->lane(op->first).size())) {
+    op.reset();
+  }
+  if (op == impl_->selected_op) return;
+  impl_->selected_op = op;
+  update();
+  emit opSelected(op ? op->first : -1, op ? static_cast<qint64>(op->second) : -1);
+}
+
+void TimelineView::revealOp(int lane_id, size_t i) {
+  if (!index_ || lane_id < 0 || lane_id >= static_cast<int>(index_->lanes().size()) ||
+      i >= index_->lane(lane_id).size()) {
+    return;
+  }
+  const TimelineLane& lane = index_->lane(lane_id);
+  const TimeNs margin =
+      std::max<TimeNs>((lane.end[i] - lane.start[i]) * 2, ViewState::kMinimumSpan);
+  state_->setVisibleRange({lane.start[i] - margin, lane.end[i] + margin});
+  selectOp(std::make_pair(lane_id, i));
 }
 
 QString TimelineView::selectionSummaryText() const {
@@ -525,6 +575,12 @@ void TimelineView::paintEvent(QPaintEvent* /*event*/) {
   const auto selection = state_->selection();
   PaintSelectionBand(painter, selection, frame);
   PaintHoverLine(painter, state_->hoverTime(), frame);
+  if (d.selected_op && d.row_of_lane[d.selected_op->first] >= 0) {
+    const LaneRow& row = d.rows[d.row_of_lane[d.selected_op->first]];
+    const TimelineLane& lane = index_->lane(d.selected_op->first);
+    PaintSelectedOp(painter, frame.X(lane.start[d.selected_op->second]),
+                    frame.X(lane.end[d.selected_op->second]), row, &stats_);
+  }
   painter.setClipping(false);
 
   PaintLaneLabels(painter, *index_, d.rows, base_font, small_font, frame);
@@ -613,6 +669,9 @@ void TimelineView::mouseMoveEvent(QMouseEvent* event) {
 void TimelineView::mouseReleaseEvent(QMouseEvent* event) {
   Impl& d = *impl_;
   if (d.drag == Impl::Drag::kPan && d.moved) state_->commitGesture(d.press_range);
+  if (d.drag == Impl::Drag::kPan && !d.moved && event->button() == Qt::LeftButton) {
+    selectOp(opAt(event->position().toPoint()));  // a click: the op under it, or none
+  }
   if (d.drag == Impl::Drag::kSelect && d.moved) {
     if (const auto selection = state_->selection()) emit rangeSelected(*selection);
   }

@@ -10,7 +10,9 @@
 #include <QTest>
 
 #include "app_test_support.h"
+#include "details_panel.h"
 #include "export.h"
+#include "find_bar.h"
 #include "loader.h"
 #include "main_window.h"
 #include "store_browser.h"
@@ -51,6 +53,7 @@ class MainWindowTest : public QObject {
   void viewOptionsReachTheTimeline();
   void zoomHistoryFromTheMenu();
   void rangeSelectionIsSummarised();
+  void findSelectsAndDetailsDescribe();
   void commandLineSelectionAndComparison();
   void costProfileShowsItsTable();
   void parsesItemSpecs();
@@ -263,6 +266,59 @@ void MainWindowTest::rangeSelectionIsSummarised() {
   window.viewState()->setSelection(range);
   window.viewState()->setSelection(std::nullopt);
   QVERIFY(window.summary()->selectionText().isEmpty());
+}
+
+// Item 4 of issue 10: Ctrl+F finds an op by kind/stage/microbatch/name, Enter reveals and selects
+// it, and the details panel beside the timeline describes it (busy time and kernels of a measured
+// op included); a range selection is summarised there too; a click on nothing clears.
+void MainWindowTest::findSelectsAndDetailsDescribe() {
+  MainWindow window;
+  window.resize(1400, 800);
+  QVERIFY(OpenAndWait(window, tuned_.path, ItemRef{ItemKind::kTimeline, tuned_.measured}));
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  zb::gui::FindBar* find = window.findBar();
+  QVERIFY(find->isHidden());
+  QAction* find_action = FindAction(&window, QStringLiteral("View"), QStringLiteral("Find Op..."));
+  QVERIFY(find_action != nullptr);
+  find_action->trigger();
+  QVERIFY(find->isVisible());
+
+  find->setQuery(QStringLiteral("B stage 1 mb 3"));
+  QCOMPARE(find->statusText(), QStringLiteral("1 match"));
+  QSignalSpy selected(window.timelineView(), &zb::gui::TimelineView::opSelected);
+  find->next();
+  QCOMPARE(find->statusText(), QStringLiteral("1 of 1"));
+  QCOMPARE(selected.count(), 1);
+  const auto op = window.timelineView()->selectedOp();
+  QVERIFY(op.has_value());
+  const zb::TimelineLane& lane = window.timelineView()->timeline()->lane(op->first);
+  QCOMPARE(lane.kind_of[op->second], zb::OpKind::kB);
+  QCOMPARE(lane.stage_of[op->second], 1);
+  QCOMPARE(lane.microbatch[op->second], 3);
+  // Revealed: the op is inside the visible range.
+  const zb::gui::TimeRange visible = window.viewState()->visibleRange();
+  QVERIFY(visible.t0 <= lane.start[op->second] && visible.t1 >= lane.end[op->second]);
+  const QString details = window.details()->opText();
+  for (const char* part : {"B  stage 1  mb 3  rank 1", "range B_stage_1", "duration", "busy",
+                           "(60.0% of its span)", "12 kernels"}) {
+    QVERIFY2(details.contains(QLatin1String(part)), qPrintable(details));
+  }
+
+  find->setQuery(QStringLiteral("F_stage"));  // a range name: every F
+  QCOMPARE(find->statusText(), QStringLiteral("32 matches"));
+  find->setQuery(QStringLiteral("mb -2"));
+  QVERIFY2(find->statusText().contains(QLatin1String("needs a number")),
+           qPrintable(find->statusText()));
+  find->setQuery(QStringLiteral("W stage 9"));
+  QCOMPARE(find->statusText(), QStringLiteral("no match"));
+
+  const zb::gui::TimeRange range{visible.t0, (visible.t0 + visible.t1) / 2};
+  window.viewState()->setSelection(range);
+  QVERIFY2(window.details()->rangeText().contains(QLatin1String("busy")),
+           qPrintable(window.details()->rangeText()));
+  window.timelineView()->selectOp(std::nullopt);
+  QVERIFY(window.details()->opText().startsWith(QLatin1String("Click an op")));
 }
 
 void MainWindowTest::commandLineSelectionAndComparison() {

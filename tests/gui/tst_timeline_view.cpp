@@ -95,11 +95,12 @@ class TimelineViewTest : public QObject {
   void tooltipOfHoveredBlock() {
     const QPoint centre = CentreOf(*view_, lane0_, 10 * kMs, 20 * kMs);
     QCOMPARE(view_->tooltipText(centre),
-             QStringLiteral("F  stage 0  mb 1\nstart 10.000 ms  duration 10.000 ms"));
+             QStringLiteral(
+                 "F  stage 0  mb 1  rank 0\nstart 10.000 ms  end 20.000 ms  duration 10.000 ms"));
     // Rank 0's B of microbatch 0 started when rank 1's B ended plus the hop: it says so.
     const QString waited = view_->tooltipText(CentreOf(*view_, lane0_, 46 * kMs, 58 * kMs));
-    QVERIFY2(waited.startsWith(QStringLiteral("B  stage 0  mb 0\nstart 46.000 ms  duration "
-                                              "12.000 ms")),
+    QVERIFY2(waited.startsWith(QStringLiteral("B  stage 0  mb 0  rank 0\nstart 46.000 ms  end "
+                                              "58.000 ms  duration 12.000 ms")),
              qPrintable(waited));
     QVERIFY2(waited.contains(QStringLiteral("waited for B  stage 1  mb 0 (rank 1)")),
              qPrintable(waited));
@@ -111,6 +112,58 @@ class TimelineViewTest : public QObject {
     QCOMPARE(view_->tooltipText(CentreOf(*view_, lane1_, 0, 10 * kMs)), QString());
     QCOMPARE(view_->tooltipText(QPoint(500, 5)), QString());
     QCOMPARE(view_->tooltipText(QPoint(5, view_->laneRect(lane0_).center().y())), QString());
+  }
+
+  // A measured op's tooltip: range name, iteration, start/end/duration, busy time with its share
+  // of the span, kernel count.
+  void tooltipOfMeasuredOp() {
+    Timeline timeline;
+    timeline.kind = TimelineKind::kMeasured;
+    timeline.names = {"fwd_stage_0"};
+    for (int iteration = 0; iteration < 2; ++iteration) {
+      TimelineOp f =
+          TimedOp(0, 0, OpKind::kF, 0, iteration * 100 * kMs, iteration * 100 * kMs + 97 * kMs);
+      f.busy = 12'900'000;
+      f.kernels = 41;
+      f.name = 0;
+      f.iteration = iteration;
+      timeline.ops.push_back(f);
+    }
+    const auto index = MakeIndex(timeline);
+    TimelineView view;
+    view.resize(900, 200);
+    view.setTimeline(index);
+    const QString text = view.tooltipText(CentreOf(view, index->RankLane(0), 100 * kMs, 197 * kMs));
+    QCOMPARE(text, QStringLiteral("F  stage 0  mb 0  rank 0  iteration 1\nrange fwd_stage_0\n"
+                                  "start 100.000 ms  end 197.000 ms  duration 97.000 ms\n"
+                                  "busy 12.900 ms (13.3% of its span)  41 kernels"));
+    QCOMPARE(OpDetailsText(*index, index->RankLane(0), 1, 0), text);
+  }
+
+  // A click selects the op under the cursor (outlined in the selection colour, opSelected); a
+  // click on a bubble clears; a drag pans without selecting.
+  void clickSelectsAnOp() {
+    QSignalSpy spy(view_.get(), &TimelineView::opSelected);
+    const QPoint centre = CentreOf(*view_, lane1_, 32 * kMs, 44 * kMs);
+    QTest::mouseClick(view_.get(), Qt::LeftButton, Qt::NoModifier, centre);
+    QCOMPARE(spy.count(), 1);
+    QCOMPARE(spy.at(0).at(0).toInt(), lane1_);
+    const size_t b = OpStartingAt(*index_, lane1_, 32 * kMs);
+    QCOMPARE(view_->selectedOp(), std::make_optional(std::make_pair(lane1_, b)));
+    const QImage image = view_->grab().toImage();
+    const QRect row = view_->laneRect(lane1_);
+    const int left = static_cast<int>(std::lround(view_->xForTime(32 * kMs)));
+    bool outlined = false;
+    for (int x = left - 1; x <= left + 2; ++x) {
+      const QColor got = image.pixelColor(x, row.center().y());
+      outlined = outlined || (got.blue() > 150 && got.red() < 120 && got != ColorOf(OpKind::kB));
+    }
+    QVERIFY2(outlined, "no selection outline at the op's left edge");
+    QTest::mouseClick(view_.get(), Qt::LeftButton, Qt::NoModifier,
+                      CentreOf(*view_, lane0_, 20 * kMs, 46 * kMs));
+    QCOMPARE(spy.count(), 2);
+    QCOMPARE(spy.at(1).at(0).toInt(), -1);
+    QVERIFY(!view_->selectedOp().has_value());
   }
 
   void hoverEmitsOpHoveredAndSetsHoverTime() {

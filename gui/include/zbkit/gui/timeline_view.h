@@ -11,7 +11,8 @@
 //
 // Interaction: wheel zooms at the cursor; left drag pans; shift+drag (or right drag) selects a
 // range and reports its summary; W/S zoom, A/D and arrows pan, Home or F fits all, Backspace
-// goes back in the zoom history, Esc clears the selection; hovering shows a tooltip.
+// goes back in the zoom history, Esc clears the selection; hovering shows a tooltip; a click
+// selects the op under the cursor (opSelected), for the details panel.
 #ifndef ZBKIT_GUI_TIMELINE_VIEW_H_
 #define ZBKIT_GUI_TIMELINE_VIEW_H_
 
@@ -32,6 +33,12 @@ QString FormatTime(TimeNs t);
 // The text of a range summary, e.g. "12.000 ms .. 24.000 ms (12.000 ms)\nbusy 78.3%, idle
 // 41.600 ms over 16 ranks\nops: F 120, B 118, W 117"; `ranks` only names the denominator.
 QString FormatRangeSummary(const RangeSummary& summary, int ranks);
+
+// Everything known of op `index` of `lane`, one fact per line, for the tooltip and the details
+// panel: kind, stage, microbatch, rank (and iteration when the timeline has several); the range
+// name; start, end and duration from `origin`; for a measured op its device busy time, the busy
+// share of its span and its kernel count (docs/zbview.md §6); and what it waited for, if anything.
+QString OpDetailsText(const TimelineIndex& index, int lane, size_t op, TimeNs origin);
 
 class TimelineView : public QWidget {
   Q_OBJECT
@@ -82,6 +89,14 @@ class TimelineView : public QWidget {
   std::optional<std::pair<int, size_t>> opAt(QPoint pos) const;
   // The summary of the selected range (FormatRangeSummary), empty without a selection.
   QString selectionSummaryText() const;
+
+  // The selected op (a click on it selects it, a click on nothing clears it), outlined in the
+  // selection colour. selectOp with nullopt clears; both emit opSelected when it changes.
+  std::optional<std::pair<int, size_t>> selectedOp() const;
+  void selectOp(std::optional<std::pair<int, size_t>> op);
+  // Shows `op` (its lane scrolled into view, the time range zoomed around it, as a double click
+  // does) and selects it.
+  void revealOp(int lane, size_t index);
   const RenderStats& lastRenderStats() const { return stats_; }
 
   QSize sizeHint() const override;
@@ -89,6 +104,7 @@ class TimelineView : public QWidget {
  signals:
   void opHovered(int lane, qint64 index);  // index -1 when leaving ops
   void rangeSelected(zb::gui::TimeRange range);
+  void opSelected(int lane, qint64 index);  // (-1, -1) when the selection is cleared
 
  protected:
   void paintEvent(QPaintEvent* event) override;
