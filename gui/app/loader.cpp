@@ -386,6 +386,35 @@ Expected<StoreListing> ReadListing(const std::string& path) {
   return listing;
 }
 
+std::shared_ptr<const LoadedItem> OneIteration(std::shared_ptr<const LoadedItem> item,
+                                               int iteration) {
+  if (!item || !item->index || item->index->iterations().size() < 2 || iteration == kWholeRun) {
+    return item;
+  }
+  const int32_t chosen = iteration == kMedianIteration ? MedianIteration(*item->index) : iteration;
+  auto one = std::make_shared<LoadedItem>(*item);
+  one->index = std::make_shared<const TimelineIndex>(ExtractIteration(*item->index, chosen));
+  one->figures.reset();
+  FinishTimelineItem(*one);
+  const std::string which = "iteration " + std::to_string(chosen) + " of " +
+                            std::to_string(item->index->iterations().size());
+  one->title += " (" + which + ")";
+  one->short_label += ", " + which;
+  return one;
+}
+
+std::pair<std::shared_ptr<const LoadedItem>, std::shared_ptr<const LoadedItem>> ComparedSides(
+    std::shared_ptr<const LoadedItem> a, std::shared_ptr<const LoadedItem> b, int iteration) {
+  auto measured = [](const std::shared_ptr<const LoadedItem>& item) {
+    return item && item->index && item->index->kind() == TimelineKind::kMeasured;
+  };
+  if (measured(a) != measured(b)) {
+    if (measured(a)) a = OneIteration(a, iteration);
+    if (measured(b)) b = OneIteration(b, iteration);
+  }
+  return {a, b};
+}
+
 Expected<LoadedItem> LoadItem(const StoreListing& listing, const ItemRef& ref,
                               const ProgressFn& progress) {
   const auto started = std::chrono::steady_clock::now();

@@ -115,6 +115,21 @@ using ProgressFn = std::function<bool(int percent, const std::string& text)>;
 Expected<StoreListing> ReadListing(const std::string& path);
 // Loads one item of an already listed store. kNotFound when the listing does not hold it.
 // kInternal("cancelled") when `progress` returned false.
+// Comparing a prediction with a measured run of several iterations compares one iteration
+// (docs/zbview.md §8). kMedianIteration picks MedianIteration; kWholeRun keeps the item.
+inline constexpr int kMedianIteration = -1;
+inline constexpr int kWholeRun = -2;
+// `item` as one of its iterations: the iteration's own index (ExtractIteration), figures, busy
+// and bubbles, "iteration N of M" in its title and pane label. The item itself when it has no
+// index, one iteration, or `iteration` is kWholeRun.
+std::shared_ptr<const LoadedItem> OneIteration(std::shared_ptr<const LoadedItem> item,
+                                               int iteration);
+// The sides a comparison shows: a measured side of several iterations against a predicted one is
+// cut to `iteration` (default the median); two measured runs, or two predictions, stay whole.
+std::pair<std::shared_ptr<const LoadedItem>, std::shared_ptr<const LoadedItem>> ComparedSides(
+    std::shared_ptr<const LoadedItem> a, std::shared_ptr<const LoadedItem> b,
+    int iteration = kMedianIteration);
+
 Expected<LoadedItem> LoadItem(const StoreListing& listing, const ItemRef& ref,
                               const ProgressFn& progress = nullptr);
 // "frontier 4: search vs heuristic, m=8, by span, caps 1x-3x": a frontier's title.

@@ -3,6 +3,7 @@
 
 #include <QAction>
 #include <QCheckBox>
+#include <QComboBox>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -35,6 +36,7 @@
 #include "zbkit/gui/palette.h"
 #include "zbkit/gui/timeline_view.h"
 #include "zbkit/gui/view_state.h"
+#include "zbkit/schemas/timeline_analysis.h"
 
 namespace zb::gui {
 namespace {
@@ -156,7 +158,18 @@ void MainWindow::createPages(QWidget* central) {
   compare_legend_ = new LegendWidget(compare_page_);
   compare_legend_->setShowMemoryCap(false);
   compare_ = new CompareView(compare_page_);
-  compare_layout->addWidget(compare_legend_);
+  auto* compare_header = new QHBoxLayout;
+  compare_header->addWidget(compare_legend_, 1);
+  iteration_label_ = new QLabel(tr("Measured:"), compare_page_);
+  iteration_choice_ = new QComboBox(compare_page_);
+  iteration_choice_->setObjectName(QStringLiteral("iterationChoice"));
+  iteration_choice_->setToolTip(
+      tr("A prediction is one iteration: the measured run is compared one iteration at a time"));
+  compare_header->addWidget(iteration_label_);
+  compare_header->addWidget(iteration_choice_);
+  iteration_label_->hide();
+  iteration_choice_->hide();
+  compare_layout->addLayout(compare_header);
   compare_layout->addWidget(compare_, 1);
   stack_->addWidget(compare_page_);
 
@@ -224,6 +237,9 @@ void MainWindow::connectSignals() {
   });
   connect(state_, &ViewState::selectionChanged, this,
           [this] { details_->setRangeText(timeline_->selectionSummaryText()); });
+  connect(iteration_choice_, &QComboBox::currentIndexChanged, this, [this](int row) {
+    if (row >= 0 && compared_.first) showComparison(iteration_choice_->itemData(row).toInt());
+  });
   connectRangeSelection(timeline_);
   connectRangeSelection(compare_->top());
   connectRangeSelection(compare_->bottom());
@@ -443,6 +459,38 @@ void MainWindow::onComparisonLoaded(std::shared_ptr<const LoadedItem> a,
     showBanner(tr("Only schedules and timelines can be compared."));
     return;
   }
+  compared_ = {a, b};
+  fillIterationChoice();
+  showComparison(kMedianIteration);
+}
+
+// The iteration chooser of a comparison: shown when one side is a measured run of several
+// iterations and the other a prediction (ComparedSides); the median one first.
+void MainWindow::fillIterationChoice() {
+  const QSignalBlocker blocker(iteration_choice_);
+  iteration_choice_->clear();
+  std::shared_ptr<const LoadedItem> measured;
+  const auto& [a, b] = compared_;
+  const auto [shown_a, shown_b] = ComparedSides(a, b);
+  if (shown_a != a) measured = a;
+  if (shown_b != b) measured = b;
+  iteration_label_->setVisible(measured != nullptr);
+  iteration_choice_->setVisible(measured != nullptr);
+  if (!measured) return;
+  const auto& spans = measured->index->iterations();
+  const int32_t median = MedianIteration(*measured->index);
+  auto describe = [&](int32_t i) {
+    return tr("iteration %1 (%2 ms)").arg(i).arg(FormatMs(spans[i].end - spans[i].start));
+  };
+  iteration_choice_->addItem(tr("median: %1").arg(describe(median)), kMedianIteration);
+  for (int32_t i = 0; i < static_cast<int32_t>(spans.size()); ++i) {
+    if (spans[i].ops > 0) iteration_choice_->addItem(describe(i), i);
+  }
+  iteration_choice_->addItem(tr("the whole run (%1 iterations)").arg(spans.size()), kWholeRun);
+}
+
+void MainWindow::showComparison(int iteration) {
+  const auto [a, b] = ComparedSides(compared_.first, compared_.second, iteration);
   shown_ = a;
   shown_other_ = b;
   compare_->setTimelines(a->index, PaneLabel(*a, 'A'), b->index, PaneLabel(*b, 'B'));

@@ -18,6 +18,7 @@
 
 class QAction;
 class QCheckBox;
+class QComboBox;
 class QDockWidget;
 class QFrame;
 class QLabel;
@@ -79,6 +80,8 @@ class MainWindow : public QMainWindow {
   FrontierView* frontierView() const { return frontier_; }
   // The frontier page's toggle for the makespan-convention bubble.
   QCheckBox* makespanBubbleToggle() const { return makespan_toggle_; }
+  // The compare page's choice of the measured iteration (hidden unless it applies).
+  QComboBox* iterationChoice() const { return iteration_choice_; }
   bool isShowingFrontier() const;
   ViewState* viewState() const { return state_; }
   QProgressBar* progressBar() const { return progress_; }
@@ -111,6 +114,8 @@ class MainWindow : public QMainWindow {
   void onItemLoaded(std::shared_ptr<const LoadedItem> item);
   void onComparisonLoaded(std::shared_ptr<const LoadedItem> a, std::shared_ptr<const LoadedItem> b);
   void onFailed(const QString& message);
+  void fillIterationChoice();
+  void showComparison(int iteration);
 
   StoreLoader* loader_ = nullptr;
   StoreBrowser* browser_ = nullptr;
@@ -133,6 +138,10 @@ class MainWindow : public QMainWindow {
   QWidget* compare_page_ = nullptr;
   LegendWidget* compare_legend_ = nullptr;
   CompareView* compare_ = nullptr;
+  QLabel* iteration_label_ = nullptr;
+  QComboBox* iteration_choice_ = nullptr;
+  // The two items of the comparison as loaded (whole runs); what is shown may be one iteration.
+  std::pair<std::shared_ptr<const LoadedItem>, std::shared_ptr<const LoadedItem>> compared_;
   QWidget* frontier_page_ = nullptr;
   QLabel* frontier_title_ = nullptr;
   QCheckBox* makespan_toggle_ = nullptr;

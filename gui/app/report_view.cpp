@@ -5,6 +5,7 @@
 #include <QLabel>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <tuple>
 
 #include "item_views.h"
 #include "summary_panel.h"
@@ -106,6 +107,7 @@ void ReportView::setItem(std::shared_ptr<const LoadedItem> item) {
 void ReportView::setComparison(std::shared_ptr<const LoadedItem> a,
                                std::shared_ptr<const LoadedItem> b) {
   if (!a || !b || !a->index || !b->index) return;
+  std::tie(a, b) = ComparedSides(std::move(a), std::move(b));  // the median iteration
   item_.reset();
   timeline_->hide();
   memory_->hide();

@@ -61,6 +61,10 @@ QColor MemoryEnvelopeColor() {
 QColor MemoryFillColor() {
   return QColor(0xEC, 0xE5, 0xF6);
 }
+QColor IterationLineColor() {
+  return QColor(0x6A, 0x3D, 0x9A);  // violet: apart from every op kind and the selection's blue
+}
+
 QColor WaitLinkColor() {
   return QColor(0x30, 0x30, 0x30, 190);
 }

@@ -162,6 +162,34 @@ void PaintHoverLine(QPainter& painter, const std::optional<TimeNs>& hover,
   painter.drawLine(QPointF(frame.X(*hover), kRulerHeight), QPointF(frame.X(*hover), frame.height));
 }
 
+void PaintIterationBoundaries(QPainter& painter, const TimelineIndex& index, const QFont& font,
+                              const PaintFrame& frame, RenderStats* stats) {
+  const auto& spans = index.iterations();
+  if (spans.size() < 2) return;
+  painter.setFont(font);
+  const QFontMetrics metrics(font);
+  QPen line(IterationLineColor(), 1, Qt::DashLine);
+  double label_end = -1e9;  // right end of the last label drawn
+  double line_x = -1e9;     // the last line drawn: lines closer than a few pixels are thinned
+  for (size_t i = 0; i < spans.size(); ++i) {
+    if (spans[i].ops == 0 || spans[i].start < frame.range.t0 || spans[i].start >= frame.range.t1) {
+      continue;
+    }
+    const double x = frame.X(spans[i].start);
+    if (x - line_x < 4) continue;
+    line_x = x;
+    painter.setPen(line);
+    painter.drawLine(QPointF(x, kRulerHeight), QPointF(x, frame.height));
+    ++stats->iteration_lines;
+    const QString text = QStringLiteral("iter %1").arg(i);
+    const int width = metrics.horizontalAdvance(text);
+    if (x + 3 < label_end + 6) continue;  // would overlap the previous label
+    painter.setPen(IterationLineColor());
+    painter.drawText(QPointF(x + 3, kRulerHeight + metrics.ascent() + 1), text);
+    label_end = x + 3 + width;
+  }
+}
+
 void PaintLaneLabels(QPainter& painter, const TimelineIndex& index,
                      const std::vector<LaneRow>& rows, const QFont& rank_font,
                      const QFont& other_font, const PaintFrame& frame) {

@@ -86,6 +86,11 @@ void PaintSelectionBand(QPainter& painter, const std::optional<TimeRange>& selec
                         const PaintFrame& frame);
 void PaintHoverLine(QPainter& painter, const std::optional<TimeNs>& hover, const PaintFrame& frame);
 
+// Where each iteration of a measured run of several begins: a dashed line over the lanes and
+// "iter N" at its top, labels thinned so that they never overlap (docs/zbview.md §8).
+void PaintIterationBoundaries(QPainter& painter, const TimelineIndex& index, const QFont& font,
+                              const PaintFrame& frame, RenderStats* stats);
+
 // Lane labels in the label column, with a faint rule between ranks and the column's frame.
 void PaintLaneLabels(QPainter& painter, const TimelineIndex& index,
                      const std::vector<LaneRow>& rows, const QFont& rank_font,

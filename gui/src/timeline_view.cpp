@@ -569,6 +569,7 @@ void TimelineView::paintEvent(QPaintEvent* /*event*/) {
   painter.setClipRect(QRect(label_width, kRulerHeight, frame.lanes_width(), frame.lanes_height()));
   d.label_painter.Paint(painter, d.labels, small_font, &stats_);
   PaintOutlines(painter, d.outlines, &stats_);
+  PaintIterationBoundaries(painter, *index_, small_font, frame, &stats_);
   if (d.show_wait_links && stats_.ops_in_view <= kMaxWaitLinkOps) {
     PaintWaitLinks(painter, *index_, d.rows, d.row_of_lane, frame, &stats_);
   }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <queue>
 #include <utility>
 
@@ -257,6 +258,74 @@ std::vector<Bubble> LongestBubbles(const TimelineIndex& index, TimeNs makespan, 
   }
   std::reverse(bubbles.begin(), bubbles.end());
   return bubbles;
+}
+
+int32_t MedianIteration(const TimelineIndex& index) {
+  std::vector<std::pair<TimeNs, int32_t>> durations;
+  const auto& spans = index.iterations();
+  for (size_t i = 0; i < spans.size(); ++i) {
+    if (spans[i].ops > 0) {
+      durations.emplace_back(spans[i].end - spans[i].start, static_cast<int32_t>(i));
+    }
+  }
+  if (durations.empty()) return 0;
+  std::sort(durations.begin(), durations.end());
+  return durations[(durations.size() - 1) / 2].second;
+}
+
+Timeline ExtractIteration(const TimelineIndex& index, int32_t iteration) {
+  Timeline timeline;
+  timeline.kind = index.kind();
+  const auto& spans = index.iterations();
+  if (iteration < 0 || static_cast<size_t>(iteration) >= spans.size() ||
+      spans[static_cast<size_t>(iteration)].ops == 0) {
+    return timeline;
+  }
+  const auto& span = spans[static_cast<size_t>(iteration)];
+  std::vector<int32_t> name_of(index.names().size(), -1);  // old name id -> new
+  for (const TimelineLane& lane : index.lanes()) {
+    if (lane.kind == LaneKind::kStage) continue;  // its ops are on the rank lane too
+    for (size_t i = 0; i < lane.size(); ++i) {
+      if (lane.IterationOf(i) != iteration) continue;
+      TimelineOp op{lane.rank,
+                    lane.stage_of[i],
+                    lane.kind_of[i],
+                    lane.microbatch[i],
+                    lane.start[i] - span.start,
+                    lane.end[i] - span.start,
+                    0};
+      if (!lane.busy.empty()) {
+        op.busy = lane.busy[i];
+        op.kernels = lane.kernels[i];
+        const int32_t name = lane.name[i];
+        if (name >= 0) {
+          if (name_of[static_cast<size_t>(name)] < 0) {
+            name_of[static_cast<size_t>(name)] = static_cast<int32_t>(timeline.names.size());
+            timeline.names.push_back(index.names()[static_cast<size_t>(name)]);
+          }
+          op.name = name_of[static_cast<size_t>(name)];
+        }
+      }
+      timeline.ops.push_back(op);
+    }
+  }
+  std::stable_sort(timeline.ops.begin(), timeline.ops.end(),
+                   [](const TimelineOp& a, const TimelineOp& b) {
+                     return a.rank < b.rank || (a.rank == b.rank && a.start < b.start);
+                   });
+  for (int rank = 0; rank < index.num_ranks(); ++rank) {
+    const auto& samples = index.MemorySamples(rank);
+    if (samples.empty()) continue;
+    // The value held when the iteration began, then every change inside it.
+    auto it = std::upper_bound(samples.begin(), samples.end(), span.start,
+                               [](TimeNs t, const auto& sample) { return t < sample.first; });
+    const double held = it == samples.begin() ? 0.0 : std::prev(it)->second;
+    timeline.memory.push_back({rank, 0, held});
+    for (; it != samples.end() && it->first <= span.end; ++it) {
+      timeline.memory.push_back({rank, it->first - span.start, it->second});
+    }
+  }
+  return timeline;
 }
 
 }  // namespace zb

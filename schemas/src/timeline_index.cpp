@@ -271,6 +271,12 @@ TimelineIndex::TimelineIndex(const Timeline& timeline, TimeNs comm, int num_stag
   ComputeFigures();
 }
 
+const std::vector<std::pair<TimeNs, double>>& TimelineIndex::MemorySamples(int rank) const {
+  static const std::vector<std::pair<TimeNs, double>> kNone;
+  if (rank < 0 || rank >= static_cast<int>(memory_.size())) return kNone;
+  return memory_[rank];
+}
+
 void TimelineIndex::BuildLookup() {
   int64_t max_stage = -1;
   int64_t max_microbatch = -1;

@@ -2,6 +2,8 @@
 // The window around the views: menus, recent files, view options, zoom history, keyboard focus,
 // the summary panel's figures and the selection summary.
 #include <QAction>
+#include <QComboBox>
+#include <QFile>
 #include <QMenu>
 #include <QMenuBar>
 #include <QSignalSpy>
@@ -54,6 +56,7 @@ class MainWindowTest : public QObject {
   void zoomHistoryFromTheMenu();
   void rangeSelectionIsSummarised();
   void findSelectsAndDetailsDescribe();
+  void measuredRunIsComparedOneIterationAtATime();
   void commandLineSelectionAndComparison();
   void costProfileShowsItsTable();
   void parsesItemSpecs();
@@ -319,6 +322,71 @@ void MainWindowTest::findSelectsAndDetailsDescribe() {
            qPrintable(window.details()->rangeText()));
   window.timelineView()->selectOp(std::nullopt);
   QVERIFY(window.details()->opText().startsWith(QLatin1String("Click an op")));
+}
+
+// Item 2 of issue 10: a measured run of three iterations (the second one slow) compared with its
+// prediction is cut to its median iteration by default; the chooser offers each iteration and the
+// whole run. The single view of the run draws a boundary per iteration.
+void MainWindowTest::measuredRunIsComparedOneIterationAtATime() {
+  const QString path = dir_.filePath(QStringLiteral("iterations.db"));
+  QFile::remove(path);
+  QVERIFY(QFile::copy(tuned_.path, path));
+  int64_t run = 0;
+  size_t ops_per_iteration = 0;
+  {
+    auto store = zb::Store::Open(path.toStdString());
+    QVERIFY(store.ok());
+    auto schedule = store->LoadSchedule(tuned_.zb_h1);
+    QVERIFY(schedule.ok());
+    const zb::Timeline one = zb::test::MeasuredRunOf(*schedule);
+    ops_per_iteration = one.ops.size();
+    zb::Timeline three = one;
+    three.ops.clear();
+    three.memory.clear();
+    zb::TimeNs offset = 0;
+    for (int iteration = 0; iteration < 3; ++iteration) {
+      const zb::TimeNs stretch = iteration == 1 ? 2 : 1;  // iteration 1 takes twice as long
+      zb::TimeNs end = 0;
+      for (zb::TimelineOp op : one.ops) {
+        op.start = offset + op.start * stretch;
+        op.end = offset + op.end * stretch;
+        op.busy *= stretch;
+        op.iteration = iteration;
+        end = std::max(end, op.end);
+        three.ops.push_back(op);
+      }
+      offset = end + 1'000'000;
+    }
+    auto id = store->InsertTimeline(tuned_.zb_h1, three);
+    QVERIFY(id.ok());
+    run = *id;
+  }
+  MainWindow window;
+  window.resize(1400, 800);
+  QVERIFY(OpenAndWait(window, path, ItemRef{ItemKind::kSchedule, tuned_.zb_h1},
+                      ItemRef{ItemKind::kTimeline, run}));
+  QVERIFY(window.isComparing());
+  QComboBox* choice = window.iterationChoice();
+  QVERIFY(!choice->isHidden());
+  QCOMPARE(choice->count(), 5);  // median, iterations 0-2, whole run
+  QVERIFY2(choice->currentText().startsWith(QLatin1String("median: iteration")),
+           qPrintable(choice->currentText()));
+  auto measured_ops = [&] { return window.compareView()->bottom()->timeline()->num_ops(); };
+  QCOMPARE(measured_ops(), static_cast<int64_t>(ops_per_iteration));
+  const zb::TimeNs median_makespan = window.compareView()->bottom()->timeline()->makespan();
+  choice->setCurrentIndex(2);  // iteration 1, the slow one
+  QCOMPARE(measured_ops(), static_cast<int64_t>(ops_per_iteration));
+  QVERIFY(window.compareView()->bottom()->timeline()->makespan() > median_makespan * 3 / 2);
+  choice->setCurrentIndex(choice->count() - 1);  // the whole run
+  QCOMPARE(measured_ops(), static_cast<int64_t>(3 * ops_per_iteration));
+
+  // Shown alone, the run draws its iteration boundaries.
+  window.showItem(ItemRef{ItemKind::kTimeline, run});
+  QVERIFY(window.loader()->waitForIdle(30000));
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  window.timelineView()->grab();
+  QCOMPARE(window.timelineView()->lastRenderStats().iteration_lines, 3);
 }
 
 void MainWindowTest::commandLineSelectionAndComparison() {

@@ -413,11 +413,9 @@ class TimelineViewTest : public QObject {
       TimelineOp f = TimedOp(0, 0, OpKind::kF, 0, t, t + 97 * kMs);
       f.busy = 12'900'000;
       f.kernels = 41;
-      f.iteration = i;
       TimelineOp b = TimedOp(0, 0, OpKind::kB, 0, t + 97 * kMs, t + 130 * kMs);
       b.busy = 33 * kMs;
       b.kernels = 3;
-      b.iteration = i;
       timeline.ops.push_back(f);
       timeline.ops.push_back(b);
     }

@@ -73,5 +73,54 @@ TEST(TimelineAnalysisTest, LongestFirstUpToCountWithTheIdleTail) {
   EXPECT_TRUE(LongestBubbles(index, 100, 0).empty());
 }
 
+// Three iterations of 100, 140 and 110 ms (the first one slow to start is the usual case): the
+// median is the 110 ms one; extracting it keeps its ops, their detail and the memory held.
+TEST(TimelineAnalysisTest, MedianIterationAndItsOwnTimeline) {
+  Timeline timeline;
+  timeline.kind = TimelineKind::kMeasured;
+  timeline.names = {"unused", "fwd"};
+  const TimeNs starts[] = {1000, 2000, 3000};
+  const TimeNs lengths[] = {100, 140, 110};
+  for (int32_t it = 0; it < 3; ++it) {
+    TimelineOp f = MakeOp(0, OpKind::kF, 0, starts[it], starts[it] + 40);
+    f.iteration = it;
+    f.busy = 10;
+    f.kernels = 2;
+    f.name = 1;
+    TimelineOp b = MakeOp(1, OpKind::kB, 0, starts[it] + 50, starts[it] + lengths[it]);
+    b.iteration = it;
+    timeline.ops.push_back(f);
+    timeline.ops.push_back(b);
+    timeline.memory.push_back({0, starts[it] + 40, 5.0 * (it + 1)});
+  }
+  const TimelineIndex index(timeline);
+  EXPECT_EQ(MedianIteration(index), 2);
+
+  const Timeline two = ExtractIteration(index, 2);
+  EXPECT_EQ(two.kind, TimelineKind::kMeasured);
+  ASSERT_EQ(two.ops.size(), 2u);
+  EXPECT_EQ(two.ops[0].start, 0);
+  EXPECT_EQ(two.ops[0].end, 40);
+  EXPECT_EQ(two.ops[0].busy, 10);
+  EXPECT_EQ(two.ops[0].kernels, 2);
+  EXPECT_EQ(two.ops[0].iteration, 0);
+  ASSERT_EQ(two.names, std::vector<std::string>{"fwd"});
+  EXPECT_EQ(two.ops[0].name, 0);
+  EXPECT_EQ(two.ops[1].rank, 1);
+  EXPECT_EQ(two.ops[1].end, 110);
+  // Rank 0 held 10 when iteration 2 began and 15 after its F.
+  ASSERT_EQ(two.memory.size(), 2u);
+  EXPECT_EQ(two.memory[0].time, 0);
+  EXPECT_EQ(two.memory[0].memory, 10.0);
+  EXPECT_EQ(two.memory[1].time, 40);
+  EXPECT_EQ(two.memory[1].memory, 15.0);
+  EXPECT_EQ(TimelineIndex(two).makespan(), 110);
+
+  EXPECT_TRUE(ExtractIteration(index, 3).ops.empty());
+  Timeline single;
+  single.ops = {MakeOp(0, OpKind::kF, 0, 0, 10)};
+  EXPECT_EQ(MedianIteration(TimelineIndex(single)), 0);
+}
+
 }  // namespace
 }  // namespace zb

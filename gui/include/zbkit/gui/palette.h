@@ -28,6 +28,7 @@ QColor MemoryColor();          // the memory curve: its last value per column, t
 QColor MemoryEnvelopeColor();  // min..max of the curve inside a column
 QColor MemoryFillColor();      // under the curve
 QColor WaitLinkColor();        // the line from an op that waited to the op it waited for
+QColor IterationLineColor();   // where an iteration of a measured run begins, and its label
 QColor OverCapTextColor();     // table cells of a peak above its cap
 // One series of a memory-vs-bubble frontier plot: "search" and "heuristic" have colours of their
 // own, any other method the `series`-th of a few more (series = its position among the methods).

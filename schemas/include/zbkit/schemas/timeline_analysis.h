@@ -38,6 +38,20 @@ Bubble IdleBefore(const TimelineIndex& index, int lane, size_t next);
 // makespan)], longest first (ties: lower lane, then earlier); O(ops log count).
 std::vector<Bubble> LongestBubbles(const TimelineIndex& index, TimeNs makespan, int count);
 
+// Iterations of a measured run (docs/zbview.md §8). A prediction is one iteration; a measured
+// run of several is compared against it one iteration at a time.
+//
+// The iteration of median duration (end of its last op minus start of its first) among those with
+// ops; the lower median of an even count; 0 for a timeline of one iteration. The first step of a
+// run (warm-up, allocator growth) and a straggler do not stand for the run; the median does.
+int32_t MedianIteration(const TimelineIndex& index);
+
+// Iteration `iteration`'s ops and memory as a timeline of its own, shifted so that its first op
+// starts at 0 and renumbered iteration 0, with every op's busy time, kernels and range name; the
+// memory of each rank starts with the value it held when the iteration began. An iteration
+// without ops gives an empty timeline of the same kind.
+Timeline ExtractIteration(const TimelineIndex& index, int32_t iteration);
+
 }  // namespace zb
 
 #endif  // ZBKIT_SCHEMAS_TIMELINE_ANALYSIS_H_

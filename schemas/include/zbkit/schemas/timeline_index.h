@@ -179,6 +179,8 @@ class TimelineIndex {
   // first sample) if that is larger or there is none, as the simulator counts its peak.
   double PeakMemory(int rank) const;
   bool has_memory() const { return !memory_.empty(); }
+  // The rank's memory samples (time, value), by time; empty without memory.
+  const std::vector<std::pair<TimeNs, double>>& MemorySamples(int rank) const;
 
   // Measured detail: whether any op carries a busy time, kernel count or range name, and the
   // names ops refer to (TimelineLane::name).
