@@ -118,28 +118,48 @@ void PaintSelectedOp(QPainter& painter, double x0, double x1, const LaneRow& row
 void PaintWaitLinks(QPainter& painter, const TimelineIndex& index, const std::vector<LaneRow>& rows,
                     const std::vector<int>& row_of_lane, const PaintFrame& frame,
                     RenderStats* stats) {
-  painter.setRenderHint(QPainter::Antialiasing, true);
-  const QColor link_color = WaitLinkColor();
-  painter.setPen(QPen(link_color, 1.2));
+  // Level of detail: only waits of at least a pixel are candidates, and of those the
+  // kMaxWaitLinks longest (the bubbles that matter most) are drawn.
+  struct Link {
+    TimeNs idle = 0;
+    QPointF from;
+    QPointF to;
+  };
+  std::vector<Link> links;
+  const double ns_per_px = 1.0 / frame.x_per_ns;
   for (const LaneRow& row : rows) {
     const TimelineLane& lane = index.lane(row.lane);
     if (lane.kind != LaneKind::kRank) continue;
     const auto [first, last] = index.Visible(row.lane, frame.range.t0, frame.range.t1);
     for (size_t i = first; i < last; ++i) {
       if (i > 0 && lane.start[i] <= lane.end[i - 1]) continue;  // no idle before it
+      const TimeNs idle = lane.start[i] - (i > 0 ? lane.end[i - 1] : index.begin());
+      if (static_cast<double>(idle) < ns_per_px && i > 0) continue;  // a sub-pixel wait
       const auto cause = index.WaitedFor(row.lane, i);
       if (!cause || static_cast<size_t>(cause->lane) >= row_of_lane.size()) continue;
       const int cause_row = row_of_lane[cause->lane];
       if (cause_row < 0) continue;
       const LaneRow& from_row = rows[cause_row];
-      const QPointF from(frame.X(index.lane(cause->lane).end[cause->index]),
-                         from_row.y + from_row.height / 2.0);
-      const QPointF to(frame.X(lane.start[i]), row.y + row.height / 2.0);
-      painter.drawLine(from, to);
-      PaintArrowHead(painter, from, to, link_color);  // at the waiting op
-      ++stats->wait_links;
-      stats->primitives += 2;
+      links.push_back({idle,
+                       QPointF(frame.X(index.lane(cause->lane).end[cause->index]),
+                               from_row.y + from_row.height / 2.0),
+                       QPointF(frame.X(lane.start[i]), row.y + row.height / 2.0)});
     }
+  }
+  if (links.size() > static_cast<size_t>(kMaxWaitLinks)) {
+    std::nth_element(links.begin(), links.begin() + kMaxWaitLinks, links.end(),
+                     [](const Link& a, const Link& b) { return a.idle > b.idle; });
+    stats->wait_links_thinned += static_cast<int64_t>(links.size()) - kMaxWaitLinks;
+    links.resize(kMaxWaitLinks);
+  }
+  painter.setRenderHint(QPainter::Antialiasing, true);
+  const QColor link_color = WaitLinkColor();
+  painter.setPen(QPen(link_color, 1.2));
+  for (const Link& link : links) {
+    painter.drawLine(link.from, link.to);
+    PaintArrowHead(painter, link.from, link.to, link_color);  // at the waiting op
+    ++stats->wait_links;
+    stats->primitives += 2;
   }
   painter.setRenderHint(QPainter::Antialiasing, false);
 }
@@ -190,23 +210,63 @@ void PaintIterationBoundaries(QPainter& painter, const TimelineIndex& index, con
   }
 }
 
-void PaintLaneLabels(QPainter& painter, const TimelineIndex& index,
-                     const std::vector<LaneRow>& rows, const QFont& rank_font,
-                     const QFont& other_font, const PaintFrame& frame) {
+std::vector<std::pair<double, double>> PaintLaneLabels(
+    QPainter& painter, const TimelineIndex& index, const std::vector<LaneRow>& rows,
+    const std::vector<LaneFold>& folds, const QFont& rank_font, const QFont& other_font,
+    const PaintFrame& frame) {
+  // Labels never overlap: each takes its font's height centred on its row; rank labels are placed
+  // first (top down, skipping one that would touch the one above), then stage and comm labels
+  // where they touch none. A row thinner than its label may go unlabelled; its rank's label and
+  // the tooltip still say what it is.
+  std::vector<std::pair<double, double>> taken;  // [top, bottom) of labels placed, by top
+  auto slot = [](const LaneRow& row, const QFontMetrics& metrics) {
+    const double centre = row.y + row.height / 2.0;
+    return std::make_pair(centre - metrics.height() / 2.0, centre + metrics.height() / 2.0);
+  };
+  auto overlaps = [&](std::pair<double, double> label) {
+    const auto after = std::lower_bound(taken.begin(), taken.end(), label);
+    return (after != taken.end() && after->first < label.second) ||
+           (after != taken.begin() && std::prev(after)->second > label.first);
+  };
+  auto draw = [&](const LaneRow& row, const TimelineLane& lane) {
+    QString text = LaneText(lane);
+    const LaneFold fold =
+        static_cast<size_t>(row.lane) < folds.size() ? folds[row.lane] : LaneFold::kNone;
+    if (fold == LaneFold::kExpanded) text = QStringLiteral("\u25BE ") + text;
+    if (fold == LaneFold::kCollapsed) text = QStringLiteral("\u25B8 ") + text;
+    painter.drawText(QRectF(6, row.y + row.height / 2.0 - 50, frame.label_width - 10, 100),
+                     Qt::AlignVCenter | Qt::AlignLeft, text);
+  };
+  const QFontMetrics rank_metrics(rank_font);
+  const QFontMetrics other_metrics(other_font);
+  painter.setFont(rank_font);
   for (const LaneRow& row : rows) {
     const TimelineLane& lane = index.lane(row.lane);
-    if (lane.kind == LaneKind::kRank && row.y - kRankGroupGap > kRulerHeight) {
+    if (lane.kind != LaneKind::kRank) continue;
+    if (row.y - kRankGroupGap > kRulerHeight) {
       painter.setPen(RankRuleColor());
       const int y = row.y - kLaneGap - kRankGroupGap / 2;
       painter.drawLine(0, y, frame.label_width - 1, y);
     }
-    painter.setPen(lane.kind == LaneKind::kRank ? TextColor() : SecondaryTextColor());
-    painter.setFont(lane.kind == LaneKind::kRank ? rank_font : other_font);
-    painter.drawText(QRect(6, row.y, frame.label_width - 10, row.height),
-                     Qt::AlignVCenter | Qt::AlignLeft, LaneText(lane));
+    const auto label = slot(row, rank_metrics);
+    if (!taken.empty() && taken.back().second > label.first) continue;
+    taken.push_back(label);
+    painter.setPen(TextColor());
+    draw(row, lane);
+  }
+  painter.setFont(other_font);
+  painter.setPen(SecondaryTextColor());
+  for (const LaneRow& row : rows) {
+    const TimelineLane& lane = index.lane(row.lane);
+    if (lane.kind == LaneKind::kRank) continue;
+    const auto label = slot(row, other_metrics);
+    if (overlaps(label)) continue;
+    taken.insert(std::lower_bound(taken.begin(), taken.end(), label), label);
+    draw(row, lane);
   }
   painter.setPen(FrameColor());
   painter.drawLine(frame.label_width - 1, kRulerHeight, frame.label_width - 1, frame.height);
+  return taken;
 }
 
 void PaintRuler(QPainter& painter, TimeNs origin, const QFont& font, const PaintFrame& frame) {

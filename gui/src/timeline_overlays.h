@@ -75,8 +75,11 @@ void PaintOutlines(QPainter& painter, const std::vector<QRectF>& outlines, Rende
 void PaintSelectedOp(QPainter& painter, double x0, double x1, const LaneRow& row,
                      RenderStats* stats);
 
-// Why the bubbles are there: for each op in view preceded by idle on a rank lane, a line with an
-// arrow head from the end of the op it waited for (TimelineIndex::WaitedFor) to its start.
+// Why the bubbles are there: for ops in view preceded by idle on a rank lane, a line with an
+// arrow head from the end of the op it waited for (TimelineIndex::WaitedFor) to its start. Thinned
+// by level of detail: waits shorter than a pixel are left out, and of the rest only the
+// kMaxWaitLinks longest are drawn (RenderStats::wait_links_thinned counts the others).
+inline constexpr int kMaxWaitLinks = 300;
 void PaintWaitLinks(QPainter& painter, const TimelineIndex& index, const std::vector<LaneRow>& rows,
                     const std::vector<int>& row_of_lane, const PaintFrame& frame,
                     RenderStats* stats);
@@ -91,10 +94,17 @@ void PaintHoverLine(QPainter& painter, const std::optional<TimeNs>& hover, const
 void PaintIterationBoundaries(QPainter& painter, const TimelineIndex& index, const QFont& font,
                               const PaintFrame& frame, RenderStats* stats);
 
-// Lane labels in the label column, with a faint rule between ranks and the column's frame.
-void PaintLaneLabels(QPainter& painter, const TimelineIndex& index,
-                     const std::vector<LaneRow>& rows, const QFont& rank_font,
-                     const QFont& other_font, const PaintFrame& frame);
+// Whether a rank lane's label folds its rank's other lanes (stage and comm lanes): a click on it
+// collapses or expands them. Per lane; kNone for lanes without any.
+enum class LaneFold : uint8_t { kNone, kExpanded, kCollapsed };
+
+// Lane labels in the label column (never overlapping: see the definition), with a fold marker on
+// ranks that have other lanes, a faint rule between ranks and the column's frame.
+// Returns the label boxes placed ([top, bottom) of each, by top).
+std::vector<std::pair<double, double>> PaintLaneLabels(
+    QPainter& painter, const TimelineIndex& index, const std::vector<LaneRow>& rows,
+    const std::vector<LaneFold>& folds, const QFont& rank_font, const QFont& other_font,
+    const PaintFrame& frame);
 
 // The time ruler: ticks at a 1-2-5 step with labels in the unit of the times shown, from
 // `origin`, half steps as minor ticks.

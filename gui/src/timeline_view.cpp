@@ -14,6 +14,7 @@
 #include <QKeyEvent>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QScrollBar>
 #include <QToolTip>
 #include <QWheelEvent>
 #include <algorithm>
@@ -126,8 +127,18 @@ struct TimelineView::Impl {
   // Layout, recomputed lazily when the size, font, timeline or lane filter change.
   bool layout_dirty = true;
   QSize layout_size;
-  std::vector<LaneRow> rows;
-  std::vector<int> row_of_lane;  // lane -> index into rows, -1 when hidden
+  std::vector<LaneRow> rows;      // the rows shown, in widget coordinates
+  std::vector<int> row_of_lane;   // lane -> index into rows, -1 when hidden or scrolled away
+  std::vector<LaneRow> all_rows;  // every row of the content, y from the top of the lanes
+  std::vector<LaneFold> folds;    // per lane: the fold marker of rank labels
+  std::set<int> collapsed_ranks;  // ranks whose stage and comm lanes are folded away
+  int content_height = 0;
+  int lane_height = 0;  // px of a rank lane; 0 = share the widget's height
+  int first_row = 0;    // vertical scrolling, by whole rows: the first row shown
+  int max_first_row = 0;
+  QScrollBar* scrollbar = nullptr;
+  int scrollbar_width = 0;                             // when shown: the lanes end before it
+  std::vector<std::pair<double, double>> label_boxes;  // lane labels of the last paint
   int label_width = kDefaultLabelWidth;
   int min_label_width = kDefaultLabelWidth;
 
@@ -221,6 +232,9 @@ void TimelineView::Impl::RasterizeLanes(const TimelineIndex& index, const PaintF
 }
 
 TimelineView::TimelineView(QWidget* parent) : QWidget(parent), impl_(std::make_shared<Impl>()) {
+  impl_->scrollbar = new QScrollBar(Qt::Vertical, this);
+  impl_->scrollbar->hide();
+  connect(impl_->scrollbar, &QScrollBar::valueChanged, this, &TimelineView::scrollToRow);
   setMouseTracking(true);
   setFocusPolicy(Qt::StrongFocus);
   setAttribute(Qt::WA_OpaquePaintEvent);
@@ -318,42 +332,172 @@ void TimelineView::setHighlighted(std::set<std::pair<int, size_t>> ops) {
 int TimelineView::laneLabelWidth() const {
   Impl& d = *impl_;
   if (d.layout_dirty || d.layout_size != size()) {
-    // Label width from the widest label, rows filling the height (at most kMaxLaneHeight each).
     d.layout_dirty = false;
     ++d.content_version;
     d.layout_size = size();
     d.rows.clear();
-    d.row_of_lane.assign(index_ ? index_->lanes().size() : 0, -1);
+    d.all_rows.clear();
+    const size_t num_lanes = index_ ? index_->lanes().size() : 0;
+    d.row_of_lane.assign(num_lanes, -1);
+    d.folds.assign(num_lanes, LaneFold::kNone);
     const QFontMetrics metrics(font());
     int widest = 0;
     double weights = 0;
     int gaps = 0;
     std::vector<int> shown;
     if (index_) {
-      for (int lane = 0; lane < static_cast<int>(index_->lanes().size()); ++lane) {
+      for (int lane = 0; lane < static_cast<int>(num_lanes); ++lane) {
         const TimelineLane& l = index_->lane(lane);
-        if (l.kind == LaneKind::kStage && !d.show_stage_lanes) continue;
+        if (l.kind != LaneKind::kRank) {
+          const bool shows = l.kind != LaneKind::kStage || d.show_stage_lanes;
+          const int rank_lane = index_->RankLane(l.rank);
+          if (shows && rank_lane >= 0) {
+            d.folds[rank_lane] =
+                d.collapsed_ranks.count(l.rank) ? LaneFold::kCollapsed : LaneFold::kExpanded;
+          }
+          if (!shows || d.collapsed_ranks.count(l.rank)) continue;
+        }
         shown.push_back(lane);
         widest = std::max(widest, metrics.horizontalAdvance(LaneText(l)));
         weights += LaneWeight(l.kind);
         gaps += kLaneGap + (l.kind == LaneKind::kRank ? kRankGroupGap : 0);
       }
     }
-    d.label_width = std::max(d.min_label_width, widest + 16);
-    const int available = height() - kRulerHeight - gaps;
-    const double unit =
-        weights > 0 ? std::clamp(available / weights, 8.0, double(kMaxLaneHeight)) : 0;
-    int y = kRulerHeight;
+    // Room for the fold marker in front of rank labels.
+    d.label_width = std::max(d.min_label_width, widest + 16 + metrics.horizontalAdvance(u'\u25BE'));
+    const int available = height() - kRulerHeight;
+    // A set lane height is kept (the lanes scroll); fitting shares the height, at least 8 px a
+    // rank lane (and scrolls past that).
+    const double unit = d.lane_height > 0 ? d.lane_height
+                        : weights > 0
+                            ? std::clamp((available - gaps) / weights, 8.0, double(kMaxLaneHeight))
+                            : 0;
+    int y = 0;  // content coordinates, from the top of the lanes
     for (int lane : shown) {
       const TimelineLane& l = index_->lane(lane);
       y += kLaneGap + (l.kind == LaneKind::kRank ? kRankGroupGap : 0);
-      const int h = std::max(5, static_cast<int>(std::lround(unit * LaneWeight(l.kind))));
-      d.row_of_lane[lane] = static_cast<int>(d.rows.size());
-      d.rows.push_back({lane, y, h});
+      // Fitting rounds down, so that rows that fit stay within the height.
+      const double exact = unit * LaneWeight(l.kind);
+      const int h = std::max(5, static_cast<int>(d.lane_height > 0 ? std::lround(exact) : exact));
+      d.all_rows.push_back({lane, y, h});
       y += h;
+    }
+    d.content_height = y;
+    // Scrolling by whole rows: the last first row is the one from which the rest fits.
+    int last_first = static_cast<int>(d.all_rows.size());
+    while (last_first > 0 &&
+           d.content_height - d.all_rows[last_first - 1].y + kLaneGap + kRankGroupGap <=
+               available) {
+      --last_first;
+    }
+    d.max_first_row = last_first;
+    d.first_row = std::clamp(d.first_row, 0, d.max_first_row);
+    const bool scrolls = d.max_first_row > 0;
+    if (d.scrollbar != nullptr) {
+      const QSignalBlocker blocker(d.scrollbar);
+      d.scrollbar->setRange(0, d.max_first_row);
+      d.scrollbar->setPageStep(std::max(1, static_cast<int>(d.all_rows.size()) - d.max_first_row));
+      d.scrollbar->setValue(d.first_row);
+      d.scrollbar->setGeometry(width() - d.scrollbar->sizeHint().width(), kRulerHeight,
+                               d.scrollbar->sizeHint().width(), std::max(0, available));
+      d.scrollbar->setVisible(scrolls);
+    }
+    d.scrollbar_width = scrolls && d.scrollbar ? d.scrollbar->sizeHint().width() : 0;
+    const int offset = d.all_rows.empty() || d.first_row == 0
+                           ? 0
+                           : d.all_rows[d.first_row].y - kLaneGap - kRankGroupGap;
+    for (size_t r = static_cast<size_t>(d.first_row); r < d.all_rows.size(); ++r) {
+      LaneRow row = d.all_rows[r];
+      row.y += kRulerHeight - offset;
+      if (row.y >= height()) break;
+      d.row_of_lane[row.lane] = static_cast<int>(d.rows.size());
+      d.rows.push_back(row);
     }
   }
   return d.label_width;
+}
+
+std::vector<std::pair<double, double>> TimelineView::laneLabelBoxes() const {
+  return impl_->label_boxes;
+}
+
+int TimelineView::lanesRight() const {
+  laneLabelWidth();  // refreshes the layout, which decides whether the lanes scroll
+  return width() - impl_->scrollbar_width;
+}
+
+void TimelineView::setLaneHeight(int pixels) {
+  ++impl_->content_version;
+  impl_->lane_height = std::max(0, pixels);
+  impl_->layout_dirty = true;
+  update();
+}
+
+int TimelineView::laneHeight() const {
+  return impl_->lane_height;
+}
+
+int TimelineView::firstShownRow() const {
+  laneLabelWidth();
+  return impl_->first_row;
+}
+
+int TimelineView::maxFirstShownRow() const {
+  laneLabelWidth();
+  return impl_->max_first_row;
+}
+
+void TimelineView::scrollToRow(int row) {
+  laneLabelWidth();
+  const int clamped = std::clamp(row, 0, impl_->max_first_row);
+  if (clamped == impl_->first_row) return;
+  impl_->first_row = clamped;
+  impl_->layout_dirty = true;
+  ++impl_->content_version;
+  update();
+}
+
+void TimelineView::scrollToLane(int lane) {
+  laneLabelWidth();
+  Impl& d = *impl_;
+  if (lane >= 0 && lane < static_cast<int>(d.row_of_lane.size()) && d.row_of_lane[lane] >= 0) {
+    const LaneRow& row = d.rows[d.row_of_lane[lane]];
+    if (row.y + row.height <= height()) return;  // wholly shown already
+  }
+  for (int r = 0; r < static_cast<int>(d.all_rows.size()); ++r) {
+    if (d.all_rows[r].lane == lane) {
+      scrollToRow(r);
+      return;
+    }
+  }
+}
+
+void TimelineView::setRankCollapsed(int rank, bool collapsed) {
+  const bool was = impl_->collapsed_ranks.count(rank) > 0;
+  if (was == collapsed) return;
+  if (collapsed) {
+    impl_->collapsed_ranks.insert(rank);
+  } else {
+    impl_->collapsed_ranks.erase(rank);
+  }
+  ++impl_->content_version;
+  impl_->layout_dirty = true;
+  update();
+}
+
+bool TimelineView::isRankCollapsed(int rank) const {
+  return impl_->collapsed_ranks.count(rank) > 0;
+}
+
+void TimelineView::setAllRanksCollapsed(bool collapsed) {
+  impl_->collapsed_ranks.clear();
+  if (collapsed && index_) {
+    for (int r = 0; r < index_->num_ranks(); ++r)
+      impl_->collapsed_ranks.insert(r);
+  }
+  ++impl_->content_version;
+  impl_->layout_dirty = true;
+  update();
 }
 
 int TimelineView::rulerHeight() const {
@@ -373,28 +517,33 @@ QRect TimelineView::laneRect(int lane) const {
   if (lane < 0 || lane >= static_cast<int>(impl_->row_of_lane.size())) return {};
   const int row = impl_->row_of_lane[lane];
   if (row < 0) return {};
-  return QRect(0, impl_->rows[row].y, width(), impl_->rows[row].height);
+  return QRect(0, impl_->rows[row].y, lanesRight(), impl_->rows[row].height);
 }
 
 TimeNs TimelineView::timeAtX(double x) const {
   const TimeRange range = state_->visibleRange();
-  const double w = std::max(1, width() - laneLabelWidth());
+  const double w = std::max(1, lanesRight() - laneLabelWidth());
   return range.t0 + static_cast<TimeNs>(std::floor((x - laneLabelWidth()) *
                                                    static_cast<double>(range.length()) / w));
 }
 
 double TimelineView::xForTime(TimeNs t) const {
   const TimeRange range = state_->visibleRange();
-  const double w = std::max(1, width() - laneLabelWidth());
+  const double w = std::max(1, lanesRight() - laneLabelWidth());
   return laneLabelWidth() +
          static_cast<double>(t - range.t0) * w / static_cast<double>(range.length());
 }
 
 QSize TimelineView::sizeHint() const {
+  if (impl_->lane_height > 0 && index_) {
+    laneLabelWidth();
+    return QSize(1000, kRulerHeight + impl_->content_height + 8);
+  }
   int height = kRulerHeight + 8;
   if (index_) {
     for (const TimelineLane& lane : index_->lanes()) {
       if (lane.kind == LaneKind::kStage && !impl_->show_stage_lanes) continue;
+      if (lane.kind != LaneKind::kRank && impl_->collapsed_ranks.count(lane.rank)) continue;
       height += kLaneGap + (lane.kind == LaneKind::kRank ? kRankGroupGap : 0) +
                 static_cast<int>(std::lround(28 * LaneWeight(lane.kind)));
     }
@@ -407,12 +556,12 @@ QSize TimelineView::sizeHint() const {
 // ---- Queries --------------------------------------------------------------------------------
 
 std::optional<std::pair<int, size_t>> TimelineView::opAt(QPoint pos) const {
-  if (!index_ || pos.x() < laneLabelWidth()) return std::nullopt;
+  if (!index_ || pos.x() < laneLabelWidth() || pos.x() >= lanesRight()) return std::nullopt;
   const int lane = laneAt(pos.y());
   if (lane < 0) return std::nullopt;
   const TimeRange range = state_->visibleRange();
   const double ns_per_px =
-      static_cast<double>(range.length()) / std::max(1, width() - laneLabelWidth());
+      static_cast<double>(range.length()) / std::max(1, lanesRight() - laneLabelWidth());
   const TimeNs t = timeAtX(pos.x() + 0.5);
   if (auto hit = index_->HitTest(lane, t)) return std::make_pair(lane, *hit);
   const auto tolerance = static_cast<TimeNs>(std::ceil(kHoverNearPx * ns_per_px));
@@ -421,13 +570,13 @@ std::optional<std::pair<int, size_t>> TimelineView::opAt(QPoint pos) const {
 }
 
 QString TimelineView::tooltipText(QPoint pos) const {
-  if (!index_ || pos.x() < laneLabelWidth() || pos.x() >= width()) return {};
+  if (!index_ || pos.x() < laneLabelWidth() || pos.x() >= lanesRight()) return {};
   const int lane_id = laneAt(pos.y());
   if (lane_id < 0) return {};
   const TimelineLane& lane = index_->lane(lane_id);
   const TimeRange range = state_->visibleRange();
   const double ns_per_px =
-      static_cast<double>(range.length()) / std::max(1, width() - laneLabelWidth());
+      static_cast<double>(range.length()) / std::max(1, lanesRight() - laneLabelWidth());
   // The pixel column under the cursor, in time.
   const TimeNs c0 = timeAtX(pos.x());
   const TimeNs c1 = std::max(c0 + 1, timeAtX(pos.x() + 1));
@@ -510,6 +659,8 @@ void TimelineView::revealOp(int lane_id, size_t i) {
   const TimeNs margin =
       std::max<TimeNs>((lane.end[i] - lane.start[i]) * 2, ViewState::kMinimumSpan);
   state_->setVisibleRange({lane.start[i] - margin, lane.end[i] + margin});
+  if (lane.kind != LaneKind::kRank) setRankCollapsed(lane.rank, false);
+  scrollToLane(lane_id);
   selectOp(std::make_pair(lane_id, i));
 }
 
@@ -546,7 +697,7 @@ void TimelineView::paintEvent(QPaintEvent* /*event*/) {
 
   PaintFrame frame;
   frame.range = state_->visibleRange();
-  frame.width = width();
+  frame.width = lanesRight();
   frame.height = height();
   frame.label_width = label_width;
   if (frame.lanes_width() <= 0 || frame.lanes_height() <= 0) return;
@@ -584,7 +735,7 @@ void TimelineView::paintEvent(QPaintEvent* /*event*/) {
   }
   painter.setClipping(false);
 
-  PaintLaneLabels(painter, *index_, d.rows, base_font, small_font, frame);
+  d.label_boxes = PaintLaneLabels(painter, *index_, d.rows, d.folds, base_font, small_font, frame);
   PaintRuler(painter, d.origin, small_font, frame);
   PaintTitle(painter, d.title, base_font, frame);
   if (selection) PaintSelectionTag(painter, *index_, *selection, small_font, frame);
@@ -595,6 +746,14 @@ void TimelineView::paintEvent(QPaintEvent* /*event*/) {
 void TimelineView::wheelEvent(QWheelEvent* event) {
   if (!index_) return;
   const QPoint delta = event->angleDelta();
+  // Over the lane labels, or with Alt, the wheel scrolls the lanes: 3 rows a notch.
+  if ((event->position().x() < laneLabelWidth() || (event->modifiers() & Qt::AltModifier)) &&
+      impl_->max_first_row > 0) {
+    const int notches = (delta.y() != 0 ? delta.y() : delta.x()) / 120;
+    scrollToRow(impl_->first_row - 3 * notches);
+    event->accept();
+    return;
+  }
   const TimeRange range = state_->visibleRange();
   if (delta.x() != 0 && std::abs(delta.x()) > std::abs(delta.y())) {
     // Horizontal scrolling (touchpads) pans.
@@ -608,7 +767,7 @@ void TimelineView::wheelEvent(QWheelEvent* event) {
   if (event->modifiers() & Qt::ControlModifier) base = 0.95;
   if (event->modifiers() & Qt::ShiftModifier) base = 0.5;
   const double factor = std::pow(base, delta.y() / 120.0);
-  const double x = std::clamp<double>(event->position().x(), laneLabelWidth(), width());
+  const double x = std::clamp<double>(event->position().x(), laneLabelWidth(), lanesRight());
   // One burst of wheel steps is one zoom-history step.
   const bool record = !impl_->last_wheel.isValid() || impl_->last_wheel.elapsed() > 500;
   impl_->last_wheel.start();
@@ -624,6 +783,17 @@ void TimelineView::mousePressEvent(QMouseEvent* event) {
   const bool select =
       event->button() == Qt::RightButton ||
       (event->button() == Qt::LeftButton && (event->modifiers() & Qt::ShiftModifier));
+  if (event->button() == Qt::LeftButton && d.press_pos.x() < laneLabelWidth()) {
+    // A rank's label folds or unfolds its stage and comm lanes.
+    const int lane = laneAt(d.press_pos.y());
+    if (lane >= 0 && index_->lane(lane).kind == LaneKind::kRank &&
+        d.folds[lane] != LaneFold::kNone) {
+      const int rank = index_->lane(lane).rank;
+      setRankCollapsed(rank, !isRankCollapsed(rank));
+    }
+    event->accept();
+    return;
+  }
   if (select && d.press_pos.x() >= laneLabelWidth()) {
     d.drag = Impl::Drag::kSelect;
     d.select_anchor = timeAtX(d.press_pos.x());
@@ -638,7 +808,7 @@ void TimelineView::mouseMoveEvent(QMouseEvent* event) {
   Impl& d = *impl_;
   if (!index_) return;
   const QPoint pos = event->position().toPoint();
-  const int lanes_width = std::max(1, width() - laneLabelWidth());
+  const int lanes_width = std::max(1, lanesRight() - laneLabelWidth());
   if (d.drag == Impl::Drag::kPan) {
     const int dx = pos.x() - d.press_pos.x();
     if (dx != 0) d.moved = true;
@@ -648,7 +818,7 @@ void TimelineView::mouseMoveEvent(QMouseEvent* event) {
   } else if (d.drag == Impl::Drag::kSelect) {
     if (std::abs(pos.x() - d.press_pos.x()) >= 2) d.moved = true;
     if (d.moved) {
-      const TimeNs t = timeAtX(std::clamp(pos.x(), laneLabelWidth(), width()));
+      const TimeNs t = timeAtX(std::clamp(pos.x(), laneLabelWidth(), lanesRight()));
       state_->setSelection(TimeRange{std::min(t, d.select_anchor), std::max(t, d.select_anchor)});
     }
   }
@@ -733,6 +903,12 @@ void TimelineView::keyPressEvent(QKeyEvent* event) {
       break;
     case Qt::Key_Escape:
       state_->setSelection(std::nullopt);
+      break;
+    case Qt::Key_PageDown:
+      scrollToRow(impl_->first_row + std::max(1, impl_->scrollbar->pageStep()));
+      break;
+    case Qt::Key_PageUp:
+      scrollToRow(impl_->first_row - std::max(1, impl_->scrollbar->pageStep()));
       break;
     default:
       QWidget::keyPressEvent(event);

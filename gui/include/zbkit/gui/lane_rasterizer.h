@@ -33,9 +33,10 @@ struct RenderStats {
   int64_t binned_columns = 0;  // lane columns drawn from binned busy fractions
   int64_t primitives = 0;      // rectangles/lines issued to the painter (or pixels spans)
   int64_t labels = 0;
-  int64_t wait_links = 0;       // "waited for" lines drawn
-  int64_t highlighted = 0;      // differing ops outlined or marked
-  int64_t iteration_lines = 0;  // iteration boundaries drawn
+  int64_t wait_links = 0;          // "waited for" lines drawn
+  int64_t wait_links_thinned = 0;  // waits of a pixel or more left out by the level of detail
+  int64_t highlighted = 0;         // differing ops outlined or marked
+  int64_t iteration_lines = 0;     // iteration boundaries drawn
 };
 
 // Blocks at least this many pixel columns wide are drawn exactly (separated, labelled, outlined).

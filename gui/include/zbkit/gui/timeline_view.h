@@ -74,8 +74,28 @@ class TimelineView : public QWidget {
   // same width so that their time axes line up.
   void setMinimumLaneLabelWidth(int pixels);
 
-  // Geometry, in widget coordinates: the lanes area starts at x = laneLabelWidth().
+  // Big pipelines (docs/zbview.md §9). The height of a rank lane in pixels (stage and comm lanes
+  // are about half); 0, the default, shares the widget's height (at least 8 px a rank lane). When
+  // the lanes do not fit, they scroll by whole rows: a scroll bar at the right, the wheel over the
+  // lane labels (or with Alt), PageUp/PageDown.
+  void setLaneHeight(int pixels);
+  int laneHeight() const;
+  int firstShownRow() const;     // the first row shown (0 = the top)
+  int maxFirstShownRow() const;  // 0 when everything fits
+  void scrollToRow(int row);
+  void scrollToLane(int lane);  // scrolls so that the lane shows, if it is not wholly shown
+  // A click on a rank's label folds its stage and comm lanes away (the rank lane stays), and
+  // unfolds them again; labels of ranks with such lanes carry a marker.
+  void setRankCollapsed(int rank, bool collapsed);
+  bool isRankCollapsed(int rank) const;
+  void setAllRanksCollapsed(bool collapsed);
+  // [top, bottom) of each lane label of the last paint, by top: they never overlap.
+  std::vector<std::pair<double, double>> laneLabelBoxes() const;
+
+  // Geometry, in widget coordinates: the lanes area starts at x = laneLabelWidth() and ends at
+  // lanesRight() (before the scroll bar, when there is one).
   int laneLabelWidth() const;
+  int lanesRight() const;
   int rulerHeight() const;
   int laneAt(int y) const;         // index into timeline()->lanes(), -1 outside any lane
   QRect laneRect(int lane) const;  // the lane's row over the whole width; empty if not shown
