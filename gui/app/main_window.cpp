@@ -2,6 +2,7 @@
 #include "main_window.h"
 
 #include <QAction>
+#include <QActionGroup>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDockWidget>
@@ -29,6 +30,7 @@
 #include "item_views.h"
 #include "store_browser.h"
 #include "summary_panel.h"
+#include "timeline_picture.h"
 #include "zbkit/gui/compare_view.h"
 #include "zbkit/gui/frontier_view.h"
 #include "zbkit/gui/legend.h"
@@ -312,6 +314,31 @@ void MainWindow::createMenus() {
       tr("A thin line from each op that waited to the op it waited for: why a bubble is there."));
   connect(stage_lanes_action_, &QAction::toggled, this, &MainWindow::applyViewOptions);
   connect(wait_links_action_, &QAction::toggled, this, &MainWindow::applyViewOptions);
+  fold_action_ = view->addAction(tr("F&old All Stage Lanes"));
+  fold_action_->setCheckable(true);
+  fold_action_->setToolTip(tr("Only one lane per rank; a click on a rank's label unfolds it."));
+  connect(fold_action_, &QAction::toggled, this, [this](bool folded) {
+    for (TimelineView* view : {timeline_, compare_->top(), compare_->bottom()})
+      view->setAllRanksCollapsed(folded);
+  });
+  // Lane height: fit the window, or a fixed height with vertical scrolling (docs/zbview.md §9).
+  QMenu* heights = view->addMenu(tr("Lane &Height"));
+  auto* height_group = new QActionGroup(this);
+  const std::pair<QString, int> choices[] = {{tr("&Fit the Window"), 0},
+                                             {tr("&Small (12 px)"), 12},
+                                             {tr("&Medium (24 px)"), 24},
+                                             {tr("&Large (40 px)"), 40}};
+  for (const auto& [text, pixels] : choices) {
+    QAction* action = heights->addAction(text);
+    action->setCheckable(true);
+    action->setChecked(pixels == 0);
+    action->setData(pixels);
+    height_group->addAction(action);
+  }
+  connect(height_group, &QActionGroup::triggered, this, [this](QAction* action) {
+    lane_height_ = action->data().toInt();
+    applyViewOptions();
+  });
   view->addSeparator();
   view->addAction(browser_dock_->toggleViewAction());
   view->addAction(summary_dock_->toggleViewAction());
@@ -321,6 +348,7 @@ void MainWindow::applyViewOptions() {
   for (TimelineView* view : {timeline_, compare_->top(), compare_->bottom()}) {
     view->setShowStageLanes(stage_lanes_action_->isChecked());
     view->setShowWaitLinks(wait_links_action_->isChecked());
+    view->setLaneHeight(lane_height_);
   }
 }
 
@@ -592,7 +620,20 @@ void MainWindow::exportDialog(const QString& suffix) {
 Status MainWindow::exportView(const QString& path) {
   QWidget* view = centralView();
   if (view == nullptr) return UsageError(path.toStdString() + ": nothing to export yet");
-  return ExportWidget(view, path);
+  // A timeline or a comparison: the whole of it, every lane, under titles naming each side.
+  const bool single = view == single_page_ && shown_ && shown_->index;
+  const bool comparing =
+      view == compare_page_ && shown_ && shown_->index && shown_other_ && shown_other_->index;
+  if (!single && !comparing) return ExportWidget(view, path);
+  PictureOptions options;
+  options.width = std::max(view->width(), 800);
+  options.lane_height = lane_height_ > 0 ? lane_height_ : 24;
+  options.stage_lanes = stage_lanes_action_->isChecked();
+  options.fold_all = fold_action_->isChecked();
+  options.wait_links = wait_links_action_->isChecked();
+  const std::unique_ptr<QWidget> picture =
+      WholeTimelinePicture(*shown_, comparing ? shown_other_.get() : nullptr, options);
+  return ExportWidget(picture.get(), path);
 }
 
 QStringList MainWindow::recentFiles() const {

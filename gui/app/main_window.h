@@ -153,6 +153,8 @@ class MainWindow : public QMainWindow {
   QAction* zoom_forward_action_ = nullptr;
   QAction* stage_lanes_action_ = nullptr;
   QAction* wait_links_action_ = nullptr;
+  QAction* fold_action_ = nullptr;
+  int lane_height_ = 0;  // View -> Lane Height: 0 fits the window
   QList<QAction*> export_actions_;
 
   QString store_path_;

@@ -131,7 +131,11 @@ struct TimelineView::Impl {
   std::vector<int> row_of_lane;   // lane -> index into rows, -1 when hidden or scrolled away
   std::vector<LaneRow> all_rows;  // every row of the content, y from the top of the lanes
   std::vector<LaneFold> folds;    // per lane: the fold marker of rank labels
-  std::set<int> collapsed_ranks;  // ranks whose stage and comm lanes are folded away
+  // Folding: every rank is folded when `fold_all`, and the ranks in `fold_toggled` are the
+  // other way, so a fold of all survives a new timeline.
+  bool fold_all = false;
+  std::set<int> fold_toggled;
+  bool Folded(int rank) const { return fold_all != (fold_toggled.count(rank) > 0); }
   int content_height = 0;
   int lane_height = 0;  // px of a rank lane; 0 = share the widget's height
   int first_row = 0;    // vertical scrolling, by whole rows: the first row shown
@@ -352,10 +356,9 @@ int TimelineView::laneLabelWidth() const {
           const bool shows = l.kind != LaneKind::kStage || d.show_stage_lanes;
           const int rank_lane = index_->RankLane(l.rank);
           if (shows && rank_lane >= 0) {
-            d.folds[rank_lane] =
-                d.collapsed_ranks.count(l.rank) ? LaneFold::kCollapsed : LaneFold::kExpanded;
+            d.folds[rank_lane] = d.Folded(l.rank) ? LaneFold::kCollapsed : LaneFold::kExpanded;
           }
-          if (!shows || d.collapsed_ranks.count(l.rank)) continue;
+          if (!shows || d.Folded(l.rank)) continue;
         }
         shown.push_back(lane);
         widest = std::max(widest, metrics.horizontalAdvance(LaneText(l)));
@@ -473,12 +476,11 @@ void TimelineView::scrollToLane(int lane) {
 }
 
 void TimelineView::setRankCollapsed(int rank, bool collapsed) {
-  const bool was = impl_->collapsed_ranks.count(rank) > 0;
-  if (was == collapsed) return;
-  if (collapsed) {
-    impl_->collapsed_ranks.insert(rank);
+  if (impl_->Folded(rank) == collapsed) return;
+  if (collapsed != impl_->fold_all) {
+    impl_->fold_toggled.insert(rank);
   } else {
-    impl_->collapsed_ranks.erase(rank);
+    impl_->fold_toggled.erase(rank);
   }
   ++impl_->content_version;
   impl_->layout_dirty = true;
@@ -486,15 +488,12 @@ void TimelineView::setRankCollapsed(int rank, bool collapsed) {
 }
 
 bool TimelineView::isRankCollapsed(int rank) const {
-  return impl_->collapsed_ranks.count(rank) > 0;
+  return impl_->Folded(rank);
 }
 
 void TimelineView::setAllRanksCollapsed(bool collapsed) {
-  impl_->collapsed_ranks.clear();
-  if (collapsed && index_) {
-    for (int r = 0; r < index_->num_ranks(); ++r)
-      impl_->collapsed_ranks.insert(r);
-  }
+  impl_->fold_all = collapsed;
+  impl_->fold_toggled.clear();
   ++impl_->content_version;
   impl_->layout_dirty = true;
   update();
@@ -543,7 +542,7 @@ QSize TimelineView::sizeHint() const {
   if (index_) {
     for (const TimelineLane& lane : index_->lanes()) {
       if (lane.kind == LaneKind::kStage && !impl_->show_stage_lanes) continue;
-      if (lane.kind != LaneKind::kRank && impl_->collapsed_ranks.count(lane.rank)) continue;
+      if (lane.kind != LaneKind::kRank && impl_->Folded(lane.rank)) continue;
       height += kLaneGap + (lane.kind == LaneKind::kRank ? kRankGroupGap : 0) +
                 static_cast<int>(std::lround(28 * LaneWeight(lane.kind)));
     }

@@ -12,6 +12,7 @@
 #include "export.h"
 #include "main_window.h"
 #include "zbkit/gui/palette.h"
+#include "zbkit/gui/timeline_view.h"
 
 using zb::gui::ItemKind;
 using zb::gui::ItemRef;
@@ -44,6 +45,7 @@ class ExportTest : public QObject {
   void exportsTheTimelineInEveryFormat_data();
   void exportsTheTimelineInEveryFormat();
   void exportsAComparison();
+  void exportsEveryLaneNotAScreenGrab();
   void reportsErrorsWithoutCrashing();
   void nothingToExportBeforeLoading();
   void formatsByExtension();
@@ -87,7 +89,9 @@ void ExportTest::exportsTheTimelineInEveryFormat() {
   if (suffix.toLower() == QLatin1String("png")) {
     QImage image;
     QVERIFY(image.loadFromData(bytes, "PNG"));
-    QCOMPARE(image.size(), window.centralView()->size());
+    // The whole timeline at a readable lane height, as wide as the view: not a screen grab.
+    QCOMPARE(image.width(), std::max(window.centralView()->width(), 800));
+    QVERIFY(image.height() >= window.timelineView()->timeline()->num_ranks() * 24);
     // The F colour is in it: the timeline was drawn, not just the frame.
     bool found = false;
     const QRgb forward = zb::gui::ColorOf(zb::OpKind::kF).rgb();
@@ -123,7 +127,41 @@ void ExportTest::exportsAComparison() {
     QVERIFY(QFileInfo(path).size() > 0);
   }
   QImage image(zb::test::OutputPath(QStringLiteral("export-predicted-vs-measured.png")));
-  QCOMPARE(image.size(), window.centralView()->size());
+  QCOMPARE(image.width(), std::max(window.centralView()->width(), 800));
+  // Both panes whole: every rank lane of both sides at 24 px, whatever the window's height.
+  QVERIFY(image.height() >= 2 * 4 * 24);
+}
+
+// Big pipelines: in a window too short for its lanes (40 px lanes scroll), the export still
+// holds every lane: the bottom rank's ops are in the picture, below what the window shows.
+void ExportTest::exportsEveryLaneNotAScreenGrab() {
+  MainWindow window;
+  window.resize(1200, 420);
+  window.openStore(tuned_.path, ItemRef{ItemKind::kSchedule, tuned_.zb_v});
+  QVERIFY(window.loader()->waitForIdle(30000));
+  window.timelineView()->setLaneHeight(40);
+  window.timelineView()->resize(900, 200);
+  QVERIFY(window.timelineView()->maxFirstShownRow() > 0);  // the window scrolls
+  const QString path = zb::test::OutputPath(QStringLiteral("export-every-lane.png"));
+  const zb::Status status = window.exportView(path);
+  QVERIFY2(status.ok(), status.message().c_str());
+  QImage image(path);
+  QVERIFY(!image.isNull());
+  // Rows holding op colours: at least every lane's worth (4 rank lanes + 8 stage lanes).
+  const QRgb colours[] = {zb::gui::ColorOf(zb::OpKind::kF).rgb(),
+                          zb::gui::ColorOf(zb::OpKind::kB).rgb(),
+                          zb::gui::ColorOf(zb::OpKind::kW).rgb()};
+  int rows_with_ops = 0;
+  for (int y = 0; y < image.height(); ++y) {
+    const auto* line = reinterpret_cast<const QRgb*>(image.constScanLine(y));
+    bool any = false;
+    for (int x = 0; x < image.width() && !any; ++x) {
+      for (QRgb c : colours)
+        any = any || (line[x] | 0xff000000) == c;
+    }
+    rows_with_ops += any ? 1 : 0;
+  }
+  QVERIFY2(rows_with_ops >= 4 * 20 + 8 * 10, qPrintable(QString::number(rows_with_ops)));
 }
 
 void ExportTest::reportsErrorsWithoutCrashing() {

@@ -233,6 +233,27 @@ void MainWindowTest::viewOptionsReachTheTimeline() {
   window.showWaitLinksAction()->setChecked(false);
   (void)window.timelineView()->grab();
   QCOMPARE(window.timelineView()->lastRenderStats().wait_links, int64_t{0});
+
+  // Lane height and folding reach the single view and both compare panes.
+  QAction* large = FindAction(&window, QStringLiteral("View"), QStringLiteral("Lane Height"));
+  QVERIFY2(large != nullptr && large->menu() != nullptr, "View -> Lane Height");
+  QAction* forty = nullptr;
+  for (QAction* action : large->menu()->actions()) {
+    if (action->data().toInt() == 40) forty = action;
+  }
+  QVERIFY(forty != nullptr);
+  forty->trigger();
+  QCOMPARE(window.timelineView()->laneHeight(), 40);
+  QCOMPARE(window.compareView()->top()->laneHeight(), 40);
+  QCOMPARE(window.compareView()->bottom()->laneHeight(), 40);
+  QAction* fold =
+      FindAction(&window, QStringLiteral("View"), QStringLiteral("Fold All Stage Lanes"));
+  QVERIFY(fold != nullptr);
+  fold->setChecked(true);
+  QVERIFY(window.timelineView()->laneRect(stage_lane).isEmpty());
+  QVERIFY(window.compareView()->bottom()->isRankCollapsed(0));
+  fold->setChecked(false);
+  QVERIFY(!window.timelineView()->laneRect(stage_lane).isEmpty());
 }
 
 void MainWindowTest::zoomHistoryFromTheMenu() {
