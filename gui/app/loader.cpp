@@ -383,6 +383,7 @@ Expected<StoreListing> ReadListing(const std::string& path) {
   ZB_ASSIGN_OR_RETURN(listing.timelines, store.ListTimelines());
   ZB_ASSIGN_OR_RETURN(listing.profiles, store.ListCostProfiles());
   ZB_ASSIGN_OR_RETURN(listing.frontiers, store.ListFrontiers());
+  ZB_ASSIGN_OR_RETURN(listing.runs, store.ListRuns());
   return listing;
 }
 

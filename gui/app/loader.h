@@ -55,6 +55,7 @@ struct StoreListing {
   std::vector<TimelineInfo> timelines;
   std::vector<CostProfileInfo> profiles;
   std::vector<FrontierInfo> frontiers;
+  std::vector<RunInfo> runs;  // so that a run's timelines show under its job
 
   // Nothing to draw: no schedule, timeline or frontier (cost profiles are only tables).
   bool empty() const { return schedules.empty() && timelines.empty() && frontiers.empty(); }

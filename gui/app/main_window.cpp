@@ -542,9 +542,17 @@ void MainWindow::showComparison(int iteration) {
 void MainWindow::onFailed(const QString& message) {
   showBanner(message);
   statusBar()->showMessage(message, 8000);
+  if (opening_ && loader_->listing() && shown_) {
+    // The store did not open but another one is: keep it, and say so (File -> Open of a wrong
+    // file must not lose what was on screen).
+    opening_ = false;
+    store_path_ = QString::fromStdString(loader_->listing()->path);
+    setWindowTitle(QStringLiteral("zbview - %1").arg(QFileInfo(store_path_).fileName()));
+    showBanner(tr("%1 (still showing %2)").arg(message, store_path_));
+    return;
+  }
   if (opening_) {
-    // The store did not open: show nothing of the one before, so no view can be mistaken for
-    // the new file's.
+    // The store did not open and none was open before: show nothing.
     opening_ = false;
     browser_->clear();
     shown_.reset();

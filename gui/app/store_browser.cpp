@@ -157,6 +157,12 @@ void StoreBrowser::setListing(std::shared_ptr<const StoreListing> listing) {
       auto it = rows_.find(Key({ItemKind::kSchedule, *info.schedule_id}));
       if (it != rows_.end()) parent = it->second;
     }
+    if (parent == nullptr && info.run_id) {
+      // A measured run without a schedule (a profiled or imported job) goes under its job.
+      const auto run = std::find_if(listing_->runs.begin(), listing_->runs.end(),
+                                    [&](const RunInfo& r) { return r.id == *info.run_id; });
+      if (run != listing_->runs.end()) parent = job_row(run->cluster, run->job);
+    }
     if (parent == nullptr) {
       if (unlinked == nullptr) {
         unlinked = Group(nullptr, tree_, tr("timelines without a schedule"));

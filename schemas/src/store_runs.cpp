@@ -60,7 +60,9 @@ Expected<std::vector<RunInfo>> Store::ListRuns() const {
   const char* what = "list runs";
   return sqlite::Query<RunInfo>(
       impl.conn,
-      "SELECT id, job_id, kind, schedule_id, command, exit_code, started_at FROM runs ORDER BY id",
+      "SELECT runs.id, runs.job_id, runs.kind, runs.schedule_id, runs.command, runs.exit_code,"
+      " runs.started_at, clusters.name, jobs.name FROM runs JOIN jobs ON jobs.id = runs.job_id"
+      " JOIN clusters ON clusters.id = jobs.cluster_id ORDER BY runs.id",
       what, sqlite::kNoParams, [&](const Statement& row) -> Expected<RunInfo> {
         RunInfo info;
         info.id = row.Int(0);
@@ -75,6 +77,8 @@ Expected<std::vector<RunInfo>> Store::ListRuns() const {
         info.command = row.Text(4);
         if (!row.IsNull(5)) info.exit_code = static_cast<int>(row.Int(5));
         info.started_at = row.Text(6);
+        info.cluster = row.Text(7);
+        info.job = row.Text(8);
         return info;
       });
 }

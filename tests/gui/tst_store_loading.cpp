@@ -40,6 +40,8 @@ class StoreLoadingTest : public QObject {
   void supersededLoadNeverArrives();
   void anotherStoreWithTheSameIdsIsShown();
   void millionOpTimelineKeepsTheEventLoopAlive();
+  void failedOpenKeepsTheOpenStore();
+  void runWithoutAScheduleShowsUnderItsJob();
 
  private:
   // Opens `path` and waits until the loader is idle (listing and the first item).
@@ -353,4 +355,61 @@ void StoreLoadingTest::millionOpTimelineKeepsTheEventLoopAlive() {
 }
 
 QTEST_MAIN(StoreLoadingTest)
+// Item 6 of issue 10: File -> Open of a broken file keeps the store that was open (its browser,
+// its view), says so in the banner, and the window still works.
+void StoreLoadingTest::failedOpenKeepsTheOpenStore() {
+  MainWindow window;
+  QVERIFY(OpenAndWait(window, tuned_.path));
+  const auto shown = window.shownItem();
+  QVERIFY(shown != nullptr);
+  const int rows = window.browser()->tree()->topLevelItemCount();
+  QVERIFY(rows > 0);
+  const QString broken = dir_.filePath(QStringLiteral("not-a-store.db"));
+  QVERIFY(zb::test::WriteFile(broken, QByteArray("not a database\n").repeated(40)));
+  QVERIFY(OpenAndWait(window, broken));
+  QVERIFY(window.isBannerShown());
+  QVERIFY2(window.bannerText().contains(broken), qPrintable(window.bannerText()));
+  QVERIFY2(window.bannerText().contains(QLatin1String("still showing")),
+           qPrintable(window.bannerText()));
+  QCOMPARE(window.storePath(), tuned_.path);
+  QCOMPARE(window.shownItem(), shown);
+  QVERIFY(window.centralView() != nullptr);
+  QCOMPARE(window.browser()->tree()->topLevelItemCount(), rows);
+  // The kept store still answers: another of its items loads.
+  window.showItem({ItemKind::kSchedule, tuned_.one_f_one_b});
+  QVERIFY(window.loader()->waitForIdle(30000));
+  QCOMPARE(window.shownItem()->ref, (ItemRef{ItemKind::kSchedule, tuned_.one_f_one_b}));
+}
+
+// A profiled or imported run has no schedule: its measured timeline shows under its job.
+void StoreLoadingTest::runWithoutAScheduleShowsUnderItsJob() {
+  const QString path = dir_.filePath(QStringLiteral("profiled.db"));
+  QFile::remove(path);
+  QVERIFY(QFile::copy(tuned_.path, path));
+  int64_t timeline = 0;
+  {
+    auto store = zb::Store::Open(path.toStdString());
+    QVERIFY(store.ok());
+    auto cluster = store->EnsureCluster({"lab", "", "", "", ""});
+    QVERIFY(cluster.ok());
+    auto job = store->EnsureJob(*cluster, "llama-profiled");
+    QVERIFY(job.ok());
+    auto run = store->InsertRun(*job, zb::RunKind::kProfile, "torchrun train.py");
+    QVERIFY(run.ok());
+    zb::Timeline measured;
+    measured.kind = zb::TimelineKind::kMeasured;
+    measured.ops = {{0, 0, zb::OpKind::kF, 0, 0, 1000}, {1, 1, zb::OpKind::kF, 0, 1000, 2000}};
+    auto id = store->InsertRunTimeline(*run, measured);
+    QVERIFY(id.ok());
+    timeline = *id;
+  }
+  MainWindow window;
+  QVERIFY(OpenAndWait(window, path));
+  QTreeWidgetItem* row = window.browser()->rowFor({ItemKind::kTimeline, timeline});
+  QVERIFY(row != nullptr);
+  QVERIFY(row->parent() != nullptr && row->parent()->parent() != nullptr);
+  QCOMPARE(row->parent()->text(0), QStringLiteral("llama-profiled"));
+  QCOMPARE(row->parent()->parent()->text(0), QStringLiteral("lab"));
+}
+
 #include "tst_store_loading.moc"

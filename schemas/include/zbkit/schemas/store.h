@@ -101,6 +101,8 @@ struct RunInfo {
   std::string command;           // the profiled command line or the imported file
   std::optional<int> exit_code;  // of the profiled command
   std::string started_at;
+  std::string cluster;  // the names of the job's cluster and of the job (ListRuns)
+  std::string job;
 };
 
 // A measured time over the samples it was aggregated from: the median and the 10th/90th
