@@ -30,6 +30,7 @@ void ShowItemInViews(const LoadedItem& item, LegendWidget* legend, TimelineView*
   timeline->setTitle(QString::fromStdString(item.short_label));
   memory->setTimeline(item.index);
   memory->setCaps(item.caps);
+  memory->setMemoryUnit(item.memory_unit);
   memory->setLabelWidth(timeline->laneLabelWidth());
   memory->setVisible(item.index->has_memory());
   state->setTraceRange(FullRange(*item.index));

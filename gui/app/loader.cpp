@@ -107,6 +107,7 @@ Expected<LoadedItem> LoadSchedule(const StoreListing& listing, Store& store,
   item.short_label = info.family.empty() ? "schedule " + std::to_string(info.id) : info.family;
   item.schedule = info;
   item.caps = CapsOf(info);
+  item.memory_unit = listing.MemoryUnitOf(info.cluster, info.job);
   if (!HasTimes(schedule)) {
     // A schedule stored without a prediction (e.g. imported orders): time it like `zb show`.
     if (!step(35, "simulating schedule " + std::to_string(info.id))) return Cancelled();
@@ -145,6 +146,11 @@ Expected<LoadedItem> LoadTimeline(const StoreListing& listing, Store& store,
   item.title = "timeline " + std::to_string(info.id) + ": " + kind + ", " +
                WithThousands(info.num_ops) + " ops";
   item.short_label = kind;  // the pane title; the id is in the title and the browser
+  if (info.run_id) {
+    for (const RunInfo& run : listing.runs) {
+      if (run.id == *info.run_id) item.memory_unit = listing.MemoryUnitOf(run.cluster, run.job);
+    }
+  }
 
   // The linked schedule gives the costs (hop latency for the wait links, the cost table, the
   // bound) and the cap. Loaded first so that its ops are freed before the timeline arrives.
@@ -158,6 +164,7 @@ Expected<LoadedItem> LoadTimeline(const StoreListing& listing, Store& store,
     ZB_ASSIGN_OR_RETURN(Schedule schedule, store.LoadSchedule(linked->id));
     item.schedule = *linked;
     item.caps = CapsOf(*linked);
+    item.memory_unit = listing.MemoryUnitOf(linked->cluster, linked->job);
     item.context = linked->cluster + "/" + linked->job;
     item.title += " of " + ScheduleTitle(*linked);
     comm = schedule.costs.comm;
@@ -195,6 +202,7 @@ Expected<LoadedItem> LoadProfile(const StoreListing& listing, Store& store,
   item.context = info.cluster + "/" + info.job;
   item.short_label = info.name;
   item.profile = info;
+  item.memory_unit = listing.MemoryUnitOf(info.cluster, info.job);
   item.costs = std::move(costs);
   return item;
 }
@@ -385,6 +393,17 @@ Expected<StoreListing> ReadListing(const std::string& path) {
   ZB_ASSIGN_OR_RETURN(listing.frontiers, store.ListFrontiers());
   ZB_ASSIGN_OR_RETURN(listing.runs, store.ListRuns());
   return listing;
+}
+
+MemoryUnit StoreListing::MemoryUnitOf(const std::string& cluster, const std::string& job) const {
+  for (const CostProfileInfo& profile : profiles) {
+    if (profile.cluster == cluster && profile.job == job &&
+        (profile.memory_source == MemorySource::kMeasured ||
+         profile.memory_source == MemorySource::kEstimated)) {
+      return MemoryUnit::kBytes;
+    }
+  }
+  return MemoryUnit::kProfileUnits;
 }
 
 std::shared_ptr<const LoadedItem> OneIteration(std::shared_ptr<const LoadedItem> item,

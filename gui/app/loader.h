@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "zbkit/gui/units.h"
 #include "zbkit/schemas/status.h"
 #include "zbkit/schemas/store.h"
 #include "zbkit/schemas/timeline_index.h"
@@ -71,6 +72,9 @@ struct StoreListing {
   // `with_frontiers`, only schedules and runs count (what a comparison starts from). nullopt for
   // a store with nothing of that to draw.
   std::optional<ItemRef> MostRecent(bool with_frontiers = true) const;
+  // Bytes when a cost profile of the job was measured or estimated from the real job (its memory
+  // figures are bytes), else the profile's own units (docs/zbview.md §10).
+  MemoryUnit MemoryUnitOf(const std::string& cluster, const std::string& job) const;
 };
 
 // One idle stretch of a rank and why it ended (TimelineIndex::WaitedFor): what a person asks of
@@ -99,12 +103,13 @@ struct LoadedItem {
   // For a frontier item (which has no index): its listing row and its points.
   std::optional<FrontierInfo> frontier_info;
   std::shared_ptr<const Frontier> frontier;
-  std::vector<double> caps;           // per rank; empty = no cap known
-  std::optional<Prediction> figures;  // makespan, bubbles, peak memory per rank
-  std::vector<TimeNs> rank_busy;      // compute busy time per rank
-  TimeNs lower_bound = 0;             // makespan lower bound under the caps, 0 = unknown
-  std::vector<BubbleNote> bubbles;    // the largest idle stretches, longest first
-  double load_ms = 0;                 // wall time of the load, for the status bar
+  std::vector<double> caps;                            // per rank; empty = no cap known
+  MemoryUnit memory_unit = MemoryUnit::kProfileUnits;  // of caps, peaks, M_B (units.h)
+  std::optional<Prediction> figures;                   // makespan, bubbles, peak memory per rank
+  std::vector<TimeNs> rank_busy;                       // compute busy time per rank
+  TimeNs lower_bound = 0;           // makespan lower bound under the caps, 0 = unknown
+  std::vector<BubbleNote> bubbles;  // the largest idle stretches, longest first
+  double load_ms = 0;               // wall time of the load, for the status bar
 
   std::optional<double> TOverLb() const;
 };

@@ -314,6 +314,13 @@ void MainWindow::createMenus() {
       tr("A thin line from each op that waited to the op it waited for: why a bubble is there."));
   connect(stage_lanes_action_, &QAction::toggled, this, &MainWindow::applyViewOptions);
   connect(wait_links_action_, &QAction::toggled, this, &MainWindow::applyViewOptions);
+  memory_action_ = view->addAction(tr("Show &Memory Track"));
+  memory_action_->setCheckable(true);
+  memory_action_->setChecked(true);
+  memory_action_->setToolTip(tr("Activation memory per rank under the timeline."));
+  connect(memory_action_, &QAction::toggled, this, [this](bool shown) {
+    memory_->setVisible(shown && shown_ && shown_->index && shown_->index->has_memory());
+  });
   fold_action_ = view->addAction(tr("F&old All Stage Lanes"));
   fold_action_->setCheckable(true);
   fold_action_->setToolTip(tr("Only one lane per rank; a click on a rank's label unfolds it."));
@@ -460,6 +467,7 @@ void MainWindow::onItemLoaded(std::shared_ptr<const LoadedItem> item) {
     const int memory =
         item->index->has_memory() ? std::clamp(total - timeline_useful, memory_min, memory_max) : 0;
     splitter_->setSizes({total - memory, memory});
+    memory_->setVisible(memory_action_->isChecked());
     stack_->setCurrentWidget(single_page_);
     timeline_->setFocus(Qt::OtherFocusReason);
   } else if (item->frontier) {

@@ -87,6 +87,7 @@ class MainWindow : public QMainWindow {
   QProgressBar* progressBar() const { return progress_; }
   QAction* showStageLanesAction() const { return stage_lanes_action_; }
   QAction* showWaitLinksAction() const { return wait_links_action_; }
+  QAction* showMemoryTrackAction() const { return memory_action_; }
 
  signals:
   void itemShown();        // a new item (or its cost profile) is on screen
@@ -154,6 +155,7 @@ class MainWindow : public QMainWindow {
   QAction* stage_lanes_action_ = nullptr;
   QAction* wait_links_action_ = nullptr;
   QAction* fold_action_ = nullptr;
+  QAction* memory_action_ = nullptr;
   int lane_height_ = 0;  // View -> Lane Height: 0 fits the window
   QList<QAction*> export_actions_;
 

@@ -133,11 +133,14 @@ void StoreBrowser::setListing(std::shared_ptr<const StoreListing> listing) {
     const QString family =
         info.family.empty() ? tr("schedule") : QString::fromStdString(info.family);
     row->setText(kItemColumn, QStringLiteral("#%1 %2").arg(info.id).arg(family));
-    row->setToolTip(kItemColumn,
-                    tr("schedule %1: %2, %3 placement, cap %4")
-                        .arg(info.id)
-                        .arg(family, PlacementName(info.placement))
-                        .arg(info.memory_limit ? FormatMemory(*info.memory_limit) : tr("none")));
+    row->setToolTip(
+        kItemColumn,
+        tr("schedule %1: %2, %3 placement, cap %4")
+            .arg(info.id)
+            .arg(family, PlacementName(info.placement))
+            .arg(info.memory_limit ? FormatMemory(*info.memory_limit,
+                                                  listing_->MemoryUnitOf(info.cluster, info.job))
+                                   : tr("none")));
     row->setText(kRanksColumn, QString::number(info.ranks));
     row->setText(kMicrobatchesColumn, QString::number(info.microbatches));
     if (info.predicted.makespan > 0) {

@@ -73,14 +73,6 @@ QString FormatMs(TimeNs ns) {
   return QString::number(static_cast<double>(ns) / 1e6, 'f', 3);
 }
 
-QString FormatMemory(double value) {
-  if (!std::isfinite(value)) return QStringLiteral("none");
-  const double magnitude = std::fabs(value);
-  if (magnitude < 1e6) return QString::number(value, 'f', magnitude < 100 ? 2 : 0);
-  if (magnitude < 1e9) return QString::number(value / 1e6, 'f', 2) + QStringLiteral("M");
-  return QString::number(value / 1e9, 'f', 2) + QStringLiteral("G");
-}
-
 QString FormatRate(double rate) {
   return QString::number(rate * 100.0, 'f', 2) + u'%';
 }
@@ -182,12 +174,12 @@ QStringList SummaryLines(const LoadedItem& item) {
   if (!figures.peak_memory.empty()) {
     QStringList peaks;
     for (double peak : figures.peak_memory)
-      peaks << FormatMemory(peak);
+      peaks << FormatMemory(peak, item.memory_unit);
     QString memory = QStringLiteral("peak memory per rank: %1").arg(peaks.join(' '));
     if (!item.caps.empty()) {
       const double cap = MaxOf(item.caps);
       memory += QStringLiteral("   cap %1 (highest peak %2% of it)")
-                    .arg(FormatMemory(cap))
+                    .arg(FormatMemory(cap, item.memory_unit))
                     .arg(cap > 0 ? MaxOf(figures.peak_memory) / cap * 100.0 : 0.0, 0, 'f', 0);
     }
     lines << memory;
@@ -199,8 +191,13 @@ QStringList SummaryLines(const LoadedItem& item) {
   return lines;
 }
 
+MemoryUnit SharedMemoryUnit(const LoadedItem& a, const LoadedItem& b) {
+  return a.memory_unit == b.memory_unit ? a.memory_unit : MemoryUnit::kProfileUnits;
+}
+
 QStringList ComparisonLines(const LoadedItem& a, const LoadedItem& b) {
   QStringList lines;
+  const MemoryUnit unit = SharedMemoryUnit(a, b);
   if (!a.figures || !b.figures) return lines;
   const Prediction& fa = *a.figures;
   const Prediction& fb = *b.figures;
@@ -216,11 +213,15 @@ QStringList ComparisonLines(const LoadedItem& a, const LoadedItem& b) {
   if (ra && rb) line += QStringLiteral("   T/LB %1 -> %2").arg(*ra, 0, 'f', 3).arg(*rb, 0, 'f', 3);
   lines << line;
   if (!fa.peak_memory.empty() && !fb.peak_memory.empty()) {
-    QString memory =
-        QStringLiteral("highest peak memory %1 -> %2")
-            .arg(FormatMemory(MaxOf(fa.peak_memory)), FormatMemory(MaxOf(fb.peak_memory)));
+    QString memory = QStringLiteral("highest peak memory %1 -> %2")
+                         .arg(FormatMemory(MaxOf(fa.peak_memory), unit),
+                              FormatMemory(MaxOf(fb.peak_memory), unit));
     const std::vector<double>& caps = !b.caps.empty() ? b.caps : a.caps;
-    if (!caps.empty()) memory += QStringLiteral("   cap %1").arg(FormatMemory(MaxOf(caps)));
+    if (!caps.empty()) memory += QStringLiteral("   cap %1").arg(FormatMemory(MaxOf(caps), unit));
+    if (a.memory_unit != b.memory_unit) {
+      memory += QStringLiteral("   (A counts %1, B %2: the figures are not comparable)")
+                    .arg(MemoryUnitName(a.memory_unit), MemoryUnitName(b.memory_unit));
+    }
     lines << memory;
   }
   return lines;
@@ -419,6 +420,9 @@ void SummaryPanel::setComparison(std::shared_ptr<const LoadedItem> a,
 }
 
 void SummaryPanel::showMemory(const LoadedItem* a, const LoadedItem* b) {
+  const MemoryUnit unit = b ? SharedMemoryUnit(*a, *b) : a->memory_unit;
+  memory_caption_->setText(
+      tr("Per rank: busy share, peak activation memory, cap (%1)").arg(MemoryUnitName(unit)));
   const Prediction& fa = *a->figures;
   const int ranks = static_cast<int>(
       b ? std::max(fa.peak_memory.size(), b->figures->peak_memory.size()) : fa.peak_memory.size());
@@ -443,16 +447,16 @@ void SummaryPanel::showMemory(const LoadedItem* a, const LoadedItem* b) {
     const double cap = row < caps.size() ? caps[row] : std::nan("");
     const bool has_cap = std::isfinite(cap);
     QString busy_text = busy(*a);
-    QString peak_text = pa ? FormatMemory(*pa) : QString();
+    QString peak_text = pa ? FormatMemory(*pa, unit) : QString();
     if (b) {
       busy_text += QStringLiteral(" -> ") + busy(*b);
-      peak_text += QStringLiteral(" -> ") + (pb ? FormatMemory(*pb) : QString());
+      peak_text += QStringLiteral(" -> ") + (pb ? FormatMemory(*pb, unit) : QString());
     }
     const std::optional<double> shown_peak = b ? pb : pa;
     memory_table_->setItem(r, 0, Cell(QString::number(r)));
     memory_table_->setItem(r, 1, Cell(busy_text));
     memory_table_->setItem(r, 2, Cell(peak_text));
-    memory_table_->setItem(r, 3, Cell(has_cap ? FormatMemory(cap) : tr("none")));
+    memory_table_->setItem(r, 3, Cell(has_cap ? FormatMemory(cap, unit) : tr("none")));
     QTableWidgetItem* share = Cell(has_cap && shown_peak && cap > 0
                                        ? QString::number(*shown_peak / cap * 100.0, 'f', 0) + u'%'
                                        : QString());
@@ -479,8 +483,8 @@ void SummaryPanel::showCosts(const LoadedItem& item) {
     cost_table_->setItem(s, 1, Cell(FormatMs(stage.f)));
     cost_table_->setItem(s, 2, Cell(FormatMs(stage.b)));
     cost_table_->setItem(s, 3, Cell(FormatMs(stage.w)));
-    cost_table_->setItem(s, 4, Cell(FormatMemory(stage.m_b)));
-    cost_table_->setItem(s, 5, Cell(FormatMemory(stage.m_w)));
+    cost_table_->setItem(s, 4, Cell(FormatMemory(stage.m_b, item.memory_unit)));
+    cost_table_->setItem(s, 5, Cell(FormatMemory(stage.m_w, item.memory_unit)));
   }
   costs_caption_->show();
   cost_table_->show();

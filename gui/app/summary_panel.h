@@ -23,9 +23,11 @@ namespace zb::gui {
 // "1180.022" (milliseconds, 3 decimals, as `zb list` prints them).
 QString FormatMs(TimeNs ns);
 // A memory figure in the profile's own unit, compact: "201216", "3.22M", "24.0G".
-QString FormatMemory(double value);
 // "6.55%".
 QString FormatRate(double rate);
+// The unit both sides of a comparison are written in: theirs when they agree, else bare numbers
+// (and the comparison line says the figures are not comparable).
+MemoryUnit SharedMemoryUnit(const LoadedItem& a, const LoadedItem& b);
 // The two bubble conventions, for tooltips and the legend.
 QString BubbleRatesExplanation();
 QString LowerBoundExplanation();

@@ -40,7 +40,11 @@ QString SideTitle(const LoadedItem& item, char side) {
   if (side != 0) title = QStringLiteral("%1: %2").arg(QChar::fromLatin1(side)).arg(title);
   if (item.caps.empty()) return title + QStringLiteral("  |  no memory cap");
   const double cap = *std::max_element(item.caps.begin(), item.caps.end());
-  return title + QStringLiteral("  |  cap %1").arg(FormatMemory(cap));
+  QString cap_text = FormatMemory(cap, item.memory_unit);
+  if (item.memory_unit == MemoryUnit::kProfileUnits) {
+    cap_text += QStringLiteral(" (%1)").arg(MemoryUnitName(item.memory_unit));
+  }
+  return title + QStringLiteral("  |  cap %1").arg(cap_text);
 }
 
 std::unique_ptr<QWidget> WholeTimelinePicture(const LoadedItem& a, const LoadedItem* b,

@@ -25,16 +25,12 @@ constexpr int kMinRowHeight = 18;
 constexpr int kMaxRowHeight = 48;
 constexpr int kRowPadding = 3;  // room above the scale's top, for the peak marker
 
-QString FormatMemory(double value) {
-  const double magnitude = std::abs(value);
-  if (magnitude >= 1e12) return QStringLiteral("%1 T").arg(value / 1e12, 0, 'f', 2);
-  if (magnitude >= 1e9) return QStringLiteral("%1 G").arg(value / 1e9, 0, 'f', 2);
-  if (magnitude >= 1e6) return QStringLiteral("%1 M").arg(value / 1e6, 0, 'f', 2);
-  if (magnitude >= 1e4) return QStringLiteral("%1 k").arg(value / 1e3, 0, 'f', 1);
-  return QString::number(value, 'g', 4);
-}
-
 }  // namespace
+
+void MemoryTrack::setMemoryUnit(MemoryUnit unit) {
+  unit_ = unit;
+  update();
+}
 
 MemoryTrack::MemoryTrack(QWidget* parent) : QWidget(parent) {
   setMouseTracking(true);
@@ -125,14 +121,14 @@ QString MemoryTrack::tooltipText(QPoint pos) const {
     index_->BinMemory(rank, c0, c1, 1, &column);
     QString text = QStringLiteral("rank %1  at %2\nmemory %3")
                        .arg(rank)
-                       .arg(FormatTime(c0), FormatMemory(column.last[0]));
+                       .arg(FormatTime(c0), FormatMemory(column.last[0], unit_));
     if (column.max[0] != column.min[0]) {
       text += QStringLiteral(" (%1 .. %2 in this column)")
-                  .arg(FormatMemory(column.min[0]), FormatMemory(column.max[0]));
+                  .arg(FormatMemory(column.min[0], unit_), FormatMemory(column.max[0], unit_));
     }
-    text += QStringLiteral("\npeak %1").arg(FormatMemory(index_->PeakMemory(rank)));
+    text += QStringLiteral("\npeak %1").arg(FormatMemory(index_->PeakMemory(rank), unit_));
     if (static_cast<size_t>(rank) < caps_.size() && std::isfinite(caps_[rank])) {
-      text += QStringLiteral(", cap %1").arg(FormatMemory(caps_[rank]));
+      text += QStringLiteral(", cap %1").arg(FormatMemory(caps_[rank], unit_));
     }
     return text;
   }
@@ -253,9 +249,9 @@ void MemoryTrack::paintLabels(QPainter& painter, const QFont& small_font) const 
     painter.drawLine(label_width_, row.bottom() + 1, width(), row.bottom() + 1);
     QString text = QStringLiteral("rank %1").arg(rank);
     if (row.height() >= 2 * QFontMetrics(small_font).height()) {
-      text += QStringLiteral("\npeak %1").arg(FormatMemory(index_->PeakMemory(rank)));
+      text += QStringLiteral("\npeak %1").arg(FormatMemory(index_->PeakMemory(rank), unit_));
     } else {
-      text += QStringLiteral("  %1").arg(FormatMemory(index_->PeakMemory(rank)));
+      text += QStringLiteral("  %1").arg(FormatMemory(index_->PeakMemory(rank), unit_));
     }
     painter.setPen(MemoryLabelColor());
     painter.drawText(row.adjusted(6, 0, -(row.width() - label_width_) - 4, 0),

@@ -4,6 +4,7 @@
 #include <QAction>
 #include <QComboBox>
 #include <QFile>
+#include <QLabel>
 #include <QMenu>
 #include <QMenuBar>
 #include <QSignalSpy>
@@ -20,6 +21,7 @@
 #include "store_browser.h"
 #include "summary_panel.h"
 #include "zbkit/gui/compare_view.h"
+#include "zbkit/gui/memory_track.h"
 #include "zbkit/gui/timeline_view.h"
 #include "zbkit/gui/view_state.h"
 
@@ -57,6 +59,7 @@ class MainWindowTest : public QObject {
   void rangeSelectionIsSummarised();
   void findSelectsAndDetailsDescribe();
   void measuredRunIsComparedOneIterationAtATime();
+  void memoryIsInBytesWhenTheProfileIs();
   void commandLineSelectionAndComparison();
   void costProfileShowsItsTable();
   void parsesItemSpecs();
@@ -196,8 +199,9 @@ void MainWindowTest::summaryShowsFiguresWithExplanations() {
   QTableWidget* memory = summary->memoryTable();
   QCOMPARE(memory->rowCount(), 4);
   for (int r = 0; r < memory->rowCount(); ++r) {
-    QCOMPARE(memory->item(r, 2)->text(), zb::gui::FormatMemory(item->figures->peak_memory[r]));
-    QCOMPARE(memory->item(r, 3)->text(), zb::gui::FormatMemory(item->caps[r]));
+    QCOMPARE(memory->item(r, 2)->text(),
+             zb::gui::FormatMemory(item->figures->peak_memory[r], item->memory_unit));
+    QCOMPARE(memory->item(r, 3)->text(), zb::gui::FormatMemory(item->caps[r], item->memory_unit));
     QVERIFY(memory->item(r, 4)->text().endsWith(u'%'));
   }
   // The cost profile as scheduled: ZB-V splits each of the 4 stages in two.
@@ -408,6 +412,55 @@ void MainWindowTest::measuredRunIsComparedOneIterationAtATime() {
   QVERIFY(QTest::qWaitForWindowExposed(&window));
   window.timelineView()->grab();
   QCOMPARE(window.timelineView()->lastRenderStats().iteration_lines, 3);
+}
+
+// Item 5 of issue 10: the tuned store's hand-made profile counts in units of M_B; once the job has
+// a measured profile, its schedules' memory is bytes with binary prefixes, in the summary, the
+// memory track and the export titles alike. View -> Show Memory Track hides the track.
+void MainWindowTest::memoryIsInBytesWhenTheProfileIs() {
+  {
+    MainWindow window;
+    QVERIFY(OpenAndWait(window, tuned_.path, ItemRef{ItemKind::kSchedule, tuned_.zb_h1}));
+    QCOMPARE(window.shownItem()->memory_unit, zb::gui::MemoryUnit::kProfileUnits);
+    QVERIFY(window.summary()->findChild<QLabel*>() != nullptr);
+  }
+  const QString path = dir_.filePath(QStringLiteral("bytes.db"));
+  QFile::remove(path);
+  QVERIFY(QFile::copy(tuned_.path, path));
+  {
+    auto store = zb::Store::Open(path.toStdString());
+    QVERIFY(store.ok());
+    auto cluster = store->EnsureCluster({"test-cluster", "", "", "", ""});
+    QVERIFY(cluster.ok());
+    auto job = store->EnsureJob(*cluster, "gpt-4stage");
+    QVERIFY(job.ok());
+    zb::CostProfileDetails details;
+    details.memory_source = zb::MemorySource::kMeasured;
+    auto profile = store->InsertCostProfile(*job, "profiled", zb::test::FourStageCosts(), details);
+    QVERIFY2(profile.ok(), profile.status().message().c_str());
+  }
+  MainWindow window;
+  window.resize(1400, 800);
+  QVERIFY(OpenAndWait(window, path, ItemRef{ItemKind::kSchedule, tuned_.zb_h1}));
+  QCOMPARE(window.shownItem()->memory_unit, zb::gui::MemoryUnit::kBytes);
+  bool caption = false;
+  for (QLabel* label : window.summary()->findChildren<QLabel*>()) {
+    caption =
+        caption || label->text().contains(QLatin1String("peak activation memory, cap (bytes)"));
+  }
+  QVERIFY(caption);
+  auto* table = window.summary()->findChildren<QTableWidget*>().value(0);
+  QVERIFY(table != nullptr);
+  // The caps of the tuned store, 800, are now bytes: "800 B".
+  QCOMPARE(table->item(0, 3)->text(), QStringLiteral("800 B"));
+  QVERIFY(window.showMemoryTrackAction() != nullptr);
+  window.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&window));
+  QVERIFY(window.memoryTrack()->isVisible());
+  window.showMemoryTrackAction()->setChecked(false);
+  QVERIFY(!window.memoryTrack()->isVisible());
+  window.showMemoryTrackAction()->setChecked(true);
+  QVERIFY(window.memoryTrack()->isVisible());
 }
 
 void MainWindowTest::commandLineSelectionAndComparison() {

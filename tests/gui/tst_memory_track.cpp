@@ -4,11 +4,13 @@
 // TimelineView above it, and tooltips name rank, time, memory and cap.
 #include <QPainter>
 #include <QtTest>
+#include <cmath>
 
 #include "gui_test_support.h"
 #include "zbkit/gui/memory_track.h"
 #include "zbkit/gui/palette.h"
 #include "zbkit/gui/timeline_view.h"
+#include "zbkit/gui/units.h"
 
 using namespace zb;
 using namespace zb::gui;
@@ -18,6 +20,23 @@ class MemoryTrackTest : public QObject {
   Q_OBJECT
 
  private slots:
+  // docs/zbview.md §10: bytes with binary prefixes, profile units as bare numbers.
+  void memoryUnits() {
+    using zb::gui::FormatMemory;
+    using zb::gui::MemoryUnit;
+    QCOMPARE(FormatMemory(512, MemoryUnit::kBytes), QStringLiteral("512 B"));
+    QCOMPARE(FormatMemory(1536, MemoryUnit::kBytes), QStringLiteral("1.50 KiB"));
+    QCOMPARE(FormatMemory(12.5 * 1024 * 1024, MemoryUnit::kBytes), QStringLiteral("12.5 MiB"));
+    QCOMPARE(FormatMemory(1.5 * 1024 * 1024 * 1024, MemoryUnit::kBytes),
+             QStringLiteral("1.50 GiB"));
+    QCOMPARE(FormatMemory(300.0 * 1024 * 1024 * 1024 * 1024, MemoryUnit::kBytes),
+             QStringLiteral("300 TiB"));
+    QCOMPARE(FormatMemory(800, MemoryUnit::kProfileUnits), QStringLiteral("800"));
+    QCOMPARE(FormatMemory(40, MemoryUnit::kProfileUnits), QStringLiteral("40.00"));
+    QCOMPARE(FormatMemory(std::nan(""), MemoryUnit::kBytes), QStringLiteral("none"));
+    QCOMPARE(zb::gui::MemoryUnitName(MemoryUnit::kProfileUnits), QStringLiteral("units of M_B"));
+  }
+
   void initTestCase() {
     FontsAvailable();  // warns when text cannot render; the pixels checked are never text
     const CostProfile costs = UniformCosts(4);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "zbkit/gui/units.h"
 #include "zbkit/gui/view_state.h"
 #include "zbkit/schemas/timeline_index.h"
 
@@ -28,6 +29,8 @@ class MemoryTrack : public QWidget {
   void setTimeline(std::shared_ptr<const TimelineIndex> index);
   // Per-rank cap (same unit as the memory samples); empty or non-finite entries = none.
   void setCaps(std::vector<double> caps);
+  // How figures are written (units.h); profile units until set.
+  void setMemoryUnit(MemoryUnit unit);
   // Must match the TimelineView above it so the time axes line up.
   void setLabelWidth(int pixels);
 
@@ -59,6 +62,7 @@ class MemoryTrack : public QWidget {
   ViewState* state_ = nullptr;
   std::shared_ptr<const TimelineIndex> index_;
   std::vector<double> caps_;
+  MemoryUnit unit_ = MemoryUnit::kProfileUnits;
   int label_width_ = 90;
   double scale_max_ = 1;     // top of the shared y scale
   MemoryEnvelope envelope_;  // reused between paints
