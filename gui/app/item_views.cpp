@@ -25,6 +25,7 @@ QString PaneLabel(const LoadedItem& item, char side) {
 void ShowItemInViews(const LoadedItem& item, LegendWidget* legend, TimelineView* timeline,
                      MemoryTrack* memory, ViewState* state) {
   legend->setKinds(KindsIn(*item.index));
+  legend->setShowDeviceIdle(item.index->has_op_detail());
   legend->setShowMemoryCap(item.index->has_memory() && !item.caps.empty());
   timeline->setTimeline(item.index);
   timeline->setTitle(QString::fromStdString(item.short_label));

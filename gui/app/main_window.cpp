@@ -535,6 +535,7 @@ void MainWindow::showComparison(int iteration) {
   compare_->viewState()->setTraceRange({std::min(ra.t0, rb.t0), std::max(ra.t1, rb.t1)});
   applyViewOptions();
   compare_legend_->setKinds(KindsIn(*a->index) | KindsIn(*b->index));
+  compare_legend_->setShowDeviceIdle(a->index->has_op_detail() || b->index->has_op_detail());
   stack_->setCurrentWidget(compare_page_);
   compare_->top()->setFocus(Qt::OtherFocusReason);
   summary_->setComparison(a, b);

@@ -117,6 +117,7 @@ void ReportView::setComparison(std::shared_ptr<const LoadedItem> a,
   setHeader(*a, QStringLiteral("%1  vs  %2")
                     .arg(QString::fromStdString(a->title), QString::fromStdString(b->title)));
   legend_->setKinds(KindsIn(*a->index) | KindsIn(*b->index));
+  legend_->setShowDeviceIdle(a->index->has_op_detail() || b->index->has_op_detail());
   legend_->setShowMemoryCap(false);
   compare_->setTimelines(a->index, PaneLabel(*a, 'A'), b->index, PaneLabel(*b, 'B'));
   const TimeRange ra = FullRange(*a->index);

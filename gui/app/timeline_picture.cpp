@@ -81,6 +81,7 @@ std::unique_ptr<QWidget> WholeTimelinePicture(const LoadedItem& a, const LoadedI
     }
   } else {
     legend->setKinds(KindsIn(*a.index) | KindsIn(*b->index));
+    legend->setShowDeviceIdle(a.index->has_op_detail() || b->index->has_op_detail());
     legend->setShowMemoryCap(false);
     // The titles in full above the panes (a pane's own title is cut to its label column).
     for (const QString& text : {SideTitle(a, 'A'), SideTitle(*b, 'B')}) {

@@ -31,6 +31,11 @@ void LegendWidget::setShowMemoryCap(bool show) {
   update();
 }
 
+void LegendWidget::setShowDeviceIdle(bool show) {
+  show_waiting_ = show;
+  update();
+}
+
 void LegendWidget::setKinds(unsigned mask) {
   kinds_ = mask;
   update();
@@ -71,6 +76,11 @@ void LegendWidget::paintEvent(QPaintEvent* /*event*/) {
                                               {OpKind::kComm, tr("comm")}};
   for (const auto& [kind, text] : kinds) {
     if ((kinds_ >> static_cast<unsigned>(kind)) & 1U) swatch(ColorOf(kind), text);
+  }
+  if (show_waiting_) {
+    // A measured op's span without kernels: the kind's pale colour (docs/zbview.md §6).
+    const OpKind first = (kinds_ & 1U) ? OpKind::kF : OpKind::kB;
+    swatch(WaitingColor(first), tr("in an op, device idle"));
   }
   swatch(BubbleColor(), tr("bubble (idle)"));
   // The wait link: an op that started the moment another one ended, after idling.

@@ -24,6 +24,9 @@ class LegendWidget : public QWidget {
   void setKinds(unsigned mask);
   // The dashed cap line of the memory track; off where no memory track or no cap is shown.
   void setShowMemoryCap(bool show);
+  // The pale part of measured ops whose device was idle for part of their span (TimelineIndex::
+  // has_op_detail()); off by default.
+  void setShowDeviceIdle(bool show);
   QSize sizeHint() const override;
   QSize minimumSizeHint() const override;
 
@@ -33,6 +36,7 @@ class LegendWidget : public QWidget {
  private:
   unsigned kinds_ = 0xF;
   bool show_cap_ = true;
+  bool show_waiting_ = false;
 };
 
 }  // namespace zb::gui
