@@ -675,6 +675,41 @@ void AssignOpIdentities(ProcessOps& proc, const AttributionOptions& options, Att
   AssignMicrobatches(proc, order, counts);
 }
 
+// Matched ranges inside other matched ranges of the same process (a rule for "ProfilerStep#"
+// around "## forward ##"): each kernel counts once, for the innermost range that launched it, so
+// the outer op's gpu time leaves out the inner ones' kernels and its span covers theirs. Said in
+// one note with the first example, since the outer op's figures read differently.
+void NoteNestedRanges(const std::vector<ProcessOps*>& processes, Attribution& result) {
+  int64_t nested = 0;
+  std::string example;
+  for (const ProcessOps* proc : processes) {
+    std::vector<size_t> compute;
+    for (size_t i = 0; i < proc->ops.size(); ++i) {
+      if (proc->ops[i].kind != OpKind::kComm) compute.push_back(i);
+    }
+    std::stable_sort(compute.begin(), compute.end(), [&](size_t a, size_t b) {
+      const MeasuredOp& x = proc->ops[a];
+      const MeasuredOp& y = proc->ops[b];
+      return x.cpu_start < y.cpu_start || (x.cpu_start == y.cpu_start && x.cpu_end > y.cpu_end);
+    });
+    const MeasuredOp* outer = nullptr;  // the op reaching furthest so far
+    for (size_t i : compute) {
+      const MeasuredOp& op = proc->ops[i];
+      if (outer != nullptr && op.cpu_end <= outer->cpu_end && op.cpu_end > op.cpu_start) {
+        if (nested++ == 0) example = "'" + op.name + "' inside '" + outer->name + "'";
+        continue;
+      }
+      outer = &op;
+    }
+  }
+  if (nested > 0) {
+    result.notes.push_back(std::to_string(nested) + " matched range(s) nest inside others (" +
+                           example +
+                           "): each kernel counts once, for the innermost range, so an outer "
+                           "op's gpu_ms leaves out the inner ones' kernels");
+  }
+}
+
 }  // namespace
 
 Expected<Attribution> Attribute(const std::vector<RawTrace>& traces, const RuleSet& rules,
@@ -715,6 +750,7 @@ Expected<Attribution> Attribute(const std::vector<RawTrace>& traces, const RuleS
                            " backward ops had no matching forward; microbatch set to 0");
   }
 
+  NoteNestedRanges(with_ops, result);
   InferLayout(pass_three, result);
   if (result.layout_known) result.schedule_class = ScheduleClassOf(traces, result);
   result.chunks = result.placement == Placement::kV ? 2 : pass_three.max_chunk + 1;

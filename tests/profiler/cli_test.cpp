@@ -22,6 +22,7 @@
 #include <string>
 
 #include "zbkit/profiler/shard.h"
+#include "zbkit/schemas/store.h"
 
 namespace zb::profiler {
 namespace {
@@ -329,6 +330,56 @@ TEST_F(ZbCli, ImportRealTracesWithAndWithoutRules) {
     EXPECT_GE(compute, 4) << name;
     EXPECT_EQ(report["memory_source"], "none");
   }
+}
+
+// Issue 10 item 7 on the bundled DDP trace: one data-parallel rank is one pipeline rank of one
+// stage (no invented empty stages), and a rule whose ranges enclose another rule's
+// (ProfilerStep#n around "## forward ##") gets a note; every op with kernels reports their time,
+// never its CPU range, and the stored timeline keeps the busy time apart from the span.
+TEST_F(ZbCli, ImportOfNestedRulesOnARealTraceSaysSoAndReportsKernelTime) {
+  std::ofstream(Path("nested.json")) << R"({"rules": [{"regex": "^## forward ##$", "kind": "F"},
+                       {"regex": "^ProfilerStep#", "kind": "BW"}]})";
+  const std::string store = Path("nested.db");
+  Result import = Zb("import '" + Trace("kineto_ddp_nccl_rank-0.json.gz") + "' --rules '" +
+                     Path("nested.json") + "' --json --store '" + store + "'");
+  ASSERT_EQ(import.code, 0) << import.err;
+  const nlohmann::json report = nlohmann::json::parse(import.out);
+  EXPECT_EQ(report["ranks"], 1);
+  EXPECT_EQ(report["stages"].size(), 1u);
+  bool noted = false;
+  for (const auto& note : report["notes"]) {
+    noted = noted || note.get<std::string>().find(
+                         "nest inside others ('## forward ##' inside "
+                         "'ProfilerStep#4')") != std::string::npos;
+  }
+  EXPECT_TRUE(noted) << report["notes"].dump();
+  int outer = 0;
+  for (const auto& op : report["ops"]) {
+    if (op["kind"] == "COMM" || op["kernels"].get<int>() == 0) continue;
+    const int64_t cpu = op["cpu_end_ns"].get<int64_t>() - op["cpu_start_ns"].get<int64_t>();
+    EXPECT_LT(op["busy_ns"].get<int64_t>(), cpu) << op.dump();
+    if (op["kind"] == "BW") ++outer;
+  }
+  EXPECT_EQ(outer, 3);
+  // The stored measured timeline: F is 12.9 ms of device work in a ~98 ms span.
+  auto opened = Store::Open(store, Store::Mode::kReadOnly);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  auto timelines = opened->ListTimelines();
+  ASSERT_TRUE(timelines.ok());
+  ASSERT_EQ(timelines->size(), 1u);
+  auto timeline = opened->LoadTimeline(timelines->front().id);
+  ASSERT_TRUE(timeline.ok());
+  int forwards = 0;
+  for (const TimelineOp& op : timeline->ops) {
+    if (op.kind != OpKind::kF) continue;
+    ++forwards;
+    EXPECT_EQ(op.kernels, 450);
+    EXPECT_NEAR(static_cast<double>(op.busy), 12.9e6, 0.1e6);
+    EXPECT_GT(op.end - op.start, 90'000'000);
+    ASSERT_GE(op.name, 0);
+    EXPECT_EQ(timeline->names[static_cast<size_t>(op.name)], "## forward ##");
+  }
+  EXPECT_EQ(forwards, 3);
 }
 
 TEST_F(ZbCli, ImportStoresAFusedProfileThatExportsWithANote) {
