@@ -10,6 +10,7 @@ Each op's kernels cover 55-90 % of its range (launch gaps, host work), so ops sh
 
     python3 scripts/make_measured_demo.py OUT_DIR [--ranks 32] [--microbatches 64] [--iters 2]
 """
+
 import argparse
 import json
 import os
@@ -84,34 +85,73 @@ def main():
         ops = list(time_ops(orders, costs, 40.0, rng))
         end = max(op[4] for op in ops)
         for r in range(args.ranks):
-            events[r].append({"ph": "X", "cat": "user_annotation", "name": f"zb:iter:{iteration}",
-                              "pid": r, "tid": 1, "ts": offset, "dur": end + 1})
+            events[r].append(
+                {
+                    "ph": "X",
+                    "cat": "user_annotation",
+                    "name": f"zb:iter:{iteration}",
+                    "pid": r,
+                    "tid": 1,
+                    "ts": offset,
+                    "dur": end + 1,
+                }
+            )
         for r, kind, j, start, stop in ops:
             start += offset
             stop += offset
-            events[r].append({"ph": "X", "cat": "user_annotation",
-                              "name": f"zb:{kind}:s{r}:mb{j}", "pid": r, "tid": 1,
-                              "ts": start, "dur": stop - start})
+            events[r].append(
+                {
+                    "ph": "X",
+                    "cat": "user_annotation",
+                    "name": f"zb:{kind}:s{r}:mb{j}",
+                    "pid": r,
+                    "tid": 1,
+                    "ts": start,
+                    "dur": stop - start,
+                }
+            )
             # Three kernels covering 55-90 % of the range, launched from inside it.
             busy = (stop - start) * rng.uniform(0.55, 0.9)
             t = start + (stop - start - busy) * rng.uniform(0.1, 0.6)
             for k in range(3):
                 correlation += 1
                 length = busy / 3
-                events[r].append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel",
-                                  "pid": r, "tid": 1, "ts": t - 5, "dur": 2,
-                                  "args": {"correlation": correlation}})
-                events[r].append({"ph": "X", "cat": "kernel", "name": f"gemm_{kind}_{k}",
-                                  "pid": 100 + r, "tid": 7, "ts": t, "dur": length,
-                                  "args": {"correlation": correlation, "device": r,
-                                           "stream": 7}})
+                events[r].append(
+                    {
+                        "ph": "X",
+                        "cat": "cuda_runtime",
+                        "name": "cudaLaunchKernel",
+                        "pid": r,
+                        "tid": 1,
+                        "ts": t - 5,
+                        "dur": 2,
+                        "args": {"correlation": correlation},
+                    }
+                )
+                events[r].append(
+                    {
+                        "ph": "X",
+                        "cat": "kernel",
+                        "name": f"gemm_{kind}_{k}",
+                        "pid": 100 + r,
+                        "tid": 7,
+                        "ts": t,
+                        "dur": length,
+                        "args": {"correlation": correlation, "device": r, "stream": 7},
+                    }
+                )
                 t += length
         offset += end + 500.0
     for r in range(args.ranks):
         path = os.path.join(args.out_dir, f"rank{r}.json")
         with open(path, "w") as out:
-            json.dump({"distributedInfo": {"rank": r, "world_size": args.ranks},
-                       "traceEvents": events[r]}, out)
+            json.dump(
+                {
+                    "distributedInfo": {"rank": r, "world_size": args.ranks},
+                    "traceEvents": events[r],
+                },
+                out,
+            )
     print(f"wrote {args.ranks} traces to {args.out_dir}")
 
 
