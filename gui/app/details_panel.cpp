@@ -4,16 +4,10 @@
 #include <QLabel>
 #include <QVBoxLayout>
 
+#include "item_views.h"
+
 namespace zb::gui {
 namespace {
-
-QLabel* Heading(const QString& text, QWidget* parent) {
-  auto* label = new QLabel(text, parent);
-  QFont font = label->font();
-  font.setBold(true);
-  label->setFont(font);
-  return label;
-}
 
 QLabel* Body(QWidget* parent) {
   auto* label = new QLabel(parent);
@@ -28,12 +22,12 @@ QLabel* Body(QWidget* parent) {
 DetailsPanel::DetailsPanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(6, 4, 6, 4);
-  layout->addWidget(Heading(tr("Selected op"), this));
+  layout->addWidget(BoldLabel(tr("Selected op"), this));
   op_ = Body(this);
   op_->setObjectName(QStringLiteral("selectedOp"));
   layout->addWidget(op_);
   layout->addSpacing(8);
-  layout->addWidget(Heading(tr("Selected range"), this));
+  layout->addWidget(BoldLabel(tr("Selected range"), this));
   range_ = Body(this);
   range_->setObjectName(QStringLiteral("selectedRange"));
   layout->addWidget(range_);

@@ -9,6 +9,14 @@
 
 namespace zb::gui {
 
+QLabel* BoldLabel(const QString& text, QWidget* parent) {
+  auto* label = new QLabel(text, parent);
+  QFont font = label->font();
+  font.setBold(true);
+  label->setFont(font);
+  return label;
+}
+
 TimeRange FullRange(const TimelineIndex& index) {
   const TimeNs t0 =
       index.kind() == TimelineKind::kPredicted ? std::min<TimeNs>(0, index.begin()) : index.begin();

@@ -5,6 +5,7 @@
 #ifndef ZBKIT_GUI_APP_ITEM_VIEWS_H_
 #define ZBKIT_GUI_APP_ITEM_VIEWS_H_
 
+#include <QLabel>
 #include <QString>
 
 #include "loader.h"
@@ -20,6 +21,9 @@ class TimelineView;
 // The whole timeline: predicted ones from t = 0 (the makespan convention, so the warm-up bubble
 // shows), measured ones from their first op (their clock has an arbitrary origin).
 TimeRange FullRange(const TimelineIndex& index);
+
+// A heading: a label in the bold version of its font.
+QLabel* BoldLabel(const QString& text, QWidget* parent);
 
 // "A: zb-v": the title of one pane of a comparison.
 QString PaneLabel(const LoadedItem& item, char side);

@@ -18,10 +18,7 @@ namespace zb::gui {
 namespace {
 
 QLabel* TitleLabel(const QString& text, QWidget* parent) {
-  auto* label = new QLabel(text, parent);
-  QFont font = label->font();
-  font.setBold(true);
-  label->setFont(font);
+  QLabel* label = BoldLabel(text, parent);
   label->setContentsMargins(6, 4, 6, 2);
   return label;
 }
