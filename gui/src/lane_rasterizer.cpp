@@ -119,15 +119,17 @@ void LaneRasterizer::StackColumns(const Lane& lane, int height, RenderStats* sta
 int LaneRasterizer::StackColumn(int c, int h, bool bubble, RenderStats* stats) {
   constexpr int kAmounts = 2 * kKinds;
   std::array<TimeNs, kAmounts> amount{};
+  // Lanes without measured busy times (every prediction) have no waiting amounts to look at.
+  const int amounts = coverage_.waiting.empty() ? kKinds : kAmounts;
   for (int k = 0; k < kKinds; ++k) {
     amount[k] = coverage_.Busy(c, static_cast<OpKind>(k));
-    amount[kKinds + k] = coverage_.Waiting(c, static_cast<OpKind>(k));
+    if (amounts == kAmounts) amount[kKinds + k] = coverage_.Waiting(c, static_cast<OpKind>(k));
   }
   const double span = static_cast<double>(edges_[c + 1] - edges_[c]);
   std::array<int, kAmounts> px{};
   double total = 0;
   int present = 0;
-  for (int j = 0; j < kAmounts; ++j) {
+  for (int j = 0; j < amounts; ++j) {
     total += static_cast<double>(amount[j]);
     present += amount[j] > 0 ? 1 : 0;
   }
@@ -138,7 +140,7 @@ int LaneRasterizer::StackColumn(int c, int h, bool bubble, RenderStats* stats) {
   const int busy_px = std::min(h, std::max(present, static_cast<int>(std::lround(total * scale))));
   int sum = 0;
   std::array<double, kAmounts> remainder{};
-  for (int j = 0; j < kAmounts; ++j) {
+  for (int j = 0; j < amounts; ++j) {
     if (amount[j] <= 0) continue;
     const double exact = static_cast<double>(amount[j]) * scale;
     px[j] = std::max(1, static_cast<int>(exact));
@@ -147,7 +149,7 @@ int LaneRasterizer::StackColumn(int c, int h, bool bubble, RenderStats* stats) {
   }
   while (sum < busy_px) {
     int best = -1;
-    for (int j = 0; j < kAmounts; ++j) {
+    for (int j = 0; j < amounts; ++j) {
       if (amount[j] > 0 && (best < 0 || remainder[j] > remainder[best])) best = j;
     }
     ++px[best];
@@ -156,7 +158,7 @@ int LaneRasterizer::StackColumn(int c, int h, bool bubble, RenderStats* stats) {
   }
   while (sum > busy_px) {  // the one-pixel minimum overflowed: take it from the largest
     int largest = 0;
-    for (int j = 1; j < kAmounts; ++j) {
+    for (int j = 1; j < amounts; ++j) {
       if (px[j] > px[largest]) largest = j;
     }
     if (px[largest] <= 1) break;
