@@ -423,15 +423,21 @@ std::shared_ptr<const LoadedItem> OneIteration(std::shared_ptr<const LoadedItem>
   return one;
 }
 
+const LoadedItem* IterationSide(const LoadedItem& a, const LoadedItem& b) {
+  auto measured = [](const LoadedItem& item) {
+    return item.index && item.index->kind() == TimelineKind::kMeasured;
+  };
+  if (measured(a) == measured(b)) return nullptr;
+  const LoadedItem& side = measured(a) ? a : b;
+  return side.index->iterations().size() >= 2 ? &side : nullptr;
+}
+
 std::pair<std::shared_ptr<const LoadedItem>, std::shared_ptr<const LoadedItem>> ComparedSides(
     std::shared_ptr<const LoadedItem> a, std::shared_ptr<const LoadedItem> b, int iteration) {
-  auto measured = [](const std::shared_ptr<const LoadedItem>& item) {
-    return item && item->index && item->index->kind() == TimelineKind::kMeasured;
-  };
-  if (measured(a) != measured(b)) {
-    if (measured(a)) a = OneIteration(a, iteration);
-    if (measured(b)) b = OneIteration(b, iteration);
-  }
+  if (!a || !b) return {a, b};
+  const LoadedItem* cut = IterationSide(*a, *b);
+  if (cut == a.get()) a = OneIteration(a, iteration);
+  if (cut == b.get()) b = OneIteration(b, iteration);
   return {a, b};
 }
 

@@ -130,6 +130,9 @@ inline constexpr int kWholeRun = -2;
 // index, one iteration, or `iteration` is kWholeRun.
 std::shared_ptr<const LoadedItem> OneIteration(std::shared_ptr<const LoadedItem> item,
                                                int iteration);
+// The side of a comparison that ComparedSides cuts to one iteration: a measured run of several
+// iterations compared with a prediction; null when neither is.
+const LoadedItem* IterationSide(const LoadedItem& a, const LoadedItem& b);
 // The sides a comparison shows: a measured side of several iterations against a predicted one is
 // cut to `iteration` (default the median); two measured runs, or two predictions, stay whole.
 std::pair<std::shared_ptr<const LoadedItem>, std::shared_ptr<const LoadedItem>> ComparedSides(

@@ -505,11 +505,7 @@ void MainWindow::onComparisonLoaded(std::shared_ptr<const LoadedItem> a,
 void MainWindow::fillIterationChoice() {
   const QSignalBlocker blocker(iteration_choice_);
   iteration_choice_->clear();
-  std::shared_ptr<const LoadedItem> measured;
-  const auto& [a, b] = compared_;
-  const auto [shown_a, shown_b] = ComparedSides(a, b);
-  if (shown_a != a) measured = a;
-  if (shown_b != b) measured = b;
+  const LoadedItem* measured = IterationSide(*compared_.first, *compared_.second);
   iteration_label_->setVisible(measured != nullptr);
   iteration_choice_->setVisible(measured != nullptr);
   if (!measured) return;

@@ -57,6 +57,14 @@ QString OpText(const TimelineLane& lane, size_t i) {
       .arg(lane.microbatch[i]);
 }
 
+// Op i of `lane` with a margin of half its duration on each side, so that its neighbours show:
+// what a double click on it, or revealing it, zooms to.
+TimeRange AroundOp(const TimelineLane& lane, size_t i) {
+  const TimeNs margin =
+      std::max<TimeNs>((lane.end[i] - lane.start[i]) / 2, ViewState::kMinimumSpan);
+  return {lane.start[i] - margin, lane.end[i] + margin};
+}
+
 }  // namespace
 
 QString FormatTime(TimeNs t) {
@@ -136,6 +144,12 @@ struct TimelineView::Impl {
   bool fold_all = false;
   std::set<int> fold_toggled;
   bool Folded(int rank) const { return fold_all != (fold_toggled.count(rank) > 0); }
+  // Whether a lane gets a row: rank lanes always; stage lanes when shown; both stage and comm
+  // lanes only while their rank is unfolded.
+  bool Shows(const TimelineLane& lane) const {
+    if (lane.kind == LaneKind::kRank) return true;
+    return (lane.kind != LaneKind::kStage || show_stage_lanes) && !Folded(lane.rank);
+  }
   int content_height = 0;
   int lane_height = 0;  // px of a rank lane; 0 = share the widget's height
   int first_row = 0;    // vertical scrolling, by whole rows: the first row shown
@@ -352,14 +366,13 @@ int TimelineView::laneLabelWidth() const {
     if (index_) {
       for (int lane = 0; lane < static_cast<int>(num_lanes); ++lane) {
         const TimelineLane& l = index_->lane(lane);
-        if (l.kind != LaneKind::kRank) {
-          const bool shows = l.kind != LaneKind::kStage || d.show_stage_lanes;
-          const int rank_lane = index_->RankLane(l.rank);
-          if (shows && rank_lane >= 0) {
-            d.folds[rank_lane] = d.Folded(l.rank) ? LaneFold::kCollapsed : LaneFold::kExpanded;
-          }
-          if (!shows || d.Folded(l.rank)) continue;
+        // A rank label folds when the rank has a lane it could show.
+        const int rank_lane = index_->RankLane(l.rank);
+        if (l.kind != LaneKind::kRank && (l.kind != LaneKind::kStage || d.show_stage_lanes) &&
+            rank_lane >= 0) {
+          d.folds[rank_lane] = d.Folded(l.rank) ? LaneFold::kCollapsed : LaneFold::kExpanded;
         }
+        if (!d.Shows(l)) continue;
         shown.push_back(lane);
         widest = std::max(widest, metrics.horizontalAdvance(LaneText(l)));
         weights += LaneWeight(l.kind);
@@ -541,8 +554,7 @@ QSize TimelineView::sizeHint() const {
   int height = kRulerHeight + 8;
   if (index_) {
     for (const TimelineLane& lane : index_->lanes()) {
-      if (lane.kind == LaneKind::kStage && !impl_->show_stage_lanes) continue;
-      if (lane.kind != LaneKind::kRank && impl_->Folded(lane.rank)) continue;
+      if (!impl_->Shows(lane)) continue;
       height += kLaneGap + (lane.kind == LaneKind::kRank ? kRankGroupGap : 0) +
                 static_cast<int>(std::lround(28 * LaneWeight(lane.kind)));
     }
@@ -655,9 +667,7 @@ void TimelineView::revealOp(int lane_id, size_t i) {
     return;
   }
   const TimelineLane& lane = index_->lane(lane_id);
-  const TimeNs margin =
-      std::max<TimeNs>((lane.end[i] - lane.start[i]) * 2, ViewState::kMinimumSpan);
-  state_->setVisibleRange({lane.start[i] - margin, lane.end[i] + margin});
+  state_->setVisibleRange(AroundOp(lane, i));
   if (lane.kind != LaneKind::kRank) setRankCollapsed(lane.rank, false);
   scrollToLane(lane_id);
   selectOp(std::make_pair(lane_id, i));
@@ -853,12 +863,7 @@ void TimelineView::mouseDoubleClickEvent(QMouseEvent* event) {
   if (!index_) return;
   const QPoint pos = event->position().toPoint();
   if (const auto op = opAt(pos)) {
-    // Zoom to the block, with a margin so that its neighbours show.
-    const TimelineLane& lane = index_->lane(op->first);
-    const TimeNs start = lane.start[op->second];
-    const TimeNs end = lane.end[op->second];
-    const TimeNs margin = std::max<TimeNs>((end - start) / 2, ViewState::kMinimumSpan);
-    state_->setVisibleRange({start - margin, end + margin});
+    state_->setVisibleRange(AroundOp(index_->lane(op->first), op->second));
   } else if (pos.x() >= laneLabelWidth()) {
     state_->zoomAt(timeAtX(pos.x()), 0.5);
   }
