@@ -325,8 +325,8 @@ void MainWindow::createMenus() {
   fold_action_->setCheckable(true);
   fold_action_->setToolTip(tr("Only one lane per rank; a click on a rank's label unfolds it."));
   connect(fold_action_, &QAction::toggled, this, [this](bool folded) {
-    for (TimelineView* view : {timeline_, compare_->top(), compare_->bottom()})
-      view->setAllRanksCollapsed(folded);
+    for (TimelineView* pane : {timeline_, compare_->top(), compare_->bottom()})
+      pane->setAllRanksCollapsed(folded);
   });
   // Lane height: fit the window, or a fixed height with vertical scrolling (docs/zbview.md §9).
   QMenu* heights = view->addMenu(tr("Lane &Height"));

@@ -254,7 +254,7 @@ void BuildMeasuredTimeline(const Attribution& attribution, CostReport& report) {
     first = false;
   }
   std::map<int32_t, std::vector<std::pair<TimeNs, double>>> memory_changes;
-  std::map<std::string, int32_t> name_ids;
+  TimelineNameTable names(report.timeline.names);
   // Iterations are numbered per process (attribution.h); the timeline counts each rank's from 0.
   std::map<int32_t, int32_t> first_iteration;
   for (const MeasuredOp& op : attribution.ops) {
@@ -276,12 +276,7 @@ void BuildMeasuredTimeline(const Attribution& attribution, CostReport& report) {
     if (op.kernels > 0)
       timeline_op.busy = std::clamp<TimeNs>(op.busy, 0, timeline_op.end - timeline_op.start);
     timeline_op.kernels = op.kernels;
-    if (!op.name.empty()) {
-      const auto [it, inserted] =
-          name_ids.try_emplace(op.name, static_cast<int32_t>(report.timeline.names.size()));
-      if (inserted) report.timeline.names.push_back(op.name);
-      timeline_op.name = it->second;
-    }
+    if (!op.name.empty()) timeline_op.name = names.Intern(op.name);
     report.timeline.ops.push_back(timeline_op);
     if (report.memory == MemorySource::kMeasured && op.has_memory && op.kind != OpKind::kComm) {
       memory_changes[op.rank].emplace_back(op.end() - origin, static_cast<double>(op.memory_net));

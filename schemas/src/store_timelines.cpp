@@ -6,7 +6,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "store_impl.h"
@@ -22,22 +21,6 @@ std::optional<TimelineKind> ParseTimelineKind(std::string_view name) {
   if (name == "measured") return TimelineKind::kMeasured;
   return std::nullopt;
 }
-
-// Range names of measured ops, each stored once in Timeline::names.
-class NameTable {
- public:
-  explicit NameTable(std::vector<std::string>& names) : names_(names) {}
-  int32_t Intern(std::string_view name) {
-    const auto [it, inserted] =
-        ids_.try_emplace(std::string(name), static_cast<int32_t>(names_.size()));
-    if (inserted) names_.emplace_back(name);
-    return it->second;
-  }
-
- private:
-  std::vector<std::string>& names_;
-  std::unordered_map<std::string, int32_t> ids_;
-};
 
 Status WriteTimelineOps(const Store::Impl& impl, int64_t timeline_id, const Timeline& timeline,
                         std::string_view what) {
@@ -184,7 +167,7 @@ Expected<Timeline> Store::LoadTimeline(int64_t id) const {
                           }));
   if (!num_ops) return impl.NoSuch("load timeline", "timeline", id);
 
-  NameTable names(timeline.names);
+  TimelineNameTable names(timeline.names);
   // One ordered range scan of the primary key; the stored count sizes the vector up front.
   if (*num_ops > 0) timeline.ops.reserve(static_cast<size_t>(*num_ops));
   ZB_RETURN_IF_ERROR(sqlite::QueryInto(

@@ -282,7 +282,7 @@ Timeline ExtractIteration(const TimelineIndex& index, int32_t iteration) {
     return timeline;
   }
   const auto& span = spans[static_cast<size_t>(iteration)];
-  std::vector<int32_t> name_of(index.names().size(), -1);  // old name id -> new
+  TimelineNameTable names(timeline.names);
   for (const TimelineLane& lane : index.lanes()) {
     if (lane.kind == LaneKind::kStage) continue;  // its ops are on the rank lane too
     for (size_t i = 0; i < lane.size(); ++i) {
@@ -297,14 +297,7 @@ Timeline ExtractIteration(const TimelineIndex& index, int32_t iteration) {
       if (!lane.busy.empty()) {
         op.busy = lane.busy[i];
         op.kernels = lane.kernels[i];
-        const int32_t name = lane.name[i];
-        if (name >= 0) {
-          if (name_of[static_cast<size_t>(name)] < 0) {
-            name_of[static_cast<size_t>(name)] = static_cast<int32_t>(timeline.names.size());
-            timeline.names.push_back(index.names()[static_cast<size_t>(name)]);
-          }
-          op.name = name_of[static_cast<size_t>(name)];
-        }
+        if (lane.name[i] >= 0) op.name = names.Intern(index.names()[lane.name[i]]);
       }
       timeline.ops.push_back(op);
     }

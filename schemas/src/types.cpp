@@ -140,6 +140,13 @@ const char* TimelineKindName(TimelineKind kind) {
   return kind == TimelineKind::kMeasured ? "measured" : "predicted";
 }
 
+int32_t TimelineNameTable::Intern(std::string_view name) {
+  const auto [it, inserted] =
+      ids_.try_emplace(std::string(name), static_cast<int32_t>(names_.size()));
+  if (inserted) names_.emplace_back(name);
+  return it->second;
+}
+
 Timeline TimelineFromSchedule(const Schedule& schedule) {
   Timeline timeline;
   timeline.kind = TimelineKind::kPredicted;

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace zb {
@@ -260,6 +261,19 @@ struct Timeline {
   bool operator==(const Timeline& other) const {
     return kind == other.kind && ops == other.ops && memory == other.memory && names == other.names;
   }
+};
+
+// Fills a Timeline's `names` for TimelineOp::name, each name once: the store's reader, the
+// profiler's measured timeline and ExtractIteration all name ops through it.
+class TimelineNameTable {
+ public:
+  explicit TimelineNameTable(std::vector<std::string>& names) : names_(names) {}
+  // The id of `name` in `names`, appending it the first time.
+  int32_t Intern(std::string_view name);
+
+ private:
+  std::vector<std::string>& names_;
+  std::unordered_map<std::string, int32_t> ids_;
 };
 
 // The predicted timeline of a schedule whose ops carry start/end: every op, plus one memory
