@@ -2,7 +2,7 @@
 // zbview's load path for a 1M-op timeline from the store: Store::LoadTimeline, TimelineIndex
 // construction, and the whole worker load of the window (zb::gui::LoadItem: open, read, index,
 // figures, per-rank busy time, largest bubbles), plus the peak RSS of the loads.
-// Targets (GUI issue): load <= 1 s, memory <= 300 MB.
+// Targets (docs/benchmarks.md): load <= 1 s, memory <= 300 MB.
 //
 // Run: build-release/bench/zbkit_gui_load_bench [--store FILE] [--ops N] [benchmark flags]
 // Without --store a store holding one N-op measured timeline (ZB-H1 on 8 ranks, a memory sample

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Profiler benchmarks: records ingested per second into a shard (the injection library's hot
 // path: Add() on the application's threads, Flush() from its writer thread), and reading a
-// shard back. Target of the profiler issue: ingest >= 1 M records/s.
+// shard back. Target: ingest >= 1 M records/s
+// (docs/benchmarks.md).
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
 #include <unistd.h>

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tuner benchmarks: simulator throughput and tuning time at the (p, m) sizes.
-// Run: build-release/bench/zbkit_tuner_bench  (figures in README.md "Benchmarks")
+// Tuner benchmarks: simulator throughput and tuning time at (p, m) = (8, 24), (32, 256), (64, 512):
+// the paper's and two of a large job's sizes. Run: build-release/bench/zbkit_tuner_bench  (figures
+// in README.md "Benchmarks")
 #include <benchmark/benchmark.h>
 
 #include "zbkit/tuner/families.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // libzbrt mark cost: one zbrt_op_begin + zbrt_op_end pair on a recorder, through the shared
-// library's C ABI as a trainer calls it. Target of the runtime issue: <= 1 us per op. The
+// library's C ABI as a trainer calls it. Target (docs/benchmarks.md): <= 1 us per op. The
 // schedule is ZB-H1 on 8 ranks, 64 microbatches (192 ops on rank 0); each benchmark iteration is
 // one training iteration of rank 0 (iteration marks included), so `s_per_op` is the figure.
 // Iterations are capped because a recorder keeps every mark until it is closed.

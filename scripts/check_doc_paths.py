@@ -5,7 +5,7 @@
 Reads every tracked Markdown file for repository paths: words with a directory and a known ending
 (`tuner/src/search.cpp`, `docs/formats.md`), and Markdown links to local files. A path counts as
 existing relative to the repository root or the document's folder, or as the tail of a tracked
-file's path (an include path `zbkit/tuner/search.h`, a package path `zbkit/p2p.py`). Paths that
+file's path (an include path `zbkit/tuner/search.h`, a package path `zbkit/_p2p.py`). Paths that
 cannot be in the repository are passed over: absolute ones, URLs, placeholders (`<...>`, `*`,
 `{...}`), build outputs (build/, out/, .venv/), other projects' files (torch/..., torchtitan/..., the paper's
 scheduler/...). Prints `FILE:LINE: PATH does not exist` for each and exits 1; 0 when all exist.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Writes per-rank Chrome (Kineto-style) traces of a 32-rank pipeline with zbkit range names, for
-the README's measured-style zbview picture (docs/zbview.md §6, §8, §9).
+the measured-style zbview picture of docs/usage.md (docs/zbview.md §6, §8, §9).
 
 The traces are synthetic but go through the real path: `zb import DIR --format chrome --store DB`
 attributes the kernels to the ranges, derives costs, and stores a measured timeline whose ops

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The README's test command: set up, build, check formatting and that every file a document names
-# exists, run the whole test suite: the C++ tests through ctest, then the PyTorch adapter's tests
-# through pytest (in .venv/, see setup.sh).
+# The README's test command: set up, build, check formatting, that every file a document names
+# exists and the structure limits (scripts/check_structure.py: sizes, import cycles, include
+# layers, ARCHITECTURE.md), run the whole test suite: the C++ tests through ctest, then the PyTorch
+# adapter's tests through pytest (in .venv/, see setup.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
@@ -10,6 +11,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${ZBKIT_BUILD_DIR:-$root/build}"
 "$root/scripts/check-format.sh"
 python3 "$root/scripts/check_doc_paths.py"
+python3 "$root/scripts/check_structure.py"
 ctest --test-dir "$build_dir" --output-on-failure --no-tests=error -j "${ZBKIT_JOBS:-2}"
 
 venv="${ZBKIT_VENV:-$root/.venv}"

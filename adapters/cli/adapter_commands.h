@@ -18,13 +18,14 @@ int RunReplayCommand(const Args& args, std::ostream& out, std::ostream& err);
 
 // zb demo [options]: profile the bundled PyTorch job under torch's Schedule1F1B, tune, replay the
 // tuned schedule through the shim and through zbkit's executor next to torch's own schedules, and
-// report measured against predicted: runs the Python module zbkit.demo (python_commands.cpp).
+// report measured against predicted: runs the Python module zbkit_harness.demo
+// (python_commands.cpp).
 int RunDemoCommand(const Args& args, std::ostream& out, std::ostream& err);
 
 // zb rehearse --costs FILE -m M --mem-limit L [options]: run torch's schedule classes and zbkit's
 // tuned schedules (shim and executor) on a real process group with stages that take the
 // profile's F/B/W as timed waits, and report measured against predicted: runs the Python module
-// zbkit.rehearse (python_commands.cpp, docs/rehearse.md).
+// zbkit_harness.rehearse (python_commands.cpp, docs/rehearse.md).
 int RunRehearseCommand(const Args& args, std::ostream& out, std::ostream& err);
 
 }  // namespace zb::cli

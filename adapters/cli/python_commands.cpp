@@ -2,13 +2,13 @@
 // zb demo [--store DB] [--dir DIR] [--iters K] [--rounds R] [--mem-limit L|auto] [--quick] [--json]
 // zb rehearse --costs FILE -m M --mem-limit L [--schedules LIST] [--iters K] [--store DB] [--json]
 //
-// Both orchestrate Python jobs, so they live in Python: the modules zbkit.demo and zbkit.rehearse
-// (adapters/pytorch/zbkit/demo.py and rehearse.py say what they do). These commands run them with
-// the project's interpreter (ZBKIT_PYTHON, else the .venv scripts/setup.sh made, else python3) and
-// tell them where this build's parts are: ZBKIT_ZB_BINARY (this zb), ZBKIT_ZBRT_LIBRARY,
-// ZBKIT_ZBVIEW_BINARY (when built) and ZBKIT_TORCH_EXAMPLES; the package goes first on
-// PYTHONPATH. The module parses the options; its exit code (0, 1 failure, 2 usage) is the
-// command's.
+// Both orchestrate Python jobs, so they live in Python: the modules zbkit_harness.demo and
+// zbkit_harness.rehearse (adapters/pytorch/zbkit_harness/demo.py and rehearse.py say what they do).
+// These commands run them with the project's interpreter (ZBKIT_PYTHON, else the .venv
+// scripts/setup.sh made, else python3) and tell them where this build's parts are: ZBKIT_ZB_BINARY
+// (this zb), ZBKIT_ZBRT_LIBRARY, ZBKIT_ZBVIEW_BINARY (when built) and ZBKIT_TORCH_EXAMPLES; the
+// package goes first on PYTHONPATH. The module parses the options; its exit code (0, 1 failure, 2
+// usage) is the command's.
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -69,11 +69,11 @@ int RunPythonModule(const std::string& command_name, const std::string& module, 
 }  // namespace
 
 int RunDemoCommand(const Args& args, std::ostream& out, std::ostream& err) {
-  return RunPythonModule("demo", "zbkit.demo", args, out, err);
+  return RunPythonModule("demo", "zbkit_harness.demo", args, out, err);
 }
 
 int RunRehearseCommand(const Args& args, std::ostream& out, std::ostream& err) {
-  return RunPythonModule("rehearse", "zbkit.rehearse", args, out, err);
+  return RunPythonModule("rehearse", "zbkit_harness.rehearse", args, out, err);
 }
 
 }  // namespace zb::cli

@@ -5,7 +5,8 @@
 // torch.multiprocessing pass on to their workers:
 //   ZBKIT_SCHEDULE      the exported CSV (PyTorch >= 2.6 dialect, compute only; PyTorch adds the
 //                       communication when it loads it)
-//   PYTHONPATH          the hook directory first: its sitecustomize installs zbkit/shim.py
+//   ZBKIT_SCHEDULE_NAME what the user named (FILE, or "DB schedule ID"), for the shim's messages
+//   PYTHONPATH          the hook directory first: its sitecustomize installs zbkit.shim
 //   ZBKIT_ZB_BINARY     this zb, for the shim's own conversions
 //   ZBKIT_TORCH_PROFILE, ZBKIT_SHARD_DIR   with --shard-dir: where each rank writes its trace
 // The exit code is CMD's (128 + signal if it was killed), so that a scheduler sees the job's.
@@ -44,8 +45,22 @@ int RunReplayCommand(const Args& args, std::ostream& out, std::ostream& err) {
                         "(rank<R>.json.gz) here, for zb import D --format chrome");
   po::variables_map values;
   int exit_code = 0;
+  const std::string epilogue =
+      "The script runs unmodified: zbkit's shim (put on the job's PYTHONPATH) loads the schedule\n"
+      "into the pipelining schedule object the script builds, on every rank. That object must\n"
+      "have the schedule's layout: a loop schedule with one stage per rank needs a single-stage\n"
+      "class (Schedule1F1B, ScheduleGPipe), one with V stages per rank a multi-stage class built\n"
+      "with V stages (ScheduleInterleaved1F1B, ...), a V placement ScheduleZBVZeroBubble or\n"
+      "ScheduleDualPipeV; a schedule that does not fit is refused on every rank, naming both\n"
+      "sides. The shim finds this zb through ZBKIT_ZB_BINARY, which zb replay sets.\n\n"
+      "examples:\n"
+      "  zb replay tuned.json -- torchrun --nproc-per-node 2 train.py\n"
+      "      run train.py with the order in tuned.json (zb tune --out)\n"
+      "  zb replay --store zb.db --schedule 3 --shard-dir run1 -- torchrun --nproc-per-node 2 "
+      "train.py\n"
+      "      a stored schedule, recording each rank's trace for zb import run1 --format chrome\n";
   if (!ParseCommandLine(command_name, usage, own_args, options, positional, values, out, err,
-                        exit_code)) {
+                        exit_code, epilogue)) {
     return exit_code;
   }
   if (command.empty()) {
@@ -89,6 +104,8 @@ int RunReplayCommand(const Args& args, std::ostream& out, std::ostream& err) {
     return ReportError(err, command_name, IoError("cannot write " + path));
   }
   env.emplace_back("ZBKIT_SCHEDULE", path);
+  // The shim names the schedule the user gave, not the temporary CSV made from it.
+  env.emplace_back("ZBKIT_SCHEDULE_NAME", ScheduleSourceName(values));
   env.push_back(PythonPathWithHook(*hook));
   env.emplace_back("ZBKIT_ZB_BINARY", SelfPath());
   const int code = RunChildCommand(command_name, command, env);

@@ -28,8 +28,10 @@ int RunStoreListing(const std::string& command, const Args& args, std::ostream& 
   add("json", "print JSON");
   po::variables_map values;
   int exit_code = 0;
+  const std::string example = "example:\n  zb " + command +
+                              " --store zb.db --json\n      the listing as JSON, for scripts\n";
   if (!ParseCommandLine(command, "--store DB [--json]", args, options, {}, values, out, err,
-                        exit_code)) {
+                        exit_code, example)) {
     return exit_code;
   }
   auto store = Store::Open(values["store"].as<std::string>(), Store::Mode::kReadOnly);

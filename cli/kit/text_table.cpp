@@ -48,8 +48,4 @@ std::string FormatFixed(double value, int decimals) {
   return buffer;
 }
 
-std::string FormatMs(long long ns) {
-  return FormatFixed(static_cast<double>(ns) / 1e6, 3);
-}
-
 }  // namespace zb::cli

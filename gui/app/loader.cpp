@@ -12,6 +12,7 @@
 #include <system_error>
 #include <tuple>
 
+#include "zbkit/schemas/op_text.h"
 #include "zbkit/schemas/timeline_analysis.h"
 #include "zbkit/schemas/validate.h"
 #include "zbkit/tuner/lower_bound.h"
@@ -45,15 +46,14 @@ std::string WithThousands(int64_t value) {
 }
 
 std::string DescribeOp(const TimelineLane& lane, size_t i) {
-  return std::string(OpKindName(lane.kind_of[i])) + " stage " + std::to_string(lane.stage_of[i]) +
-         " mb " + std::to_string(lane.microbatch[i]);
+  return FormatOp(lane.kind_of[i], lane.stage_of[i], lane.microbatch[i]);
 }
 
 // One cap for every rank: the store keeps a single number per schedule (the tuner's largest
 // per-rank cap), so that is the best per-rank statement it can make.
 std::vector<double> CapsOf(const ScheduleInfo& info) {
-  if (!info.memory_limit || !std::isfinite(*info.memory_limit)) return {};
-  return std::vector<double>(static_cast<size_t>(std::max(info.ranks, 0)), *info.memory_limit);
+  if (!info.cap || !std::isfinite(*info.cap)) return {};
+  return std::vector<double>(static_cast<size_t>(std::max(info.ranks, 0)), *info.cap);
 }
 
 bool HasTimes(const Schedule& schedule) {

@@ -98,6 +98,30 @@ void StoreBrowser::clear() {
   compare_button_->setEnabled(false);
 }
 
+namespace {
+
+// A frontier's row: its cap range and objective, where it came from, its points.
+void FillFrontierRow(QTreeWidgetItem* row, const FrontierInfo& info) {
+  const QString caps = QStringLiteral("%1x-%2x").arg(QString::number(info.min_cap_factor, 'g', 6),
+                                                     QString::number(info.max_cap_factor, 'g', 6));
+  row->setText(StoreBrowser::kItemColumn, StoreBrowser::tr("#%1 frontier %2 by %3")
+                                              .arg(info.id)
+                                              .arg(caps, QString::fromStdString(info.objective)));
+  row->setToolTip(StoreBrowser::kItemColumn,
+                  StoreBrowser::tr("frontier %1: bubble rate against the memory cap (%2), %3 "
+                                   "placement, from cost profile %4 (%5)")
+                      .arg(info.id)
+                      .arg(caps, QString::fromStdString(info.placement))
+                      .arg(info.cost_profile_id)
+                      .arg(QString::fromStdString(info.cost_profile)));
+  row->setText(StoreBrowser::kMicrobatchesColumn, QString::number(info.microbatches));
+  row->setText(StoreBrowser::kOpsColumn, QString::number(info.num_points));
+  row->setToolTip(StoreBrowser::kOpsColumn, StoreBrowser::tr("points: caps x methods"));
+  row->setText(StoreBrowser::kCreatedColumn, Created(info.created_at));
+}
+
+}  // namespace
+
 // The row's item (for activation), aligned numbers, and the lookup by reference.
 void StoreBrowser::registerRow(QTreeWidgetItem* row, const ItemRef& ref) {
   row->setData(0, kKindRole, static_cast<int>(ref.kind));
@@ -138,9 +162,8 @@ void StoreBrowser::setListing(std::shared_ptr<const StoreListing> listing) {
         tr("schedule %1: %2, %3 placement, cap %4")
             .arg(info.id)
             .arg(family, PlacementName(info.placement))
-            .arg(info.memory_limit ? FormatMemory(*info.memory_limit,
-                                                  listing_->MemoryUnitOf(info.cluster, info.job))
-                                   : tr("none")));
+            .arg(info.cap ? FormatMemory(*info.cap, listing_->MemoryUnitOf(info.cluster, info.job))
+                          : tr("none")));
     row->setText(kRanksColumn, QString::number(info.ranks));
     row->setText(kMicrobatchesColumn, QString::number(info.microbatches));
     if (info.predicted.makespan > 0) {
@@ -204,22 +227,7 @@ void StoreBrowser::setListing(std::shared_ptr<const StoreListing> listing) {
     QTreeWidgetItem*& group = frontier_groups[{info.cluster, info.job}];
     if (group == nullptr) group = Group(job_row(info.cluster, info.job), nullptr, tr("frontiers"));
     auto* row = new QTreeWidgetItem(group);
-    const QString caps = QStringLiteral("%1x-%2x").arg(
-        QString::number(info.min_cap_factor, 'g', 6), QString::number(info.max_cap_factor, 'g', 6));
-    row->setText(
-        kItemColumn,
-        tr("#%1 frontier %2 by %3").arg(info.id).arg(caps, QString::fromStdString(info.objective)));
-    row->setToolTip(kItemColumn,
-                    tr("frontier %1: bubble rate against the memory cap (%2), %3 placement, "
-                       "from cost profile %4 (%5)")
-                        .arg(info.id)
-                        .arg(caps, QString::fromStdString(info.placement))
-                        .arg(info.cost_profile_id)
-                        .arg(QString::fromStdString(info.cost_profile)));
-    row->setText(kMicrobatchesColumn, QString::number(info.microbatches));
-    row->setText(kOpsColumn, QString::number(info.num_points));
-    row->setToolTip(kOpsColumn, tr("points: caps x methods"));
-    row->setText(kCreatedColumn, Created(info.created_at));
+    FillFrontierRow(row, info);
     registerRow(row, {ItemKind::kFrontier, info.id});
   }
   tree_->expandAll();

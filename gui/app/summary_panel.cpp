@@ -10,6 +10,8 @@
 #include <cmath>
 
 #include "zbkit/gui/palette.h"
+#include "zbkit/schemas/time_text.h"
+#include "zbkit/tuner/memory_limit.h"  // FitsCap: "over the cap" as the tuner judges it
 
 namespace zb::gui {
 namespace {
@@ -70,7 +72,7 @@ QTableWidget* MakeTable(const QStringList& headers, QWidget* parent) {
 }  // namespace
 
 QString FormatMs(TimeNs ns) {
-  return QString::number(static_cast<double>(ns) / 1e6, 'f', 3);
+  return QString::fromStdString(zb::FormatMs(ns));
 }
 
 QString FormatRate(double rate) {
@@ -460,7 +462,7 @@ void SummaryPanel::showMemory(const LoadedItem* a, const LoadedItem* b) {
     QTableWidgetItem* share = Cell(has_cap && shown_peak && cap > 0
                                        ? QString::number(*shown_peak / cap * 100.0, 'f', 0) + u'%'
                                        : QString());
-    if (has_cap && shown_peak && *shown_peak > cap) {
+    if (has_cap && shown_peak && !tuner::FitsCap(*shown_peak, cap)) {
       share->setForeground(OverCapTextColor());
       memory_table_->item(r, 2)->setForeground(OverCapTextColor());
     }

@@ -29,8 +29,11 @@ int RunCostsExport(const Args& args, std::ostream& out, std::ostream& err) {
   add("output,o", po::value<std::string>()->required(), "file to write ('-' for stdout)");
   po::variables_map values;
   int exit_code = 0;
+  const std::string example =
+      "example:\n  zb costs export --store zb.db --profile 1 --format json -o costs.json\n"
+      "      a stored profile as zb-costs/1, for zb tune --costs\n";
   if (!ParseCommandLine(command, "--store DB [--profile ID] --format json -o FILE", args, options,
-                        {}, values, out, err, exit_code)) {
+                        {}, values, out, err, exit_code, example)) {
     return exit_code;
   }
   const std::string format = values["format"].as<std::string>();
@@ -146,8 +149,11 @@ int RunCostsRecordHops(const Args& args, std::ostream& out, std::ostream& err) {
   positional.add("file", 1);
   po::variables_map values;
   int exit_code = 0;
+  const std::string example =
+      "example:\n  zb costs record-hops --store zb.db --cluster lab hops.json\n"
+      "      a zb-hops/1 measurement (zb rehearse writes one) as the cluster's hop times\n";
   if (!ParseCommandLine(command, "--store DB [--cluster C] FILE", args, options, positional, values,
-                        out, err, exit_code)) {
+                        out, err, exit_code, example)) {
     return exit_code;
   }
   auto measurement = ReadHopsFile(values["file"].as<std::string>());
@@ -170,7 +176,8 @@ int RunCostsCommand(const Args& args, std::ostream& out, std::ostream& err) {
       "usage: zb costs export --store DB [--profile ID] --format json -o FILE\n"
       "       zb costs list --store DB [--json]\n"
       "       zb costs hops --store DB [--json]\n"
-      "       zb costs record-hops --store DB [--cluster C] FILE\n";
+      "       zb costs record-hops --store DB [--cluster C] FILE\n"
+      "example:\n  zb costs list --store zb.db\n      the profiles a store holds, with their ids\n";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     (args.empty() ? err : out) << usage;
     return args.empty() ? 2 : 0;

@@ -86,6 +86,36 @@ bool HoldsChromeTraces(const std::string& dir) {
   return false;
 }
 
+// Where the job's processes write their traces: --shard-dir (created; refused when it already
+// holds an earlier run's traces) or a temporary directory, removed after the analysis.
+struct ShardDirectory {
+  std::string path;
+  bool temporary = false;
+};
+
+Expected<ShardDirectory> PrepareShardDirectory(const po::variables_map& values) {
+  if (values.count("shard-dir")) {
+    const std::string dir = values["shard-dir"].as<std::string>();
+    std::error_code error;
+    fs::create_directories(dir, error);
+    if (error) return IoError("--shard-dir " + dir + ": " + error.message());
+    auto existing = profiler::ListShards(dir);
+    if ((existing.ok() && !existing->empty()) || HoldsChromeTraces(dir)) {
+      return UsageError("--shard-dir " + dir +
+                        " already holds traces of an earlier run; remove them, or analyze them "
+                        "with zb import " +
+                        dir);
+    }
+    return ShardDirectory{Absolute(dir), false};
+  }
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/zbkit-profile-XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) {
+    return IoError("cannot create a shard directory " + pattern + ": " + std::strerror(errno));
+  }
+  return ShardDirectory{pattern, true};
+}
+
 }  // namespace
 
 int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
@@ -122,37 +152,10 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
   auto settings = ReadAnalysisSettings(values);
   if (!settings.ok()) return ReportError(err, command_name, settings.status());
 
-  // Shard directory.
-  std::string shard_dir;
-  bool temporary = false;
-  if (values.count("shard-dir")) {
-    shard_dir = values["shard-dir"].as<std::string>();
-    std::error_code error;
-    fs::create_directories(shard_dir, error);
-    if (error) {
-      return ReportError(err, command_name,
-                         IoError("--shard-dir " + shard_dir + ": " + error.message()));
-    }
-    auto existing = profiler::ListShards(shard_dir);
-    if ((existing.ok() && !existing->empty()) || HoldsChromeTraces(shard_dir)) {
-      return ReportError(err, command_name,
-                         UsageError("--shard-dir " + shard_dir +
-                                    " already holds traces of an earlier run; remove them, or "
-                                    "analyze them with zb import " +
-                                    shard_dir));
-    }
-    shard_dir = Absolute(shard_dir);
-  } else {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/zbkit-profile-XXXXXX";
-    if (mkdtemp(pattern.data()) == nullptr) {
-      return ReportError(
-          err, command_name,
-          IoError("cannot create a shard directory " + pattern + ": " + std::strerror(errno)));
-    }
-    shard_dir = pattern;
-    temporary = true;
-  }
+  auto shards = PrepareShardDirectory(values);
+  if (!shards.ok()) return ReportError(err, command_name, shards.status());
+  const std::string shard_dir = shards->path;
+  const bool temporary = shards->temporary;
 
   const bool torch = values["torch"].as<bool>();
   const int torch_skip = values["torch-skip"].as<int>();

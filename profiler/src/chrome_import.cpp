@@ -347,34 +347,103 @@ Expected<std::string> ReadMaybeGzipFile(const std::string& path) {
   return content;
 }
 
-Expected<std::vector<RawTrace>> ParseChromeTrace(const std::string& text,
-                                                 const std::string& source) {
-  ChromeSax sax;
-  const bool ok = json::sax_parse(text, &sax);
-  if (!ok) return InvalidInput(source + ": " + (sax.error.empty() ? "not valid JSON" : sax.error));
-  if (!sax.saw_root) return InvalidInput(source + ": empty document");
-  const TimeNs base =
-      sax.base_time_ns.present && !sax.base_time_ns.is_float ? sax.base_time_ns.integer : 0;
+namespace {
 
-  // Which pids are host processes: those with CPU-side events.
-  std::map<int64_t, RawTrace> processes;
-  std::map<int64_t, std::string> process_names;
-  std::vector<DeviceActivity> activities;
-  std::vector<TraceRange> gpu_ranges;
-  std::map<std::pair<int64_t, int64_t>, std::vector<const Event*>> open_begins;
-  // Host allocations ("Device Id" -1) per pid: the measured memory of a CPU-only job, unused
-  // where the trace has device activity (then host buffers are not what a stage's activations
-  // cost).
-  std::map<int64_t, std::vector<MemoryEvent>> host_memory;
-  // Events with unreadable or negative times are skipped: one broken event should not cost the
-  // whole trace.
+// The processes of one Chrome trace, built event by event from what the SAX pass read: host
+// processes with their ranges, launches and memory; device activities and GPU-side annotations,
+// which belong to the process that launched them (Assign). Events with unreadable or negative
+// times are skipped: one broken event should not cost the whole trace.
+class ChromeTraceBuilder {
+ public:
+  explicit ChromeTraceBuilder(TimeNs base) : base_(base) {}
 
-  auto host = [&](int64_t pid) -> RawTrace& {
-    RawTrace& trace = processes[pid];
+  void Add(const Event& event) {
+    if (event.ph == "M") {
+      if (event.name == "process_name" && !event.args_name.empty()) {
+        process_names_[event.pid] = event.args_name;
+      }
+    } else if (event.ph == "X") {
+      auto ts = ToNs(event.ts);
+      auto dur = event.dur.present ? ToNs(event.dur) : std::optional<TimeNs>(0);
+      if (!ts || !dur || *dur < 0) return;
+      AddInterval(event, base_ + *ts, base_ + *ts + *dur);
+    } else if (event.ph == "B") {
+      open_begins_[{event.pid, event.tid}].push_back(&event);
+    } else if (event.ph == "E") {
+      auto& stack = open_begins_[{event.pid, event.tid}];
+      if (stack.empty()) return;
+      const Event* begin = stack.back();
+      stack.pop_back();
+      auto start = ToNs(begin->ts);
+      auto end = ToNs(event.ts);
+      if (!start || !end || *end < *start) return;
+      AddInterval(*begin, base_ + *start, base_ + *end);
+    } else if ((event.ph == "i" || event.ph == "I") && event.name == "[memory]" &&
+               event.memory_bytes.present) {
+      AddMemory(event);
+    }
+  }
+
+  bool empty() const { return processes_.empty() && activities_.empty(); }
+
+  // Host allocations count only in a CPU-only job (no device activity, no device memory: then
+  // host buffers are not what a stage's activations cost); device activities and GPU-side
+  // annotations go to the process that launched them.
+  void Assign() {
+    if (processes_.empty()) Host(0);
+    bool device_memory = false;
+    for (const auto& [pid, trace] : processes_)
+      device_memory = device_memory || !trace.memory.empty();
+    if (activities_.empty() && !device_memory) {
+      for (auto& [pid, events] : host_memory_)
+        Host(pid).memory = std::move(events);
+    }
+    if (processes_.size() == 1) {
+      RawTrace& only = processes_.begin()->second;
+      only.activities = std::move(activities_);
+      only.ranges.insert(only.ranges.end(), gpu_ranges_.begin(), gpu_ranges_.end());
+      return;
+    }
+    std::unordered_map<int64_t, int64_t> owner;
+    for (const auto& [pid, trace] : processes_) {
+      for (const Launch& launch : trace.launches)
+        owner.emplace(launch.correlation, pid);
+    }
+    RawTrace& first = processes_.begin()->second;
+    for (DeviceActivity& activity : activities_) {
+      auto it = owner.find(activity.correlation);
+      (it == owner.end() ? first : processes_[it->second])
+          .activities.push_back(std::move(activity));
+    }
+    first.ranges.insert(first.ranges.end(), gpu_ranges_.begin(), gpu_ranges_.end());
+  }
+
+  // The processes, with what the trace says of the job (rank, world size, schedule class).
+  std::vector<RawTrace> Traces(const ChromeSax& sax, const std::string& source) {
+    std::vector<RawTrace> traces;
+    for (auto& [pid, trace] : processes_) {
+      trace.process.rank = sax.rank.present && processes_.size() == 1
+                               ? static_cast<int32_t>(IntOf(sax.rank, -1))
+                               : -1;
+      trace.process.world_size =
+          sax.world_size.present ? static_cast<int32_t>(IntOf(sax.world_size, -1)) : -1;
+      auto name = process_names_.find(pid);
+      if (name != process_names_.end()) trace.process.command = name->second;
+      trace.source = "chrome:" + source;
+      trace.schedule_class = sax.schedule_class;
+      traces.push_back(std::move(trace));
+    }
+    return traces;
+  }
+
+ private:
+  RawTrace& Host(int64_t pid) {
+    RawTrace& trace = processes_[pid];
     trace.process.pid = pid;
     return trace;
-  };
-  auto add_interval = [&](const Event& event, TimeNs start, TimeNs end) {
+  }
+
+  void AddInterval(const Event& event, TimeNs start, TimeNs end) {
     const std::string cat = Lower(event.cat);
     if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "memcpy" ||
         cat == "memset") {
@@ -389,105 +458,59 @@ Expected<std::vector<RawTrace>> ParseChromeTrace(const std::string& text,
       activity.end = end;
       activity.correlation = IntOf(event.correlation, 0);
       activity.bytes = IntOf(event.bytes, 0);
-      activities.push_back(std::move(activity));
+      activities_.push_back(std::move(activity));
     } else if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "runtime" ||
                cat == "driver") {
       if (event.correlation.present) {
-        host(event.pid).launches.push_back({IntOf(event.correlation, 0), event.tid, start});
+        Host(event.pid).launches.push_back({IntOf(event.correlation, 0), event.tid, start});
       }
     } else if (cat == "gpu_user_annotation") {
-      gpu_ranges.push_back({event.name, "gpu_user_annotation", event.tid, start, end, 0});
+      gpu_ranges_.push_back({event.name, "gpu_user_annotation", event.tid, start, end, 0});
     } else if (cat != "trace" && !cat.empty()) {
-      host(event.pid).ranges.push_back({event.name, event.cat, event.tid, start, end, 0});
+      Host(event.pid).ranges.push_back({event.name, event.cat, event.tid, start, end, 0});
     }
-  };
-
-  for (const Event& event : sax.events) {
-    if (event.ph == "M") {
-      if (event.name == "process_name" && !event.args_name.empty()) {
-        process_names[event.pid] = event.args_name;
-      }
-      continue;
-    }
-    if (event.ph == "X") {
-      auto ts = ToNs(event.ts);
-      auto dur = event.dur.present ? ToNs(event.dur) : std::optional<TimeNs>(0);
-      if (!ts || !dur || *dur < 0) continue;
-      add_interval(event, base + *ts, base + *ts + *dur);
-    } else if (event.ph == "B") {
-      open_begins[{event.pid, event.tid}].push_back(&event);
-    } else if (event.ph == "E") {
-      auto& stack = open_begins[{event.pid, event.tid}];
-      if (stack.empty()) continue;
-      const Event* begin = stack.back();
-      stack.pop_back();
-      auto start = ToNs(begin->ts);
-      auto end = ToNs(event.ts);
-      if (!start || !end || *end < *start) continue;
-      add_interval(*begin, base + *start, base + *end);
-    } else if (event.ph == "i" || event.ph == "I") {
-      if (event.name == "[memory]" && event.memory_bytes.present) {
-        const int64_t device = IntOf(event.memory_device, -1);
-        auto ts = ToNs(event.ts);
-        if (ts) {
-          const MemoryEvent memory{base + *ts, IntOf(event.memory_bytes, 0),
-                                   static_cast<int32_t>(device)};
-          if (device >= 0) {
-            host(event.pid).memory.push_back(memory);
-          } else {
-            host_memory[event.pid].push_back(memory);
-          }
-        }
-      }
-    }
-  }
-  if (processes.empty()) {
-    if (activities.empty()) {
-      return InvalidInput(source + ": no trace events (expected traceEvents with X or B/E events)");
-    }
-    host(0);
   }
 
-  bool device_memory = false;
-  for (const auto& [pid, trace] : processes)
-    device_memory = device_memory || !trace.memory.empty();
-  if (activities.empty() && !device_memory) {
-    for (auto& [pid, events] : host_memory)
-      host(pid).memory = std::move(events);
+  void AddMemory(const Event& event) {
+    const int64_t device = IntOf(event.memory_device, -1);
+    auto ts = ToNs(event.ts);
+    if (!ts) return;
+    const MemoryEvent memory{base_ + *ts, IntOf(event.memory_bytes, 0),
+                             static_cast<int32_t>(device)};
+    if (device >= 0) {
+      Host(event.pid).memory.push_back(memory);
+    } else {
+      host_memory_[event.pid].push_back(memory);  // "Device Id" -1: a host allocation
+    }
   }
 
-  // Device activities belong to the process that launched them.
-  if (processes.size() == 1) {
-    RawTrace& only = processes.begin()->second;
-    only.activities = std::move(activities);
-    only.ranges.insert(only.ranges.end(), gpu_ranges.begin(), gpu_ranges.end());
-  } else {
-    std::unordered_map<int64_t, int64_t> owner;
-    for (const auto& [pid, trace] : processes) {
-      for (const Launch& launch : trace.launches)
-        owner.emplace(launch.correlation, pid);
-    }
-    RawTrace& first = processes.begin()->second;
-    for (DeviceActivity& activity : activities) {
-      auto it = owner.find(activity.correlation);
-      (it == owner.end() ? first : processes[it->second]).activities.push_back(std::move(activity));
-    }
-    first.ranges.insert(first.ranges.end(), gpu_ranges.begin(), gpu_ranges.end());
-  }
+  TimeNs base_;
+  std::map<int64_t, RawTrace> processes_;  // host processes: those with CPU-side events
+  std::map<int64_t, std::string> process_names_;
+  std::vector<DeviceActivity> activities_;
+  std::vector<TraceRange> gpu_ranges_;
+  std::map<std::pair<int64_t, int64_t>, std::vector<const Event*>> open_begins_;
+  std::map<int64_t, std::vector<MemoryEvent>> host_memory_;
+};
 
-  std::vector<RawTrace> traces;
-  for (auto& [pid, trace] : processes) {
-    trace.process.rank =
-        sax.rank.present && processes.size() == 1 ? static_cast<int32_t>(IntOf(sax.rank, -1)) : -1;
-    trace.process.world_size =
-        sax.world_size.present ? static_cast<int32_t>(IntOf(sax.world_size, -1)) : -1;
-    auto name = process_names.find(pid);
-    if (name != process_names.end()) trace.process.command = name->second;
-    trace.source = "chrome:" + source;
-    trace.schedule_class = sax.schedule_class;
-    traces.push_back(std::move(trace));
+}  // namespace
+
+Expected<std::vector<RawTrace>> ParseChromeTrace(const std::string& text,
+                                                 const std::string& source) {
+  ChromeSax sax;
+  const bool ok = json::sax_parse(text, &sax);
+  if (!ok) return InvalidInput(source + ": " + (sax.error.empty() ? "not valid JSON" : sax.error));
+  if (!sax.saw_root) return InvalidInput(source + ": empty document");
+  const TimeNs base =
+      sax.base_time_ns.present && !sax.base_time_ns.is_float ? sax.base_time_ns.integer : 0;
+  ChromeTraceBuilder builder(base);
+  for (const Event& event : sax.events)
+    builder.Add(event);
+  if (builder.empty()) {
+    return InvalidInput(source + ": no trace events (expected traceEvents with X or B/E events)");
   }
-  return traces;
+  builder.Assign();
+  return builder.Traces(sax, source);
 }
 
 Expected<std::vector<RawTrace>> ImportChromeTrace(const std::string& path) {

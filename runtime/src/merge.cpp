@@ -10,7 +10,6 @@
 #include <string_view>
 #include <vector>
 
-#include "zbkit/profiler/attribution.h"
 #include "zbkit/profiler/shard.h"
 #include "zbkit/schemas/range_name.h"
 #include "zbkit/schemas/store.h"
@@ -89,28 +88,26 @@ zb::Status AddShard(const std::string& path, const zb::Schedule& schedule,
     return 0;
   };
   for (const zb::profiler::TraceRange& range : trace.ranges) {
-    const zb::profiler::RangeMatch match = zb::profiler::MatchBuiltIn(range.name, range.domain);
-    // Iterations and names of other conventions (a shard that also went through the injection
-    // library) carry nothing the replay timeline needs.
-    if (match.role != zb::profiler::RangeRole::kOp || match.family != "zbkit" ||
-        match.kind == zb::OpKind::kComm) {
-      continue;
-    }
-    if (std::find(stages.begin(), stages.end(), match.stage) == stages.end()) {
+    // The runtime's own names (range_name.h); iterations, transfers and names of other
+    // conventions (a shard that also went through the injection library) carry nothing the
+    // replay timeline needs.
+    const std::optional<zb::RangeName> match = zb::ParseRangeName(range.name);
+    if (!match || match->role != zb::RangeName::Role::kOp) continue;
+    if (std::find(stages.begin(), stages.end(), match->stage) == stages.end()) {
       return zb::InvalidInput(path + ": range " + range.name + ": stage " +
-                              std::to_string(match.stage) + " is not on rank " +
+                              std::to_string(match->stage) + " is not on rank " +
                               std::to_string(rank));
     }
-    if (match.microbatch < 0 || match.microbatch >= schedule.microbatches) {
+    if (match->microbatch < 0 || match->microbatch >= schedule.microbatches) {
       return zb::InvalidInput(path + ": range " + range.name + ": microbatch " +
-                              std::to_string(match.microbatch) + " is out of range (" +
+                              std::to_string(match->microbatch) + " is out of range (" +
                               std::to_string(schedule.microbatches) + " microbatches)");
     }
     if (range.end < range.start) {
       return zb::InvalidInput(path + ": range " + range.name + " ends before it begins");
     }
-    timeline.ops.push_back({rank, match.stage, match.kind, match.microbatch, range.start, range.end,
-                            iteration_of(range.start)});
+    timeline.ops.push_back({rank, match->stage, match->kind, match->microbatch, range.start,
+                            range.end, iteration_of(range.start)});
   }
   int64_t held = 0;  // the shard keeps deltas (runtime/README.md)
   for (const zb::profiler::MemoryEvent& event : trace.memory) {

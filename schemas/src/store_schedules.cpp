@@ -67,8 +67,8 @@ std::optional<std::vector<int32_t>> StagesFromText(std::string_view text) {
 // What the rows of InsertSchedule need to be meaningful, and what TimelineFromSchedule indexes
 // with (chunks are checked per op in WriteScheduleOps). Full semantic checks are
 // ValidateSchedule's.
-Status CheckInsertable(const Store::Impl& impl, const Schedule& schedule,
-                       std::optional<double> memory_limit, std::string_view what) {
+Status CheckInsertable(const Store::Impl& impl, const Schedule& schedule, std::optional<double> cap,
+                       std::string_view what) {
   const int num_ranks = static_cast<int>(schedule.programs.size());
   if (num_ranks != schedule.ranks) {
     return impl.Invalid(what, "schedule has " + std::to_string(schedule.ranks) + " ranks but " +
@@ -83,7 +83,7 @@ Status CheckInsertable(const Store::Impl& impl, const Schedule& schedule,
       }
     }
   }
-  if (memory_limit && !(std::isfinite(*memory_limit) && *memory_limit >= 0)) {
+  if (cap && !(std::isfinite(*cap) && *cap >= 0)) {
     // NaN would be stored as NULL, i.e. silently "no limit".
     return impl.Invalid(what, "memory limit must be a finite number >= 0");
   }
@@ -103,7 +103,7 @@ Status CheckInsertable(const Store::Impl& impl, const Schedule& schedule,
 }
 
 Expected<int64_t> WriteScheduleRow(Store::Impl& impl, int64_t job_id, int64_t profile_id,
-                                   const Schedule& schedule, std::optional<double> memory_limit,
+                                   const Schedule& schedule, std::optional<double> cap,
                                    std::string_view what) {
   ZB_ASSIGN_OR_RETURN(
       Statement row,
@@ -119,7 +119,7 @@ Expected<int64_t> WriteScheduleRow(Store::Impl& impl, int64_t job_id, int64_t pr
   row.BindInt(5, schedule.microbatches);
   row.BindInt(6, schedule.chunks);
   row.BindStaticText(7, PlacementName(schedule.placement));
-  row.BindOptional(8, memory_limit);
+  row.BindOptional(8, cap);
   if (schedule.predicted) {
     row.BindInt(9, schedule.predicted->makespan);
     row.BindInt(10, schedule.predicted->span);
@@ -319,12 +319,12 @@ Status ReadScheduleOps(const Store::Impl& impl, int64_t id, int64_t num_ops, Sch
 }  // namespace
 
 Expected<int64_t> Store::InsertSchedule(int64_t job_id, const Schedule& schedule,
-                                        std::optional<double> memory_limit) {
+                                        std::optional<double> cap) {
   if (!impl_) return StoreClosed();
   Impl& impl = *impl_;
   const char* what = "insert schedule";
   ZB_RETURN_IF_ERROR(impl.CheckWritable(what));
-  ZB_RETURN_IF_ERROR(CheckInsertable(impl, schedule, memory_limit, what));
+  ZB_RETURN_IF_ERROR(CheckInsertable(impl, schedule, cap, what));
 
   ZB_ASSIGN_OR_RETURN(sqlite::Transaction transaction, impl.BeginWrite(what));
   ZB_RETURN_IF_ERROR(impl.CheckExists("SELECT 1 FROM jobs WHERE id = ?1", job_id, what, "job"));
@@ -333,7 +333,7 @@ Expected<int64_t> Store::InsertSchedule(int64_t job_id, const Schedule& schedule
   ZB_ASSIGN_OR_RETURN(int64_t profile_id,
                       impl.WriteCostProfile(job_id, profile_name, schedule.costs));
   ZB_ASSIGN_OR_RETURN(int64_t schedule_id,
-                      WriteScheduleRow(impl, job_id, profile_id, schedule, memory_limit, what));
+                      WriteScheduleRow(impl, job_id, profile_id, schedule, cap, what));
   ZB_RETURN_IF_ERROR(WriteScheduleRanks(impl, schedule_id, schedule, what));
   ZB_RETURN_IF_ERROR(WriteScheduleOps(impl, schedule_id, schedule, what));
   if (schedule.predicted) {
@@ -388,7 +388,7 @@ Expected<std::vector<ScheduleInfo>> Store::ListSchedules() const {
                                                  std::string(row.Text(7)) + "'");
             }
             info.placement = *placement;
-            info.memory_limit = row.OptionalDouble(8);
+            info.cap = row.OptionalDouble(8);
             has_prediction.push_back(!row.IsNull(9));
             if (!row.IsNull(9)) {
               info.predicted.makespan = row.Int(9);

@@ -117,6 +117,41 @@ uint32_t CoveringCount(const TimelineLane& lane, TimeNs t) {
   return n;
 }
 
+// The whole columns under ops busy for only part of their span: running sums of the share and
+// waiting difference arrays, each fraction of a column's width (the rounding residue of a closed
+// sum clamped at 0).
+void AddSharedColumns(const CoverageScratch& scratch, const TimeNs* edges, int n, TimeNs* busy,
+                      TimeNs* waiting) {
+  double share[kKinds] = {};
+  double wait[kKinds] = {};
+  for (int col = 0; col < n; ++col) {
+    const auto width = static_cast<double>(edges[col + 1] - edges[col]);
+    for (int k = 0; k < kKinds; ++k) {
+      share[k] += scratch.share_diff[col * kKinds + k];
+      wait[k] += scratch.waiting_diff[col * kKinds + k];
+      busy[col * kKinds + k] += std::max<TimeNs>(0, std::llround(share[k] * width));
+      waiting[col * kKinds + k] += std::max<TimeNs>(0, std::llround(wait[k] * width));
+    }
+  }
+}
+
+// The counts of every column an op spans and the busy time of the whole columns under fully busy
+// ops: running sums of the count and full difference arrays.
+void AddSpannedColumns(const CoverageScratch& scratch, const TimeNs* edges, int n, TimeNs* busy,
+                       uint32_t* count) {
+  int32_t running = 0;
+  int64_t full[kKinds] = {};
+  for (int col = 0; col < n; ++col) {
+    running += scratch.count_diff[col];
+    count[col] += static_cast<uint32_t>(running);
+    const TimeNs width = edges[col + 1] - edges[col];
+    for (int k = 0; k < kKinds; ++k) {
+      full[k] += scratch.full_diff[col * kKinds + k];
+      busy[col * kKinds + k] += full[k] * width;
+    }
+  }
+}
+
 }  // namespace
 
 TimeNs Coverage::BusyTotal(int column) const {
@@ -233,33 +268,8 @@ void TimelineIndex::BinCoverage(int lane_index, TimeNs t0, TimeNs t1, int column
       scratch.waiting_diff[d * kKinds + k] -= 1.0 - share;
     }
   }
-  if (shared) {
-    // Running sums of fractions: clamp the rounding residue of a closed sum at 0.
-    double share[kKinds] = {};
-    double wait[kKinds] = {};
-    for (int col = 0; col < n; ++col) {
-      const auto width = static_cast<double>(edges[col + 1] - edges[col]);
-      for (int k = 0; k < kKinds; ++k) {
-        share[k] += scratch.share_diff[col * kKinds + k];
-        wait[k] += scratch.waiting_diff[col * kKinds + k];
-        busy[col * kKinds + k] += std::max<TimeNs>(0, std::llround(share[k] * width));
-        waiting[col * kKinds + k] += std::max<TimeNs>(0, std::llround(wait[k] * width));
-      }
-    }
-  }
-  if (spanning) {
-    int32_t running = 0;
-    int64_t full[kKinds] = {};
-    for (int col = 0; col < n; ++col) {
-      running += scratch.count_diff[col];
-      count[col] += static_cast<uint32_t>(running);
-      const TimeNs width = edges[col + 1] - edges[col];
-      for (int k = 0; k < kKinds; ++k) {
-        full[k] += scratch.full_diff[col * kKinds + k];
-        busy[col * kKinds + k] += full[k] * width;
-      }
-    }
-  }
+  if (shared) AddSharedColumns(scratch, edges, n, busy, waiting);
+  if (spanning) AddSpannedColumns(scratch, edges, n, busy, count);
   // Fewer nanoseconds than columns leaves empty columns; each counts the ops covering its instant
   // (see Coverage). Rare (extreme zoom) and bounded by the column count.
   if (static_cast<uint64_t>(t1) - static_cast<uint64_t>(t0) < static_cast<uint64_t>(n)) {

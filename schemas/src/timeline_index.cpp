@@ -114,8 +114,15 @@ std::string TimelineLane::Label() const {
 
 TimelineIndex::TimelineIndex(const Timeline& timeline, TimeNs comm, int num_stages)
     : kind_(timeline.kind), comm_(comm) {
-  const std::vector<TimelineOp>& ops = timeline.ops;
+  ScanExtents(timeline, num_stages);
+  BuildLanes(timeline.ops);
+  IndexMemory(timeline.memory);
+  BuildLookup();
+  ComputeFigures();
+}
 
+void TimelineIndex::ScanExtents(const Timeline& timeline, int num_stages) {
+  const std::vector<TimelineOp>& ops = timeline.ops;
   // Extents. Ops with a negative rank cannot be placed in a lane and are left out.
   int32_t max_rank = -1;
   int32_t max_compute_stage = -1;
@@ -142,7 +149,6 @@ TimelineIndex::TimelineIndex(const Timeline& timeline, TimeNs comm, int num_stag
   }
   num_ranks_ = max_rank + 1;
   if (has_op_detail_) names_ = timeline.names;
-  const bool several_iterations = max_iteration > 0;
   // Iteration spans; a negative iteration (never written by zbkit) counts as iteration 0.
   iterations_.assign(static_cast<size_t>(max_iteration) + 1, {});
   for (const TimelineOp& op : ops) {
@@ -154,7 +160,10 @@ TimelineIndex::TimelineIndex(const Timeline& timeline, TimeNs comm, int num_stag
   }
   const int inferred_stages = (max_compute_stage >= 0 ? max_compute_stage : max_any_stage) + 1;
   num_stages_ = num_stages > 0 ? num_stages : inferred_stages;
+}
 
+void TimelineIndex::BuildLanes(const std::vector<TimelineOp>& ops) {
+  const bool several_iterations = iterations_.size() > 1;
   // Which stages each rank holds. A rank holds few stages (1, 2, or v for interleaving), so a
   // short list with a cache of the last stage seen beats a map; slot[i] is the position of op i's
   // stage in its rank's list, in order of first appearance.
@@ -241,18 +250,20 @@ TimelineIndex::TimelineIndex(const Timeline& timeline, TimeNs comm, int num_stag
   for (int32_t r = 0; r < num_ranks_; ++r) {
     rank_op_offset_[r + 1] = rank_op_offset_[r] + lanes_[rank_lane_[r]].size();
   }
+}
 
+void TimelineIndex::IndexMemory(const std::vector<MemorySample>& memory) {
   // Memory: per rank, by time; samples at one instant keep their order (the last one holds).
   memory_.assign(static_cast<size_t>(num_ranks_), {});
   {
     std::vector<size_t> samples_per_rank(static_cast<size_t>(num_ranks_), 0);
-    for (const MemorySample& sample : timeline.memory) {
+    for (const MemorySample& sample : memory) {
       if (sample.rank >= 0) ++samples_per_rank[sample.rank];
     }
     for (int32_t r = 0; r < num_ranks_; ++r)
       memory_[r].reserve(samples_per_rank[r]);
   }
-  for (const MemorySample& sample : timeline.memory) {
+  for (const MemorySample& sample : memory) {
     if (sample.rank >= 0) memory_[sample.rank].emplace_back(sample.time, sample.memory);
   }
   for (auto& samples : memory_) {
@@ -265,10 +276,7 @@ TimelineIndex::TimelineIndex(const Timeline& timeline, TimeNs comm, int num_stag
     }
   }
   // has_memory() means "there is a curve to draw".
-  if (timeline.memory.empty()) memory_.clear();
-
-  BuildLookup();
-  ComputeFigures();
+  if (memory.empty()) memory_.clear();
 }
 
 const std::vector<std::pair<TimeNs, double>>& TimelineIndex::MemorySamples(int rank) const {

@@ -1,99 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `zb` command as users run it: golden output, the JSON forms, the store round trip, and bad
-// input giving one clear line on stderr with exit code 2 (usage) or 1 (failure).
-//
-// Golden files live in tests/data/cli; run with ZBKIT_UPDATE_GOLDEN=1 to rewrite them after an
-// intended change (and read the diff).
-#include <gtest/gtest.h>
-#include <sys/wait.h>
-
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <functional>
-#include <nlohmann/json.hpp>
-#include <sstream>
-#include <string>
-
-#include "zbkit/schemas/json_io.h"
-#include "zbkit/schemas/store.h"
+// requests giving one clear line on stderr with exit code 2 (usage) or 1 (failure). The malformed
+// input files are in cli_bad_input_test.cpp.
+#include "cli_test_support.h"
 
 namespace zb {
 namespace {
 
+using namespace cli_testing;
 namespace fs = std::filesystem;
-
-struct Result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream content;
-  content << in.rdbuf();
-  return content.str();
-}
-
-class CliTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("zbkit_cli_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  // Runs zb with `args` (a shell-quoted string), in `cwd` when given, capturing stdout, stderr
-  // and the exit code.
-  Result Zb(const std::string& args, const fs::path& cwd = {}) {
-    const fs::path out = dir_ / "stdout";
-    const fs::path err = dir_ / "stderr";
-    const std::string command = (cwd.empty() ? "" : "cd '" + cwd.string() + "' && ") +
-                                std::string(ZBKIT_ZB_BINARY) + " " + args + " >" + out.string() +
-                                " 2>" + err.string();
-    const int status = std::system(command.c_str());
-    Result result;
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    result.out = Slurp(out);
-    result.err = Slurp(err);
-    return result;
-  }
-
-  static std::string Data(const std::string& name) {
-    return std::string(ZBKIT_TEST_DATA_DIR) + "/" + name;
-  }
-
-  // Compares with tests/data/cli/<name>, or rewrites it when ZBKIT_UPDATE_GOLDEN is set.
-  static void ExpectGolden(const std::string& name, const std::string& actual) {
-    const fs::path path = fs::path(ZBKIT_TEST_DATA_DIR) / "cli" / name;
-    if (std::getenv("ZBKIT_UPDATE_GOLDEN") != nullptr) {
-      std::ofstream(path, std::ios::binary) << actual;
-      return;
-    }
-    ASSERT_TRUE(fs::exists(path)) << path << " missing; run with ZBKIT_UPDATE_GOLDEN=1";
-    EXPECT_EQ(actual, Slurp(path)) << "golden " << path;
-  }
-
-  // The error contract: the exit code, nothing on stdout for early errors, exactly one line on
-  // stderr that starts with "zb <command>: " and contains `fragment`.
-  static void ExpectOneLineError(const Result& result, int exit_code, const std::string& command,
-                                 const std::string& fragment) {
-    EXPECT_EQ(result.exit_code, exit_code) << result.err;
-    ASSERT_FALSE(result.err.empty());
-    EXPECT_EQ(result.err.find('\n'), result.err.size() - 1) << "one line: " << result.err;
-    EXPECT_EQ(result.err.rfind("zb " + command + ": ", 0), 0u) << result.err;
-    EXPECT_NE(result.err.find(fragment), std::string::npos) << result.err;
-  }
-
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
-
-  fs::path dir_;
-};
 
 TEST_F(CliTest, TuneTableIsStable) {
   Result result = Zb("tune --costs " + Data("costs/hetero4.json") + " -m 8 --mem-limit 1.5x");
@@ -546,10 +461,18 @@ TEST_F(CliTest, TuneKeepsToTheLayoutTheProfileRecords) {
   EXPECT_EQ(nlohmann::json::parse(v.out)["layout"], "v");
   EXPECT_EQ(nlohmann::json::parse(v.out)["layout_from_profile"], false);
 
-  // Nothing of layout loop:1 fits a cap below 1F1B's: the error names the layout and the way out.
+  // Nothing of layout loop:1 fits a cap below 1F1B's, but a V order does: the error says that
+  // memory is not the cause, names the family, what it needs and the way out.
   ExpectOneLineError(Zb("tune --costs " + costs + " -m 8 --mem-limit 0.9x"), 1, "tune",
-                     "no schedule fits --mem-limit 0.9x in layout loop:1 (the profile's: "
-                     "--layout any lifts it); the peak/1F1B column");
+                     "no schedule of layout loop:1 (the profile's) fits --mem-limit 0.9x; v-");
+  // A family of another layout asked for by name, which fits the cap: the same.
+  Result zbv = Zb("tune --costs " + costs + " -m 8 --mem-limit 2x --family zb-v");
+  ExpectOneLineError(zbv, 1, "tune",
+                     "no schedule of layout loop:1 (the profile's) fits --mem-limit 2x; zb-v fits "
+                     "it (needs ");
+  EXPECT_NE(zbv.err.find("x) in layout v: tune with --layout v (or any) and run the job with "),
+            std::string::npos)
+      << zbv.err;
 
   // The stored profile keeps the layout (zb costs export writes it back).
   const std::string store = Path("zb.db");
@@ -660,165 +583,6 @@ TEST_F(CliTest, UnreadableStoresFailWithOneLine) {
                 .exit_code,
             0);
   ExpectOneLineError(Zb("show --store " + store + " --schedule 42"), 1, "show", "42");
-}
-
-// ---- The malformed inputs of the README's table ---------------------------------------------
-
-// One malformed input: the file `zb` is given, how it is called ({} stands for the file), and
-// the one-line error it must get. README.md "Bad input" lists the same rows; keep them in step.
-struct BadInput {
-  std::string name;     // the file written into the test directory
-  std::string content;  // its bytes
-  std::string args;     // zb's arguments, {} for the file's path
-  int exit_code;
-  std::string command;   // "tune", "import", ... as the error line names it
-  std::string fragment;  // what the line must say
-};
-
-std::string Replace(std::string text, const std::string& what, const std::string& with) {
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + with.size()))
-    text.replace(at, what.size(), with);
-  return text;
-}
-
-// A zbkit store of version `version` and application id `application_id`, written by patching
-// the SQLite header of a real store (user_version at byte 60, application_id at byte 68).
-std::string PatchedStore(const std::string& bytes, uint32_t version, uint32_t application_id) {
-  std::string patched = bytes;
-  for (int i = 0; i < 4; ++i) {
-    patched[60 + i] = static_cast<char>((version >> (24 - 8 * i)) & 0xff);
-    patched[68 + i] = static_cast<char>((application_id >> (24 - 8 * i)) & 0xff);
-  }
-  return patched;
-}
-
-TEST_F(CliTest, MalformedInputsGetOneLineErrorsAndWriteNothing) {
-  // What the schedule and store rows start from: a real zb-h1 schedule and a real store.
-  const std::string costs = Data("costs/uniform4.json");
-  ASSERT_EQ(Zb("tune --costs " + costs + " -m 4 --mem-limit 2x --family zb-h1 -o " +
-               Path("s.json") + " --store " + Path("real.db"))
-                .exit_code,
-            0);
-  const nlohmann::json schedule = nlohmann::json::parse(Slurp(Path("s.json")));
-  auto edited = [&](const std::function<void(nlohmann::json&)>& edit) {
-    nlohmann::json copy = schedule;
-    edit(copy);
-    return copy.dump();
-  };
-  auto& rank0 = schedule["ranks"][0]["ops"];
-  size_t first_w = 0;
-  while (rank0[first_w]["type"] != "W")
-    ++first_w;
-  const std::string store = Slurp(Path("real.db"));
-  ASSERT_GT(store.size(), 100u);
-  const std::string gzip = Slurp(Data("traces/kineto_sampled_rank-0.json.gz"));
-  const std::string c = R"({"format": "zb-costs/1", "comm": 0.1, "stages": [)";
-  const std::string stage = R"({"F": 1, "B": 1, "W": 1, "M_B": 2, "M_W": 1})";
-  const std::string tune = "tune --costs {} -m 4 --mem-limit 2x -o out.json --store out.db";
-
-  const std::vector<BadInput> cases = {
-      {"c.json", "{", tune, 1, "tune", "c.json: not valid JSON: parse error at line 1, column 2"},
-      {"c.json", c + R"({"F": NaN, "B": 1, "W": 1, "M_B": 2, "M_W": 1}]})", tune, 1, "tune",
-       "(NaN and Infinity are not valid JSON numbers)"},
-      {"c.json", R"({"format": "zb-costs/1", "comm": 1e999, "stages": []})", tune, 1, "tune",
-       "c.json: not valid JSON: number overflow parsing '1e999'"},
-      {"c.json", R"({"format": "zb-costs/2", "stages": []})", tune, 1, "tune",
-       R"(c.json: format: expected "zb-costs/1", got "zb-costs/2")"},
-      {"c.json", c + R"({"F": 1, "B": 1, "W": 1, "M_B": 2, "M_W": 1, "m_b": 3}]})", tune, 1, "tune",
-       "c.json: stages[0].m_b: unknown field"},
-      {"c.json", c + R"({"F": 1, "B": 1, "W": 1, "M_B": 2}]})", tune, 1, "tune",
-       "c.json: stages[0].M_W: missing field"},
-      {"c.json", c + R"({"F": -1, "B": 1, "W": 1, "M_B": 2, "M_W": 1}]})", tune, 1, "tune",
-       "c.json: stages[0].F: must be a finite number > 0, got -1"},
-      {"c.json", c + R"({"F": 1, "B": 1, "W": 1, "M_B": 1, "M_W": 3}]})", tune, 1, "tune",
-       "c.json: stages[0].M_W: 3 is more than M_B (1)"},
-      {"c.json", c + R"({"F": 1e12, "B": 1, "W": 1, "M_B": 2, "M_W": 1}]})", tune, 1, "tune",
-       "c.json: stages[0].F: 1e+12 ms is more than an hour (3600000 ms)"},
-      {"c.json", c + R"({"F": 1, "B": 1, "W": 1, "M_B": 1e308, "M_W": 1}]})", tune, 1, "tune",
-       "c.json: stages[0].M_B: 1e+308 is more than 2^50 (1 PiB in bytes)"},
-      {"c.json", c + "]}", tune, 1, "tune", "c.json: stages: must not be empty"},
-      {"c.json", R"({"format": "zb-costs/1", "count": 2000, "stages": [)" + stage + "]}", tune, 2,
-       "tune", "costs: 2000 stages, one per rank: more than the 1024 ranks zbkit tunes"},
-      {"c.json", c + stage + "]}",
-       "tune --costs {} -m 1000000 --mem-limit 2x -o out.json --store out.db", 2, "tune",
-       "more than the 1048576 zbkit tunes in one schedule"},
-      {"c.json", c + stage + "]}", "tune --costs {} -m 4 --mem-limit 0.5 -o out.json", 1, "tune",
-       "rank 0's cap 0.5 is below one microbatch's activations"},
-      {"c.json", c + stage + "]}", "tune --costs {} -m 4 --mem-limit 2x --bogus", 2, "tune",
-       "unrecognised option '--bogus'"},
-      {"c.json", c + stage + "]}", "tune --costs nosuch.json -m 4 --mem-limit 2x", 1, "tune",
-       "nosuch.json: cannot open: No such file or directory"},
-      {"s.json", edited([](nlohmann::json& s) { s["ranks"][0]["ops"].erase(0); }), "show {}", 1,
-       "show", "s.json: ranks[0].ops: missing F of stage 0 microbatch 0"},
-      {"s.json",
-       edited([](nlohmann::json& s) { s["ranks"][0]["ops"].push_back(s["ranks"][0]["ops"][0]); }),
-       "show {}", 1, "show", "duplicate F of stage 0 microbatch 0"},
-      {"s.json", edited([](nlohmann::json& s) { s["microbatches"] = 0; }), "show {}", 1, "show",
-       "s.json: microbatches: must be in [1, 1048576], got 0"},
-      {"s.json", edited([&](nlohmann::json& s) {
-         auto& ops = s["ranks"][0]["ops"];
-         nlohmann::json w = ops[first_w];
-         ops.erase(first_w);
-         ops.insert(ops.begin(), w);
-       }),
-       "show {}", 1, "show", "s.json: deadlock: rank 0 op 0 W"},
-      {"s.json", edited([&](nlohmann::json& s) {
-         auto& ops = s["ranks"][0]["ops"];
-         nlohmann::json w = ops[first_w];
-         ops.erase(first_w);
-         ops.insert(ops.begin(), w);
-       }),
-       "export {} --format torch-csv -o out.csv", 1, "export",
-       "PyTorch cannot run a weight gradient first"},
-      {"t.json.gz", gzip.substr(0, gzip.size() / 2), "import {}", 1, "import",
-       "t.json.gz: the gzip stream is cut short"},
-      {"t.json", R"({"traceEvents": []})", "import {}", 1, "import",
-       "t.json: no trace events (expected traceEvents with X or B/E events)"},
-      {"t.json",
-       R"({"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "fwd", "pid": 1, "tid": 1, "ts": 1, "dur": 2}]})",
-       "import {}", 1, "import",
-       R"(most frequent annotations: "fwd" x1; give --rules FILE to map range names to F/B/W/BW)"},
-      {"empty/", "", "import {}", 1, "import", "it holds no traces"},
-      {"n.sqlite", store, "import {} --format nsys", 1, "import", "not an Nsight Systems export"},
-      {"r.json", R"([{"regex": "(", "kind": "F"}])", "import " + Data("traces") + " --rules {}", 1,
-       "import", R"(r.json: [0].regex: invalid regular expression "(")"},
-      {"h.json",
-       R"({"format": "zb-hops/1", "message_bytes": 1024, "source": "x", "hops": [{"from": 0, "to": 0, "ms": 0.1}]})",
-       "costs record-hops --store out.db {}", 1, "costs record-hops",
-       "h.json: hops[0]: ranks must be >= 0 and differ, got 0 -> 0"},
-      {"orders/index.json",
-       R"({"format": "zb-torch-orders/1", "schedules": [{"name": "Schedule1F1B", "csv": "../s.json"}]})",
-       "tune --costs " + costs + " -m 4 --mem-limit 2x --torch-orders orders -o out.json", 1,
-       "tune",
-       R"(index.json: torch:Schedule1F1B: "csv" must name a file in orders, got "../s.json")"},
-      {"x.db", "not a store\n", "list --store {}", 1, "list",
-       "x.db: open store: read schema version: file is not a database"},
-      {"x.db", PatchedStore(store, Store::kSchemaVersion, 42), "list --store {}", 1, "list",
-       "not a zbkit store"},
-      {"x.db", PatchedStore(store, 99, 0x7A626B74), "list --store {}", 1, "list",
-       "store schema version 99 is newer than this zbkit supports"},
-  };
-  for (const BadInput& bad : cases) {
-    SCOPED_TRACE(bad.name + ": " + bad.args + " -> " + bad.fragment);
-    const fs::path input = dir_ / bad.name;
-    if (bad.name.back() == '/') {
-      fs::create_directories(input);
-    } else {
-      fs::create_directories(input.parent_path());
-      std::ofstream(input, std::ios::binary) << bad.content;
-    }
-    Result result = Zb(Replace(bad.args, "{}", bad.name), dir_);
-    ExpectOneLineError(result, bad.exit_code, bad.command, bad.fragment);
-    // Nothing written: no output file, no store created, the input as it was.
-    for (const char* output : {"out.json", "out.db", "out.csv"}) {
-      EXPECT_FALSE(fs::exists(dir_ / output)) << output;
-      fs::remove(dir_ / output);  // one case's failure is not the next one's
-    }
-    if (bad.name.back() != '/') {
-      EXPECT_EQ(Slurp(input), bad.content);
-    }
-    fs::remove_all(input);
-  }
 }
 
 }  // namespace

@@ -328,7 +328,7 @@ void MainWindowTest::findSelectsAndDetailsDescribe() {
   const zb::gui::TimeRange visible = window.viewState()->visibleRange();
   QVERIFY(visible.t0 <= lane.start[op->second] && visible.t1 >= lane.end[op->second]);
   const QString details = window.details()->opText();
-  for (const char* part : {"B  stage 1  mb 3  rank 1", "range B_stage_1", "duration", "busy",
+  for (const char* part : {"B stage 1 mb 3  rank 1", "range B_stage_1", "duration", "busy",
                            "(60.0% of its span)", "12 kernels"}) {
     QVERIFY2(details.contains(QLatin1String(part)), qPrintable(details));
   }

@@ -96,17 +96,17 @@ class TimelineViewTest : public QObject {
     const QPoint centre = CentreOf(*view_, lane0_, 10 * kMs, 20 * kMs);
     QCOMPARE(view_->tooltipText(centre),
              QStringLiteral(
-                 "F  stage 0  mb 1  rank 0\nstart 10.000 ms  end 20.000 ms  duration 10.000 ms"));
+                 "F stage 0 mb 1  rank 0\nstart 10.000 ms  end 20.000 ms  duration 10.000 ms"));
     // Rank 0's B of microbatch 0 started when rank 1's B ended plus the hop: it says so.
     const QString waited = view_->tooltipText(CentreOf(*view_, lane0_, 46 * kMs, 58 * kMs));
-    QVERIFY2(waited.startsWith(QStringLiteral("B  stage 0  mb 0  rank 0\nstart 46.000 ms  end "
+    QVERIFY2(waited.startsWith(QStringLiteral("B stage 0 mb 0  rank 0\nstart 46.000 ms  end "
                                               "58.000 ms  duration 12.000 ms")),
              qPrintable(waited));
-    QVERIFY2(waited.contains(QStringLiteral("waited for B  stage 1  mb 0 (rank 1)")),
+    QVERIFY2(waited.contains(QStringLiteral("waited for B stage 1 mb 0 (rank 1)")),
              qPrintable(waited));
     // In a bubble: how long, and before what.
     const QString bubble = view_->tooltipText(CentreOf(*view_, lane0_, 20 * kMs, 46 * kMs));
-    QVERIFY2(bubble.startsWith(QStringLiteral("idle 26.000 ms before B  stage 0  mb 0")),
+    QVERIFY2(bubble.startsWith(QStringLiteral("idle 26.000 ms before B stage 0 mb 0")),
              qPrintable(bubble));
     // Nothing: before rank 1's first op, in the ruler, over the labels.
     QCOMPARE(view_->tooltipText(CentreOf(*view_, lane1_, 0, 10 * kMs)), QString());
@@ -134,7 +134,7 @@ class TimelineViewTest : public QObject {
     view.resize(900, 200);
     view.setTimeline(index);
     const QString text = view.tooltipText(CentreOf(view, index->RankLane(0), 100 * kMs, 197 * kMs));
-    QCOMPARE(text, QStringLiteral("F  stage 0  mb 0  rank 0  iteration 1\nrange fwd_stage_0\n"
+    QCOMPARE(text, QStringLiteral("F stage 0 mb 0  rank 0  iteration 1\nrange fwd_stage_0\n"
                                   "start 100.000 ms  end 197.000 ms  duration 97.000 ms\n"
                                   "busy 12.900 ms (13.3% of its span)  41 kernels"));
     QCOMPARE(OpDetailsText(*index, index->RankLane(0), 1, 0), text);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -85,8 +86,8 @@ TEST_F(TuneAndStoreTest, RowsChosenScheduleAndStoreAgree) {
   ASSERT_EQ(infos->size(), 1u);
   EXPECT_EQ((*infos)[0].cluster, "lab");
   EXPECT_EQ((*infos)[0].job, "hetero");
-  ASSERT_TRUE((*infos)[0].memory_limit.has_value());
-  EXPECT_DOUBLE_EQ(*(*infos)[0].memory_limit, *outcome->chosen_cap);
+  ASSERT_TRUE((*infos)[0].cap.has_value());
+  EXPECT_DOUBLE_EQ(*(*infos)[0].cap, *outcome->chosen_cap);
   auto costs = store->LoadCostProfile(*outcome->cost_profile_id);
   ASSERT_TRUE(costs.ok()) << costs.status().message();
   EXPECT_EQ(*costs, request_.costs);
@@ -120,6 +121,40 @@ TEST_F(TuneAndStoreTest, WithoutAStoreNothingIsRecorded) {
   EXPECT_FALSE(outcome->schedule_id.has_value());
   EXPECT_FALSE(outcome->cost_profile_id.has_value());
   EXPECT_TRUE(fs::is_empty(dir_));
+}
+
+// `zb tune --exact` through the library: the chosen order is certified before it is stored, and
+// what is stored is what the certification kept (never worse than the tuner's choice).
+TEST_F(TuneAndStoreTest, CertificationRunsBeforeStoringAndKeepsTheBetterOrder) {
+  request_.microbatches = 4;
+  request_.options.family = "zb-h1";
+  const auto uncertified = TuneAndStore(request_);
+  ASSERT_TRUE(uncertified.ok()) << uncertified.status().message();
+  ASSERT_TRUE(uncertified->chosen.has_value());
+  request_.exact = ExactOptions{};
+  request_.exact->time_limit_s = 20;
+  request_.store = StoreTarget{dir_ + "/zb.db", "lab", "hetero"};
+  auto outcome = TuneAndStore(request_);
+  if (!ExactSolverAvailable()) {
+    std::printf("built without Z3: certification must be refused, and nothing stored\n");
+    ASSERT_FALSE(outcome.ok());
+    EXPECT_EQ(outcome.status().code(), ErrorCode::kUsage);
+    EXPECT_FALSE(fs::exists(dir_ + "/zb.db"));
+    return;
+  }
+  ASSERT_TRUE(outcome.ok()) << outcome.status().message();
+  ASSERT_TRUE(outcome->exact.has_value());
+  EXPECT_LE(outcome->exact->lower, outcome->exact->upper);
+  const TimeNs chosen = outcome->chosen->predicted->makespan;
+  EXPECT_EQ(chosen, std::min(outcome->exact->upper, uncertified->chosen->predicted->makespan));
+  EXPECT_EQ(outcome->chosen->family, "zb-h1");
+  ASSERT_TRUE(outcome->schedule_id.has_value());
+  auto store = Store::Open(dir_ + "/zb.db");
+  ASSERT_TRUE(store.ok());
+  auto stored = store->LoadSchedule(*outcome->schedule_id);
+  ASSERT_TRUE(stored.ok()) << stored.status().message();
+  ASSERT_TRUE(stored->predicted.has_value());
+  EXPECT_EQ(stored->predicted->makespan, chosen);
 }
 
 TEST_F(TuneAndStoreTest, NothingFittingIsAnOutcomeNotAnErrorAndStoresNothing) {

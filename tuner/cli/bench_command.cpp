@@ -136,7 +136,8 @@ void RenderSettings(const std::vector<tuner::SearchBenchSetting>& settings, bool
   table.Render(out);
 }
 
-// What the targets ask, measured over the report.
+// The search's targets (docs/search.md: never worse than the heuristic, its bubble at any
+// placement and 1x), measured over the report.
 struct SearchTargets {
   int worse_than_heuristic = 0;  // points where a search is above zb-auto
   int worse_at_larger_cap = 0;   // a search's rate above its rate at a smaller cap
@@ -333,8 +334,13 @@ int RunBenchCommand(const Args& args, std::ostream& out, std::ostream& err) {
   positional.add("what", 1);
   po::variables_map values;
   int exit_code = 0;
+  const std::string example =
+      "examples:\n  zb bench paper\n      the paper's Table 5 recomputed next to the published "
+      "values\n  zb bench search --random 4 --exact 0 --time-limit 0.5\n      the search against "
+      "the "
+      "paper's heuristic on a few random instances\n";
   if (!ParseCommandLine(command, "paper|search [options] [--json]", args, options, positional,
-                        values, out, err, exit_code)) {
+                        values, out, err, exit_code, example)) {
     return exit_code;
   }
   const std::string what = values["what"].as<std::string>();

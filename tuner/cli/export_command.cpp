@@ -85,8 +85,13 @@ int RunExportCommand(const Args& args, std::ostream& out, std::ostream& err) {
       "with --for torchtitan: the job's training.local_batch_size, to give the microbatch size");
   po::variables_map values;
   int exit_code = 0;
+  const std::string example =
+      "examples:\n  zb export tuned.json --format torch-csv -o tuned.csv\n      the order as "
+      "PyTorch's schedule CSV (_PipelineScheduleRuntime._load_csv)\n"
+      "  zb export --store zb.db --schedule 3 --format torch-csv -o tuned.csv --for torchtitan\n"
+      "      also the torchtitan config lines that run it\n";
   if (!ParseCommandLine(command, "(FILE | --store DB --schedule ID) --format F -o FILE", args,
-                        options, positional, values, out, err, exit_code)) {
+                        options, positional, values, out, err, exit_code, example)) {
     return exit_code;
   }
   const std::string format = values["format"].as<std::string>();

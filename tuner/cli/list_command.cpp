@@ -16,28 +16,26 @@ int RunListCommand(const Args& args, std::ostream& out, std::ostream& err) {
       [](const Store& store, StoreListing& rows) -> Status {
         ZB_ASSIGN_OR_RETURN(std::vector<ScheduleInfo> schedules, store.ListSchedules());
         for (const ScheduleInfo& info : schedules) {
-          rows.Add(
-              {{"id", info.id},
-               {"cluster", info.cluster},
-               {"job", info.job},
-               {"family", info.family},
-               {"stages", info.ranks},
-               {"microbatches", info.microbatches},
-               {"chunks", info.chunks},
-               {"placement", PlacementName(info.placement)},
-               {"memory_limit", info.memory_limit ? nlohmann::json(*info.memory_limit) : nullptr},
-               {"makespan", NsToMs(info.predicted.makespan)},
-               {"bubble_rate", info.predicted.bubble_rate},
-               {"paper_bubble_rate", info.predicted.paper_bubble_rate},
-               {"ops", info.num_ops},
-               {"created_at", info.created_at}},
-              {std::to_string(info.id), info.cluster + "/" + info.job, info.family,
-               std::to_string(info.ranks), std::to_string(info.microbatches),
-               std::to_string(info.chunks), FormatMs(info.predicted.makespan),
-               FormatFixed(info.predicted.bubble_rate, 4),
-               FormatFixed(info.predicted.paper_bubble_rate, 4),
-               info.memory_limit ? FormatFixed(*info.memory_limit, 0) : "none",
-               std::to_string(info.num_ops)});
+          rows.Add({{"id", info.id},
+                    {"cluster", info.cluster},
+                    {"job", info.job},
+                    {"family", info.family},
+                    {"stages", info.ranks},
+                    {"microbatches", info.microbatches},
+                    {"chunks", info.chunks},
+                    {"placement", PlacementName(info.placement)},
+                    {"memory_limit", info.cap ? nlohmann::json(*info.cap) : nullptr},
+                    {"makespan", NsToMs(info.predicted.makespan)},
+                    {"bubble_rate", info.predicted.bubble_rate},
+                    {"paper_bubble_rate", info.predicted.paper_bubble_rate},
+                    {"ops", info.num_ops},
+                    {"created_at", info.created_at}},
+                   {std::to_string(info.id), info.cluster + "/" + info.job, info.family,
+                    std::to_string(info.ranks), std::to_string(info.microbatches),
+                    std::to_string(info.chunks), FormatMs(info.predicted.makespan),
+                    FormatFixed(info.predicted.bubble_rate, 4),
+                    FormatFixed(info.predicted.paper_bubble_rate, 4),
+                    info.cap ? FormatFixed(*info.cap, 0) : "none", std::to_string(info.num_ops)});
         }
         return Status::Ok();
       });

@@ -59,8 +59,11 @@ int RunShowCommand(const Args& args, std::ostream& out, std::ostream& err) {
   add("json", "print the summary as JSON instead");
   po::variables_map values;
   int exit_code = 0;
+  const std::string example =
+      "example:\n  zb show --store zb.db --schedule 3 --width 120\n      each rank's ops as text, "
+      "with the schedule's summary\n";
   if (!ParseCommandLine(command, "(FILE | --store DB --schedule ID) [options]", args, options,
-                        positional, values, out, err, exit_code)) {
+                        positional, values, out, err, exit_code, example)) {
     return exit_code;
   }
   const int width = values["width"].as<int>();
@@ -87,7 +90,7 @@ int RunShowCommand(const Args& args, std::ostream& out, std::ostream& err) {
         store.ok() ? store->ListSchedules() : Expected<std::vector<ScheduleInfo>>(store.status());
     if (!listed.ok()) return ReportError(err, command, listed.status());
     for (const ScheduleInfo& info : *listed) {
-      if (info.id == values["schedule"].as<int64_t>()) cap = info.memory_limit;
+      if (info.id == values["schedule"].as<int64_t>()) cap = info.cap;
     }
   }
   const std::vector<double> caps(cap ? schedule.ranks : 0, cap.value_or(0));

@@ -191,15 +191,16 @@ void PrintTextSummary(const TuneOutcome& outcome, const po::variables_map& value
   if (values.count("out")) out << "wrote " << values["out"].as<std::string>() << "\n";
 }
 
-// `python -m zbkit.torch_orders` output: DIR/index.json (zb-torch-orders/1) naming one CSV per
-// torch schedule class, or why the installed torch refused the class for these ranks and
+// `python -m zbkit_harness.torch_orders` output: DIR/index.json (zb-torch-orders/1) naming one CSV
+// per torch schedule class, or why the installed torch refused the class for these ranks and
 // microbatches. Each becomes a "torch:<Class>" row.
 Expected<std::vector<std::pair<std::string, Expected<Schedule>>>> ReadTorchOrders(
     const std::string& dir, const CostProfile& costs, int microbatches) {
   const std::filesystem::path index = std::filesystem::path(dir) / "index.json";
   std::ifstream in(index);
   if (!in)
-    return NotFound(index.string() + ": no index (write it with python -m zbkit.torch_orders)");
+    return NotFound(index.string() +
+                    ": no index (write it with python -m zbkit_harness.torch_orders)");
   const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (!doc.is_object() || doc.value("format", "") != "zb-torch-orders/1" ||
       !doc.contains("schedules") || !doc["schedules"].is_array()) {
@@ -260,7 +261,8 @@ void AddTuneOptions(po::options_description& options) {
       "stage per rank), loop:V (V per rank, interleaved), v (V placement) or any; other "
       "layouts are shown, never chosen, with what they would gain");
   add("torch-orders", po::value<std::string>(),
-      "a directory written by python -m zbkit.torch_orders: torch's built-in schedules as rows "
+      "a directory written by python -m zbkit_harness.torch_orders: torch's built-in schedules as "
+      "rows "
       "beside the candidates (simulated under the same costs and cap, never chosen)");
   add("runtime", po::value<std::string>()->default_value("torch"),
       "the runtime that replays the schedule: torch (the shim, zb export --format torch-csv: "
@@ -392,6 +394,10 @@ Expected<tuner::TuneRequest> ReadTuneRequest(const po::variables_map& values, st
         values.count("job") ? values["job"].as<std::string>()
                             : std::filesystem::path(request.costs_name).stem().string()};
   }
+  if (values.count("exact")) {
+    request.exact = tuner::ExactOptions{};
+    request.exact->time_limit_s = values["exact-time-limit"].as<double>();
+  }
   return request;
 }
 
@@ -501,6 +507,46 @@ int RunFrontier(const tuner::TuneRequest& request, const po::variables_map& valu
 
 }  // namespace
 
+// Why nothing was chosen, in one line: a cap below what any order needs; or the job's layout,
+// when a family of another layout fits the cap (memory is then not the cause: say which family,
+// what it needs and how to get it); else the cap, pointing at the table's peak/1F1B column.
+Status NothingFits(const tuner::TuneOutcome& outcome, const tuner::TuneRequest& request,
+                   const std::string& limit) {
+  const std::string below = tuner::CapBelowOneMicrobatch(
+      request.costs, outcome.rows.empty() ? std::vector<double>{} : outcome.rows[0].caps,
+      tuner::MostChunks(request.options));
+  if (!below.empty()) return Infeasible("no schedule fits --mem-limit " + limit + ": " + below);
+  if (!request.options.layout) {
+    return Infeasible("no schedule fits --mem-limit " + limit +
+                      "; the peak/1F1B column shows what each family needs");
+  }
+  const std::string layout = JobLayoutName(*request.options.layout);
+  for (const tuner::ComparisonRow& row : outcome.rows) {
+    if (!row.status.ok() || !row.fits || !row.other_layout || row.reference) continue;
+    const JobLayout other{row.placement.value_or(Placement::kLoop), row.chunks};
+    const double needs = row.peak_over_1f1b.empty() ? 0
+                                                    : *std::max_element(row.peak_over_1f1b.begin(),
+                                                                        row.peak_over_1f1b.end());
+    return Infeasible("no schedule of layout " + layout +
+                      (request.layout_from_profile ? " (the profile's)" : "") +
+                      " fits --mem-limit " + limit + "; " + row.family + " fits it (needs " +
+                      FormatFixed(needs, 2) + "x) in layout " + JobLayoutName(other) +
+                      ": tune with --layout " + JobLayoutName(other) +
+                      " (or any) and run the job with " + JobLayoutDescription(other));
+  }
+  return Infeasible(
+      "no schedule fits --mem-limit " + limit + " in layout " + layout +
+      (request.layout_from_profile ? " (the profile's: --layout any lifts it);" : ";") +
+      " the peak/1F1B column shows what each family needs");
+}
+
+constexpr char kTuneExamples[] =
+    "examples:\n"
+    "  zb tune --costs costs.json -m 8 --mem-limit 2x --store zb.db --out tuned.json\n"
+    "      every family under twice 1F1B's activation memory; the fastest that fits is kept\n"
+    "  zb tune --costs costs.json -m 8 --mem-limit 1x --family search --layout any\n"
+    "      the search, at 1F1B's memory, in any layout (not only the profile's)\n";
+
 int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const std::string command = "tune";
   po::options_description options("options");
@@ -510,7 +556,7 @@ int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
   if (!ParseCommandLine(command,
                         "--costs FILE --microbatches M (--mem-limit L | --frontier FROM:TO:STEP) "
                         "[options]",
-                        args, options, {}, values, out, err, exit_code)) {
+                        args, options, {}, values, out, err, exit_code, kTuneExamples)) {
     return exit_code;
   }
   std::string note;
@@ -550,49 +596,18 @@ int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
   report["layout_from_profile"] = request->layout_from_profile;
   if (outcome->best < 0) {
     if (json) out << report.dump(2) << "\n";
-    // Where the cap is below what any order needs, say that rather than point at the table.
-    const std::string below = tuner::CapBelowOneMicrobatch(
-        request->costs, outcome->rows.empty() ? std::vector<double>{} : outcome->rows[0].caps,
-        tuner::MostChunks(request->options));
-    if (!below.empty()) {
-      return ReportError(err, command,
-                         Infeasible("no schedule fits --mem-limit " +
-                                    values["mem-limit"].as<std::string>() + ": " + below));
-    }
-    return ReportError(
-        err, command,
-        Infeasible(
-            "no schedule fits --mem-limit " + values["mem-limit"].as<std::string>() +
-            (request->options.layout
-                 ? " in layout " + JobLayoutName(*request->options.layout) +
-                       (request->layout_from_profile ? " (the profile's: --layout any lifts it);"
-                                                     : ";")
-                 : std::string(";")) +
-            " the peak/1F1B column shows what each family needs"));
+    return ReportError(err, command,
+                       NothingFits(*outcome, *request, values["mem-limit"].as<std::string>()));
   }
-  std::optional<tuner::ExactResult> exact;
-  if (values.count("exact")) {
-    // Certifies the chosen order's op set (or finds a better order of it), before it is kept.
-    tuner::ExactOptions exact_options;
-    exact_options.objective = outcome->objective;
-    exact_options.time_limit_s = values["exact-time-limit"].as<double>();
-    auto solved =
-        tuner::SolveExact(*outcome->chosen, outcome->rows[outcome->best].caps, exact_options);
-    if (!solved.ok()) return ReportError(err, command, solved.status());
-    exact = std::move(solved).value();
-    if (exact->upper < tuner::ObjectiveFigure(*outcome->chosen->predicted, outcome->objective)) {
-      exact->best.family = outcome->chosen->family;
-      outcome->chosen = exact->best;
-    }
+  Status finished = tuner::CertifyAndStore(*request, *outcome);
+  if (!finished.ok()) return ReportError(err, command, finished);
+  const std::optional<tuner::ExactResult>& exact = outcome->exact;
+  if (exact) {
     report["exact"] = {{"optimal", exact->optimal},
                        {"lower", NsToMs(exact->lower)},
                        {"upper", NsToMs(exact->upper)},
                        {"seconds", exact->seconds},
                        {"probes", exact->probes}};
-  }
-  if (request->store) {
-    Status stored = tuner::StoreTuneOutcome(*request, *request->store, *outcome);
-    if (!stored.ok()) return ReportError(err, command, stored);
   }
   if (values.count("out")) {
     Status written =

@@ -190,7 +190,7 @@ class Model {
           }
         }
         // Within the cap in any order, by more than the tolerance: no constraint needed.
-        if (worst + kCapTolerance * scale <= caps[r]) continue;
+        if (FitsCap(worst, caps[r], scale)) continue;  // no order of the set can exceed it
         base_.push_back(z3::sum(terms) <= ExactReal(ctx_, caps[r]));
       }
     }

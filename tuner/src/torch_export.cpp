@@ -4,16 +4,12 @@
 #include <sstream>
 #include <vector>
 
+#include "zbkit/schemas/op_text.h"
 #include "zbkit/schemas/validate.h"
 #include "zbkit/tuner/simulator.h"
 
 namespace zb::tuner {
 namespace {
-
-std::string OpText(OpKind kind, int stage, int microbatch) {
-  return std::to_string(stage) + TorchToken(kind, TorchDialect::kModern) +
-         std::to_string(microbatch);
-}
 
 // Every W must follow its B on the rank. PyTorch's loader checks this too, but only when the
 // file is loaded on the job's ranks; and zbkit's simulator would report it as a deadlock, which
@@ -29,9 +25,9 @@ Status CheckWeightAfterInput(const Schedule& schedule) {
       if (op.kind == OpKind::kB) input_done[slot] = 1;
       if (op.kind == OpKind::kW && !input_done[slot]) {
         return Infeasible("ranks[" + std::to_string(rank) + "].ops[" + std::to_string(i) +
-                          "]: " + OpText(OpKind::kW, program.stages[op.chunk], op.microbatch) +
+                          "]: " + FormatOp(OpKind::kW, program.stages[op.chunk], op.microbatch) +
                           " runs before its input gradient " +
-                          OpText(OpKind::kB, program.stages[op.chunk], op.microbatch) +
+                          FormatOp(OpKind::kB, program.stages[op.chunk], op.microbatch) +
                           "; PyTorch cannot run a weight gradient first");
       }
     }
@@ -140,7 +136,7 @@ Expected<std::vector<std::vector<Action>>> LowerWithComms(const Schedule& schedu
         if (next[rank] == program.ops.size()) continue;
         const Op& op = program.ops[next[rank]];
         stuck += (stuck.empty() ? "" : ", ") + std::string("rank ") + std::to_string(rank) +
-                 " at " + OpText(op.kind, program.stages[op.chunk], op.microbatch);
+                 " at " + FormatOp(op.kind, program.stages[op.chunk], op.microbatch);
       }
       return Infeasible("the order deadlocks: no rank can run its next op (" + stuck + ")");
     }

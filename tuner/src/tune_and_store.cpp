@@ -6,6 +6,7 @@
 
 #include "zbkit/schemas/store.h"
 #include "zbkit/tuner/families.h"
+#include "zbkit/tuner/objective.h"
 
 namespace zb::tuner {
 namespace {
@@ -78,9 +79,26 @@ Status StoreTuneOutcome(const TuneRequest& request, const StoreTarget& target,
   return Status::Ok();
 }
 
+Status CertifyAndStore(const TuneRequest& request, TuneOutcome& outcome) {
+  if (!outcome.chosen) return Status::Ok();
+  if (request.exact) {
+    ExactOptions options = *request.exact;
+    options.objective = outcome.objective;
+    ZB_ASSIGN_OR_RETURN(ExactResult exact,
+                        SolveExact(*outcome.chosen, outcome.rows[outcome.best].caps, options));
+    if (exact.upper < ObjectiveFigure(*outcome.chosen->predicted, outcome.objective)) {
+      exact.best.family = outcome.chosen->family;
+      outcome.chosen = exact.best;
+    }
+    outcome.exact = std::move(exact);
+  }
+  if (request.store) ZB_RETURN_IF_ERROR(StoreTuneOutcome(request, *request.store, outcome));
+  return Status::Ok();
+}
+
 Expected<TuneOutcome> TuneAndStore(const TuneRequest& request) {
   ZB_ASSIGN_OR_RETURN(TuneOutcome outcome, TuneAndCompare(request));
-  if (request.store) ZB_RETURN_IF_ERROR(StoreTuneOutcome(request, *request.store, outcome));
+  ZB_RETURN_IF_ERROR(CertifyAndStore(request, outcome));
   return outcome;
 }
 

@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "zbkit/tuner/memory_limit.h"  // FitsCap
+
 namespace zb::tuner {
 namespace {
 
@@ -334,7 +336,7 @@ Expected<EagerResult> EagerTimes(const SlotTable& table,
       ready = std::max(ready, end_of(r, prev_type, prev_mb));
     }
     if (missing) {
-      return InternalError("v-greedy: slot grid runs an op before its dependency (rank " +
+      return InternalError("v-half/v-min: slot grid runs an op before its dependency (rank " +
                            std::to_string(r) + ", slot " + std::to_string(op.slot) + ")");
     }
     result.end[r][t][mb] = ready + cost[r][t];
@@ -404,7 +406,7 @@ Expected<SlotTable> Reorder(SlotTable table, bool consider_w, int microbatches) 
     }
     if (mb > 0) after = std::max(after, table[r][t][mb - 1]);
     if (after + 1 > op.slot) {
-      return InternalError("v-greedy: slot grid has an op before its dependency (rank " +
+      return InternalError("v-half/v-min: slot grid has an op before its dependency (rank " +
                            std::to_string(r) + ", slot " + std::to_string(op.slot) + ")");
     }
     int& slot = table[r][t][mb];
@@ -428,7 +430,7 @@ Expected<SlotTable> Reorder(SlotTable table, bool consider_w, int microbatches) 
       for (int candidate = after + 1; candidate < op.slot; ++candidate) {
         if (!free_slots[r].IsFree(candidate)) continue;
         slot = candidate;
-        if (PeakActivations(table[r], scratch) <= cap) {
+        if (FitsCap(PeakActivations(table[r], scratch), cap)) {
           moved = true;
           break;
         }

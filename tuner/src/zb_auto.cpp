@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "zbkit/tuner/memory_limit.h"  // FitsCap
+
 namespace zb::tuner {
 namespace {
 
@@ -112,7 +114,7 @@ void ZbGreedy::FillGap(int stage, TimeNs ready) {
 }
 
 bool ZbGreedy::FreeMemoryFor(int stage, double delta) {
-  while (memory_[stage] + delta > caps_[stage]) {
+  while (!FitsCap(memory_[stage] + delta, caps_[stage])) {
     if (count_[kW][stage] >= count_[kB][stage]) return false;
     Put(stage, kW);
   }
@@ -133,7 +135,8 @@ void ZbGreedy::Warmup() {
     }
     double memory = memory_[stage];
     TimeNs clock = clock_[stage];
-    while (count_[kF][stage] + extra[stage] < m_ && memory + Delta(stage, kF) <= caps_[stage]) {
+    while (count_[kF][stage] + extra[stage] < m_ &&
+           FitsCap(memory + Delta(stage, kF), caps_[stage])) {
       const bool stop = knobs_.allow_bubble_before_first_b
                             ? clock + Duration(stage, kF) > b_arrival + comm_
                             : clock >= b_arrival + comm_;
@@ -177,7 +180,8 @@ bool ZbGreedy::WantsForward(int stage) const {
   if (clock_[stage] >= next_b_arrival) return false;
   TimeNs w_cost = 0;
   double memory_with_w = memory_[stage] + Delta(stage, kF);
-  for (int k = 0; memory_with_w > caps_[stage] && count_[kW][stage] + k < count_[kB][stage]; ++k) {
+  for (int k = 0;
+       !FitsCap(memory_with_w, caps_[stage]) && count_[kW][stage] + k < count_[kB][stage]; ++k) {
     w_cost += Duration(stage, kW);
     memory_with_w += Delta(stage, kW);
   }

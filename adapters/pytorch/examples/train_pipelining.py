@@ -117,7 +117,7 @@ def main(argv=None) -> int:
         torch.save({"rank": rank, "losses": losses, "params": params}, f"{args.dump}.rank{rank}.pt")
     measured = times[args.warmup :] or times
     summary = {
-        "format": "zb-job-summary/1",  # docs/formats.md §3.1, read by zbkit.jobs.read_summary
+        "format": "zb-job-summary/1",  # docs/formats.md §3.1, read by zbkit_harness.torchrun_jobs.read_summary
         "rank": rank,
         "schedule": args.schedule,
         "class": type(schedule).__name__,

@@ -58,7 +58,7 @@ from gpt_model import (  # noqa: E402
     synthetic_batch,
 )
 
-from zbkit import runtime  # noqa: E402
+from zbkit import libzbrt  # noqa: E402
 from zbkit.executor import PipelineExecutor  # noqa: E402
 from zbkit.post_validation import (  # noqa: E402
     ROLLBACKS,
@@ -138,10 +138,10 @@ def make_stepper(args, optimizer, rank: int, ranks: int):
 
 
 def load_schedule(args):
-    """The schedule through zbkit.runtime (libzbrt), so that a Recorder can record it."""
+    """The schedule through zbkit.libzbrt (libzbrt), so that a Recorder can record it."""
     if args.schedule_file:
-        return runtime.load_schedule(args.schedule_file)
-    return runtime.load_schedule_from_store(args.store, args.schedule_id)
+        return libzbrt.load_schedule(args.schedule_file)
+    return libzbrt.load_schedule_from_store(args.store, args.schedule_id)
 
 
 def check_fits(args, schedule, ranks: int) -> None:
@@ -159,7 +159,7 @@ def check_fits(args, schedule, ranks: int) -> None:
 
 class ActivationPeak:
     """A recorder for PipelineExecutor: keeps the peak of its `memory(bytes)` samples and passes
-    every call on to an optional zbkit.runtime.Recorder.
+    every call on to an optional zbkit.libzbrt.Recorder.
 
     The executor calls memory() after each op with the bytes its B/W splits hold for this rank's
     stages: the storages autograd saved in each pending F (parameters excluded, each storage once;
@@ -275,7 +275,7 @@ def open_recorder(args, schedule, rank: int):
     if not args.record_dir:
         return None
     os.makedirs(args.record_dir, exist_ok=True)
-    return runtime.Recorder(schedule, rank, os.path.join(args.record_dir, f"rank{rank}.zbshard"))
+    return libzbrt.Recorder(schedule, rank, os.path.join(args.record_dir, f"rank{rank}.zbshard"))
 
 
 def merge(args, rank: int):
@@ -284,7 +284,7 @@ def merge(args, rank: int):
     if rank != 0 or not args.store:
         return None
     command = shlex.join([os.path.basename(sys.executable), *sys.argv])
-    return runtime.record_run(args.store, args.schedule_id, args.record_dir, command)
+    return libzbrt.record_run(args.store, args.schedule_id, args.record_dir, command)
 
 
 def main(argv=None) -> int:
@@ -308,7 +308,7 @@ def main(argv=None) -> int:
 
     measured = times[args.warmup :] or times
     summary = {
-        "format": "zb-job-summary/1",  # docs/formats.md §3.1, read by zbkit.jobs.read_summary
+        "format": "zb-job-summary/1",  # docs/formats.md §3.1, read by zbkit_harness.torchrun_jobs.read_summary
         "rank": rank,
         "schedule": schedule.family,
         "class": PipelineExecutor.__name__,

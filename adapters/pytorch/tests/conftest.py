@@ -2,7 +2,7 @@
 """Test set-up: the package on sys.path, and schedules made by the real `zb` binary.
 
 The JSON -> Schedule conversion below exists only for the tests; the product path from a store or
-a zb-schedule/1 file to `zbkit.schedule.Schedule` is `zbkit.runtime` (over libzbrt).
+a zb-schedule/1 file to `zbkit.schedule.Schedule` is `zbkit.libzbrt` (over libzbrt).
 """
 
 from __future__ import annotations
@@ -22,12 +22,19 @@ REPO_ROOT = PACKAGE_ROOT.parents[1]
 if str(PACKAGE_ROOT) not in sys.path:
     sys.path.insert(0, str(PACKAGE_ROOT))
 
+from zbkit import locate  # noqa: E402
 from zbkit.schedule import Op, Schedule  # noqa: E402
+
+# The package finds zb and libzbrt only through zbkit.locate (the environment, else PATH); the
+# tests know the checkout, so they default the environment to its build (scripts/run-tests.sh
+# sets both).
+os.environ.setdefault(locate.ZB_ENV, str(REPO_ROOT / "build" / "cli" / "zb"))
+os.environ.setdefault(locate.ZBRT_ENV, str(REPO_ROOT / "build" / "runtime" / "libzbrt.so"))
 
 
 def zb_binary() -> Path:
-    """The `zb` command: $ZBKIT_ZB_BINARY, else the repository's build/cli/zb."""
-    return Path(os.environ.get("ZBKIT_ZB_BINARY", REPO_ROOT / "build" / "cli" / "zb"))
+    """The `zb` command: $ZBKIT_ZB_BINARY (defaulted above to the checkout's build/cli/zb)."""
+    return Path(locate.zb_binary())
 
 
 def schedule_from_json(doc: Dict[str, Any]) -> Schedule:

@@ -205,7 +205,7 @@ def _torch_step(runtime: Any, schedule: Any, rank: int) -> List[float]:
 
 def run_equivalence(job: Dict[str, Any], rank: int, result: Dict[str, Any]) -> None:
     """Every case of job["cases"] (name -> {"schedule", "json"}) replayed through zbkit's executor
-    and through PyTorch's runtime as the shim loads it (zbkit.shim._prepare: its checks, then
+    and through PyTorch's runtime as the shim loads it (zbkit.shim._replay.prepare: its checks, then
     torch's _load_csv); a shim refusal is recorded, not raised (every rank refuses alike, from the
     same file)."""
     from zbkit import shim
@@ -221,7 +221,7 @@ def run_equivalence(job: Dict[str, Any], rank: int, result: Dict[str, Any]) -> N
         }
         obj, modules = _torch_runtime(schedule, rank)
         try:
-            runtime = shim._prepare(obj, case["json"])
+            runtime = shim._replay.prepare(obj, case["json"])
         except shim.Refusal as refusal:
             entry["shim"] = {"refused": str(refusal)}
         else:

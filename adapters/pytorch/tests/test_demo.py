@@ -55,8 +55,10 @@ def test_the_report_lists_every_schedule_and_ends_with_the_json_line(demo):
     # Every target is judged in the text report, met or not, with its figure.
     targets = [line for line in lines if line.startswith("targets: ")]
     assert len(targets) == 2, lines
-    assert targets[0].count("met") == 4, targets[0]
-    assert targets[1].startswith("targets: post-validation ") and targets[1].count("met") == 2
+    # Judged: met, NOT met, or undecided where the rounds fall on both sides of the target.
+    assert targets[0].count("met") + targets[0].count("undecided") == 4, targets[0]
+    assert targets[1].startswith("targets: post-validation ")
+    assert targets[1].count("met") + targets[1].count("undecided") == 2, targets[1]
     assert any(line.startswith("post-validation: ") for line in lines), lines
     assert summary["best_torch_schedule"] in TORCH_SCHEDULES
     for key in ("throughput_1f1b", "throughput_tuned", "throughput_best_torch"):

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""One error family (zbkit.errors) and one tag space (zbkit.p2p) for the whole package."""
+"""One error family (zbkit.errors) for both packages, and one tag space (zbkit._p2p)."""
 
 from __future__ import annotations
 
@@ -12,24 +12,31 @@ import pytest
 torch = pytest.importorskip("torch", reason="torch is not installed")
 
 import zbkit  # noqa: E402
-from zbkit import errors, p2p  # noqa: E402
+import zbkit_harness  # noqa: E402
+from zbkit import _p2p as p2p  # noqa: E402
+from zbkit import errors  # noqa: E402
+from zbkit._schedule_checks import validate_schedule  # noqa: E402
 from zbkit.schedule import Schedule  # noqa: E402
-from zbkit.validation import validate_schedule  # noqa: E402
 
 
 def test_every_error_the_package_defines_is_a_zbkit_error():
     seen = set()
-    for info in pkgutil.iter_modules(zbkit.__path__):
-        module = importlib.import_module(f"zbkit.{info.name}")
-        for _, value in inspect.getmembers(module, inspect.isclass):
-            if issubclass(value, BaseException) and value.__module__.startswith("zbkit"):
-                assert issubclass(value, errors.ZbkitError), f"{module.__name__}.{value.__name__}"
-                seen.add(value.__name__)
+    for package in (zbkit, zbkit_harness):
+        for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+            module = importlib.import_module(info.name)
+            for _, value in inspect.getmembers(module, inspect.isclass):
+                if issubclass(value, BaseException) and value.__module__.startswith("zbkit"):
+                    assert issubclass(value, errors.ZbkitError), (
+                        f"{module.__name__}.{value.__name__}"
+                    )
+                    seen.add(value.__name__)
     assert {
         "ZbkitPipelineError",
         "ZbkitPostValidationError",
         "ScheduleRefused",
         "ZbrtError",
+        "RehearsalError",
+        "JobError",
     } <= seen
     from zbkit import shim
 

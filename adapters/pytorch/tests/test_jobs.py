@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""zbkit.jobs: the one checked reader of zb-job-summary/1 (docs/formats.md §3.1), the merge of a
+"""zbkit_harness.torchrun_jobs: the one checked reader of zb-job-summary/1 (docs/formats.md §3.1), the merge of a
 job's ranks into one measurement, the median and the paired ratios the demo's report uses, and a
 failing job named with its log."""
 
@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 
 from zbkit.errors import ZbkitError
-from zbkit.jobs import JobError, Jobs, Measurement, median, paired_ratios, read_summary
+from zbkit_harness.torchrun_jobs import (
+    JobError,
+    Jobs,
+    Measurement,
+    median,
+    paired_ratios,
+    read_summary,
+)
 
 
 def write(path: Path, doc) -> Path:

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""`zb rehearse` and its emulated stages (zbkit.emulated, zbkit.rehearse).
+"""`zb rehearse` and its emulated stages (zbkit_harness.emulated_stages, zbkit_harness.rehearse).
 
 The emulated stages are checked under both B/W splits (torch's own and zbkit's BackwardSplit):
 each computation sleeps at least its duration, records itself once with its microbatch, passes
@@ -24,7 +24,8 @@ import torch
 from conftest import zb_binary
 
 from zbkit.bw_split import BackwardSplit
-from zbkit.emulated import (
+from zbkit.errors import ZbkitError
+from zbkit_harness.emulated_stages import (
     STAMP,
     STAMP_MARK,
     EmulatedStage,
@@ -35,8 +36,7 @@ from zbkit.emulated import (
     read_costs,
     split_stages,
 )
-from zbkit.errors import ZbkitError
-from zbkit.rehearse import expected_order, first_divergence, parse_schedules
+from zbkit_harness.rehearse import expected_order, first_divergence, parse_schedules
 
 COST = StageCost(f_ms=6.0, b_ms=8.0, w_ms=4.0, m_b=1000.0, m_w=400.0)
 TINY = {"format": "zb-costs/1", "name": "tiny", "comm": 0.2, "count": 2,
@@ -150,7 +150,7 @@ def test_async_device_runs_on_the_stream() -> None:
     issue, the stream's previous end and its input's ready time plus the hop (for an input from
     another rank), and the host waits only in synchronize; sends of this rank's messages carry
     the stream's end at the time of the send."""
-    from zbkit.emulated import _stamp_of, _stamped
+    from zbkit_harness.emulated_stages import _stamp_of, _stamped
 
     emulation = Emulation(device="async", rank=1, hop_ms=2.0)
     start = time.perf_counter_ns()
@@ -174,7 +174,7 @@ def test_async_device_runs_on_the_stream() -> None:
 def test_only_a_marked_stamp_is_a_stamp() -> None:
     """torch's shape inference runs a stage on uninitialised buffers: whatever they hold, no
     microbatch, ready time or producer is read from a tensor without the mark."""
-    from zbkit.emulated import _stamp_of
+    from zbkit_harness.emulated_stages import _stamp_of
 
     assert _stamp_of(_message(3)) == (3, 0, -1)
     for garbage in (torch.full((1, 8), 5.0, dtype=torch.float64),

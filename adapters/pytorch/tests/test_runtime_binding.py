@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""zbkit.runtime over the real libzbrt: loading schedules made by the real `zb tune` from a file
+"""zbkit.libzbrt over the real libzbrt: loading schedules made by the real `zb tune` from a file
 and from a store, errors with the library's messages, a recorded replay merged into the store and
 read back with sqlite3, and the Python-side mark cost. Skipped (with the reason) when libzbrt or
 `zb` is not built."""
@@ -23,8 +23,8 @@ if str(PACKAGE_ROOT) not in sys.path:
 
 from conftest import schedule_from_json  # noqa: E402
 
-from zbkit import _zbrt, runtime  # noqa: E402
-from zbkit.runtime import Recorder, ZbrtError  # noqa: E402
+from zbkit import _libzbrt_abi, libzbrt, locate  # noqa: E402
+from zbkit.libzbrt import Recorder, ZbrtError  # noqa: E402
 from zbkit.schedule import Op, Schedule  # noqa: E402
 
 PAPER_COSTS = REPO_ROOT / "tuner" / "data" / "paper" / "1.5B-p8-m24.json"
@@ -38,7 +38,7 @@ def _skip(reason: str) -> None:
 @pytest.fixture(scope="module")
 def lib():
     try:
-        return _zbrt.lib()
+        return _libzbrt_abi.lib()
     except ZbrtError as error:
         _skip(f"libzbrt is not built: {error}")
 
@@ -71,13 +71,13 @@ def _from_json(path: Path) -> Schedule:
 
 
 def test_abi_version(lib):
-    assert runtime.abi_version() == _zbrt.ABI_VERSION == 1
-    assert abs(runtime.now_ns() - time.time_ns()) < 1_000_000_000
+    assert libzbrt.abi_version() == _libzbrt_abi.ABI_VERSION == 1
+    assert abs(libzbrt.now_ns() - time.time_ns()) < 1_000_000_000
 
 
 def test_load_schedule_from_file_matches_the_json(tuned):
     _, _, _, files = tuned
-    schedule = runtime.load_schedule(files["zb-v"])
+    schedule = libzbrt.load_schedule(files["zb-v"])
     expected = _from_json(files["zb-v"])
     assert schedule.schedule_id is None
     assert schedule.predicted_makespan_ms == pytest.approx(expected.predicted_makespan_ms)
@@ -91,8 +91,8 @@ def test_load_schedule_from_file_matches_the_json(tuned):
 def test_load_schedule_from_store_matches_the_file(tuned):
     _, store, ids, files = tuned
     for family, schedule_id in ids.items():
-        schedule = runtime.load_schedule_from_store(store, schedule_id)
-        from_file = runtime.load_schedule(files[family])
+        schedule = libzbrt.load_schedule_from_store(store, schedule_id)
+        from_file = libzbrt.load_schedule(files[family])
         assert schedule.schedule_id == schedule_id
         assert schedule.ops == from_file.ops and schedule.stages == from_file.stages
         assert schedule.ranks == 8 and schedule.microbatches == 24
@@ -103,12 +103,12 @@ def test_load_schedule_from_store_matches_the_file(tuned):
 def test_errors_raise_with_the_library_message(tuned, tmp_path):
     folder, store, ids, _ = tuned
     with pytest.raises(ZbrtError, match=r"zbrt_schedule_open_file: .*missing\.json") as info:
-        runtime.load_schedule(tmp_path / "missing.json")
+        libzbrt.load_schedule(tmp_path / "missing.json")
     assert info.value.status == "ZBRT_ERROR_NOT_FOUND"
     with pytest.raises(ZbrtError, match="999") as info:
-        runtime.load_schedule_from_store(store, 999)
+        libzbrt.load_schedule_from_store(store, 999)
     assert info.value.status == "ZBRT_ERROR_NOT_FOUND"
-    schedule = runtime.load_schedule_from_store(store, ids["zb-h1"])
+    schedule = libzbrt.load_schedule_from_store(store, ids["zb-h1"])
     with pytest.raises(ZbrtError, match="rank 8 is out of range") as info:
         Recorder(schedule, 8, tmp_path / "rank8.zbshard")
     assert info.value.status == "ZBRT_ERROR_OUT_OF_RANGE"
@@ -122,25 +122,39 @@ def test_errors_raise_with_the_library_message(tuned, tmp_path):
     rec.close()  # idempotent
     with pytest.raises(ZbrtError, match="closed"):
         rec.begin(0)
-    with pytest.raises(ZbrtError, match="loaded by zbkit.runtime"):
+    with pytest.raises(ZbrtError, match="loaded by zbkit.libzbrt"):
         Recorder(_from_json(folder / "zb-h1.json"), 0, tmp_path / "x.zbshard")
     with pytest.raises(ZbrtError, match="no shard for rank 1 of 8"):
-        runtime.merge_run(store, ids["zb-h1"], [tmp_path / "rank0.zbshard"], "x")
+        libzbrt.merge_run(store, ids["zb-h1"], [tmp_path / "rank0.zbshard"], "x")
 
 
-def test_library_path_names_env_and_default(monkeypatch, tmp_path):
-    monkeypatch.setenv(_zbrt.LIBRARY_ENV, str(tmp_path / "nope.so"))
+def test_library_path_names_env(monkeypatch, tmp_path):
+    monkeypatch.setenv(locate.ZBRT_ENV, str(tmp_path / "nope.so"))
     with pytest.raises(ZbrtError) as info:
-        _zbrt._load()
+        _libzbrt_abi._load()
     message = str(info.value)
     assert str(tmp_path / "nope.so") in message
-    assert str(_zbrt.default_library_path()) in message
-    assert _zbrt.default_library_path() == REPO_ROOT / "build" / "runtime" / "libzbrt.so"
+    assert f"{locate.ZBRT_ENV}=" in message
+
+
+def test_library_found_beside_the_zb_on_path(monkeypatch):
+    """Without ZBKIT_ZBRT_LIBRARY, libzbrt is the one beside the zb on PATH (here the build
+    tree's <build>/cli/zb and <build>/runtime/libzbrt.so), not one found from the package's
+    folder."""
+    zb = Path(os.environ.get(locate.ZB_ENV, REPO_ROOT / "build" / "cli" / "zb"))
+    monkeypatch.delenv(locate.ZBRT_ENV, raising=False)
+    monkeypatch.delenv(locate.ZB_ENV, raising=False)
+    monkeypatch.setenv("PATH", str(zb.parent))
+    assert locate.zb_binary() == str(zb)
+    assert locate.zbrt_library() == zb.resolve().parent.parent / "runtime" / "libzbrt.so"
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert locate.zb_binary() == "zb"
+    assert locate.zbrt_library() == Path("libzbrt.so")
 
 
 def test_recorded_replay_merges_into_one_run(tuned, tmp_path):
     _, store, ids, _ = tuned
-    schedule = runtime.load_schedule_from_store(store, ids["zb-v"])
+    schedule = libzbrt.load_schedule_from_store(store, ids["zb-v"])
     shards = tmp_path / "shards"
     shards.mkdir()
     for rank in range(schedule.ranks):
@@ -154,7 +168,7 @@ def test_recorded_replay_merges_into_one_run(tuned, tmp_path):
                     held += {"F": 1000, "B": -600, "W": -400, "BW": -1000}[op.kind]
                     rec.memory(max(held, 0))
                 rec.iteration_end()
-    run_id = runtime.merge_run(store, ids["zb-v"], shards, "python replay.py")
+    run_id = libzbrt.merge_run(store, ids["zb-v"], shards, "python replay.py")
     with sqlite3.connect(store) as db:
         kind, schedule_id, command = db.execute(
             "SELECT kind, schedule_id, command FROM runs WHERE id = ?", (run_id,)
@@ -182,7 +196,7 @@ def test_recorded_replay_merges_into_one_run(tuned, tmp_path):
 def test_python_mark_cost(tuned, tmp_path):
     """begin + end through ctypes; prints the figure (the C side alone is bench/zbrt_bench)."""
     _, store, ids, _ = tuned
-    schedule = runtime.load_schedule_from_store(store, ids["zb-h1"])
+    schedule = libzbrt.load_schedule_from_store(store, ids["zb-h1"])
     ops = len(schedule.ops[0])
     with Recorder(schedule, 0, tmp_path / "rank0.zbshard") as rec:
         rounds = 200

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""torch's own schedules in the tuner's table: `python -m zbkit.torch_orders` takes the orders from
+"""torch's own schedules in the tuner's table: `python -m zbkit_harness.torch_orders` takes the orders from
 the installed torch, `zb tune --torch-orders` simulates them under the same costs and cap beside
 zbkit's candidates (never chosen). Where a zbkit family models a torch class (1f1b:
 Schedule1F1B, 1f1b-i: ScheduleInterleaved1F1B) both must give the same makespan; and torch's
@@ -15,7 +15,7 @@ import sys
 import pytest
 from conftest import PACKAGE_ROOT, zb_binary
 
-from zbkit import torch_orders
+from zbkit_harness import torch_orders
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
 
@@ -28,7 +28,7 @@ COSTS = {"format": "zb-costs/1", "comm": 0.05,
 def orders(tmp_path, ranks, microbatches):
     out = tmp_path / f"orders-p{ranks}-m{microbatches}"
     done = subprocess.run(
-        [sys.executable, "-m", "zbkit.torch_orders", "--ranks", str(ranks),
+        [sys.executable, "-m", "zbkit_harness.torch_orders", "--ranks", str(ranks),
          "--microbatches", str(microbatches), "--out", str(out)],
         capture_output=True, text=True, timeout=120,
         env={**os.environ, "PYTHONPATH": str(PACKAGE_ROOT)},  # the package, from any directory

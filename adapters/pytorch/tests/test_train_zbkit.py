@@ -22,8 +22,8 @@ torch = pytest.importorskip("torch")
 from conftest import zb_binary  # noqa: E402
 from test_shim import free_port, tune_uniform  # noqa: E402
 
-from zbkit import _zbrt, runtime  # noqa: E402
-from zbkit.runtime import ZbrtError  # noqa: E402
+from zbkit import _libzbrt_abi, libzbrt  # noqa: E402
+from zbkit.libzbrt import ZbrtError  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent / "examples"
@@ -54,7 +54,7 @@ def zb() -> Path:
     if not path.is_file():
         _skip(f"zb binary not built at {path} (set ZBKIT_ZB_BINARY or build the repository)")
     try:
-        _zbrt.lib()
+        _libzbrt_abi.lib()
     except ZbrtError as error:
         _skip(f"libzbrt is not built: {error}")
     return path
@@ -145,7 +145,7 @@ def test_recorded_run_is_merged_into_the_store(zb, tmp_path):
     run_id = summaries[0]["run_id"]
     assert "run_id" not in summaries[1]  # only rank 0 merges
 
-    schedule = runtime.load_schedule_from_store(store, schedule_id)
+    schedule = libzbrt.load_schedule_from_store(store, schedule_id)
     with sqlite3.connect(store) as db:
         kind, linked, command = db.execute(
             "SELECT kind, schedule_id, command FROM runs WHERE id = ?", (run_id,)
@@ -197,12 +197,12 @@ def test_a_store_that_cannot_take_the_run_never_fails_the_training(zb, tmp_path)
     assert "database is locked" in warnings[0] and str(shards) in warnings[0], warnings[0]
     summaries = read_summaries(done, pattern)
     assert all("run_id" not in summary for summary in summaries)
-    run_id = runtime.merge_run(store, schedule_id, shards, "merged later")
+    run_id = libzbrt.merge_run(store, schedule_id, shards, "merged later")
     with sqlite3.connect(store) as db:
         (ops,) = db.execute(
             "SELECT num_ops FROM timelines WHERE run_id = ? AND kind = 'measured'", (run_id,)
         ).fetchone()
-    schedule = runtime.load_schedule_from_store(store, schedule_id)
+    schedule = libzbrt.load_schedule_from_store(store, schedule_id)
     assert ops == sum(len(rank_ops) for rank_ops in schedule.ops) * ITERS
 
 

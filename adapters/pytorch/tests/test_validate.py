@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch", reason="torch is not installed")
 
 import pipeline_worker as pw  # noqa: E402
 
+from zbkit.errors import ScheduleError  # noqa: E402
 from zbkit.executor import PipelineExecutor, ZbkitPipelineError, validate_schedule  # noqa: E402
 from zbkit.schedule import Op, Schedule  # noqa: E402
 
@@ -69,7 +70,7 @@ def test_a_good_hand_schedule_passes() -> None:
                 [("F", 0, 0), ("BW", 0, 0), ("F", 0, 1), ("BW", 0, 1)],
                 [("F", 1, 0), ("F", 1, 1), ("BW", 1, 0), ("BW", 1, 1)],
             ],
-            "rank 0 op 1 (BW stage 0 mb 0) waits for B of stage 1 mb 0, which cannot run",
+            "rank 0 op 1 (BW stage 0 mb 0) waits for B stage 1 mb 0, which cannot run",
         ),
     ],
     ids=["w-before-b", "duplicate", "b-after-bw", "bw-before-f", "missing", "foreign", "deadlock"],
@@ -105,3 +106,15 @@ def test_one_rank_schedule_runs_without_a_process_group() -> None:
         assert torch.allclose(p.grad, ref[f"0.{name}"], rtol=1e-5, atol=1e-12), name
     st = ex.memory_stats[0][0]
     assert 0 < st.retained_bytes < st.saved_bytes
+
+
+def test_op_text_and_parse_are_exact_inverses():
+    assert str(Op("B", 3, 5)) == "B stage 3 mb 5"
+    for kind in ("F", "B", "W", "BW"):
+        for stage, mb in ((0, 0), (7, 10), (1000, 123456)):
+            op = Op(kind, stage, mb)
+            assert Op.parse(str(op)) == op
+    for text in ("", "B stage 3", "B  stage 3 mb 5", "B stage 03 mb 5", "COMM stage 0 mb 0",
+                 "B stage 3 mb 5 ", "b stage 3 mb 5", "3I5", "zb:B:s3:mb5"):  # fmt: skip
+        with pytest.raises(ScheduleError, match="is not an op"):
+            Op.parse(text)

@@ -61,3 +61,15 @@ def test_the_jobs_exit_code_is_kept_and_nothing_recorded_is_one_warning(tmp_path
     assert done.returncode == alone.returncode
     warnings = [line for line in done.stderr.splitlines() if line.startswith("zb profile: warning")]
     assert len(warnings) == 1 and "nothing was recorded" in warnings[0], done.stderr[-2000:]
+
+
+def test_a_job_shorter_than_the_window_says_so_once(tmp_path):
+    # skip 1 + 2 profiled steps asked for, the job runs 2: one profiled, said in one warning.
+    args = MODEL + ["--batch", "8", "--microbatches", "4", "--iters", "2", "--warmup", "0",
+                    "--schedule", "1F1B"]  # fmt: skip
+    done = profile(tmp_path, *args)
+    assert done.returncode == 0, done.stderr[-3000:]
+    short = [line for line in done.stderr.splitlines() if "zbkit: warning: the job ran" in line]
+    assert len(short) == 1, done.stderr[-3000:]
+    assert "ran 2 steps" in short[0] and "1 profiled" in short[0], short[0]
+    assert json.loads(done.stdout)["iterations"]["used"] == 1

@@ -1,9 +1,34 @@
 # SPDX-License-Identifier: Apache-2.0
-"""zbkit for Python trainers: schedule values, the pipeline executor and the B/W split.
+"""zbkit for Python trainers: what a training script imports to run zbkit's schedules.
 
-Submodules are imported on use so that `zbkit.schedule` (and the runtime binding) work without
-torch: ``from zbkit.executor import PipelineExecutor``, ``from zbkit.bw_split import
-BackwardSplit``.
+Public modules (`__all__`); everything else (names starting with `_`) is internal:
+
+- `schedule`: the plain `Schedule` and `Op` values (no torch needed), and op text
+  (`str(op)`, `Op.parse`);
+- `executor`: `PipelineExecutor`, one rank's op list on `nn.Module` stages;
+- `bw_split`: `BackwardSplit`, a stage's backward split into B (input gradient) and W (weights);
+- `post_validation`: the optimizer step checked during the next iteration's warm-up;
+- `libzbrt`: the binding of libzbrt (open a schedule, record a replay, store it);
+- `shim`: zbkit's orders inside unmodified torch.distributed.pipelining scripts (`zb replay`);
+- `torch_rules`: what PyTorch's runtime needs of an order (docs/formats.md §4.1);
+- `locate`: where `zb`, libzbrt and the examples are;
+- `errors`: `ZbkitError`, the base of every error zbkit raises.
+
+Submodules are imported on use, so that `zbkit.schedule` and `zbkit.libzbrt` work without torch:
+``from zbkit.executor import PipelineExecutor``. The experiment harness (`zb demo`,
+`zb rehearse`) is the separate package `zbkit_harness`, which trainers never need.
 """
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "bw_split",
+    "errors",
+    "executor",
+    "libzbrt",
+    "locate",
+    "post_validation",
+    "schedule",
+    "shim",
+    "torch_rules",
+]

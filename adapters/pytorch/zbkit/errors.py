@@ -10,7 +10,6 @@ from typing import Optional
 
 __all__ = [
     "BackwardSplitError",
-    "RehearsalError",
     "ScheduleError",
     "ScheduleRefused",
     "ZbkitError",
@@ -18,6 +17,22 @@ __all__ = [
     "ZbkitPostValidationError",
     "ZbrtError",
 ]
+
+
+# zbrt_status (runtime/include/zbrt.h): the names a ZbrtError reports. Here rather than with the
+# ctypes declarations (zbkit._libzbrt_abi, which imports this module) so that the errors import
+# nothing of the package.
+STATUS_NAMES = {
+    0: "ZBRT_OK",
+    1: "ZBRT_ERROR_INVALID_ARGUMENT",
+    2: "ZBRT_ERROR_OUT_OF_RANGE",
+    3: "ZBRT_ERROR_STATE",
+    4: "ZBRT_ERROR_NOT_FOUND",
+    5: "ZBRT_ERROR_INVALID_INPUT",
+    6: "ZBRT_ERROR_IO",
+    7: "ZBRT_ERROR_STORE",
+    8: "ZBRT_ERROR_INTERNAL",
+}
 
 
 class ZbkitError(RuntimeError):
@@ -49,10 +64,6 @@ class ScheduleRefused(ZbkitError):
     runtime would run wrong (docs/formats.md §4.1)."""
 
 
-class RehearsalError(ZbkitError):
-    """`zb rehearse`: an input it cannot use, or a row it cannot run (docs/rehearse.md)."""
-
-
 class ZbrtError(ZbkitError):
     """A libzbrt call failed (or the library could not be loaded). `code` is the zbrt_status
     (None for loading problems), `status` its name."""
@@ -63,6 +74,4 @@ class ZbrtError(ZbkitError):
 
     @property
     def status(self) -> Optional[str]:
-        from ._zbrt import STATUS_NAMES  # noqa: PLC0415 - the table lives with the ABI
-
         return STATUS_NAMES.get(self.code, "ZBRT_ERROR_UNKNOWN") if self.code is not None else None

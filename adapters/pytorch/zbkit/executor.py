@@ -8,10 +8,10 @@ B and W are a real split (`zbkit.bw_split`). After `step` every parameter's ``.g
 gradient of one unpipelined step on the whole batch, ready for an ordinary optimizer step.
 
 Communication is point-to-point through ``torch.distributed`` (gloo on CPU, NCCL on GPU) by
-`zbkit.p2p.StageWire`: sends posted right after the op that produces them, receives waited for
+`zbkit._p2p.StageWire`: sends posted right after the op that produces them, receives waited for
 just before the consuming op, bounded. A dead, slow or mismatched peer raises
 `ZbkitPipelineError` naming this rank, the op and the peer. Adjacent stages on the same rank (V
-placement) hand over locally. The schedule is checked first by `zbkit.validation`.
+placement) hand over locally. The schedule is checked first by `zbkit._schedule_checks`.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from . import p2p
+from . import _p2p as p2p
+from ._p2p import ACT, GRAD, one_line
+from ._schedule_checks import validate_schedule
 from .bw_split import BackwardSplit, SplitStats
 from .errors import ZbkitPipelineError
-from .p2p import ACT, GRAD, one_line
 from .schedule import Op, Schedule
-from .validation import op_text, validate_schedule
 
 __all__ = [
     "PipelineExecutor",
@@ -195,7 +195,7 @@ class PipelineExecutor:
         self.memory_stats: Dict[int, Dict[int, SplitStats]] = {}
 
     def _where(self, op_i: int, op: Op) -> str:
-        return f"zbkit executor rank {self.rank} op {op_i} ({op_text(op)})"
+        return f"zbkit executor rank {self.rank} op {op_i} ({op})"
 
     # ---- ops -------------------------------------------------------------------------------
 
@@ -237,14 +237,14 @@ class PipelineExecutor:
                 loss = self.loss_fn(out, target)
                 if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
                     raise _fail(
-                        f"zbkit executor rank {self.rank} op {op_i} ({op_text(op)}): loss_fn "
+                        f"zbkit executor rank {self.rank} op {op_i} ({op}): loss_fn "
                         f"must return a scalar tensor"
                     )
                 self._losses[mb] = loss.detach().reshape(())
                 out = loss * self.loss_scale
         if not isinstance(out, torch.Tensor):
             raise _fail(
-                f"zbkit executor rank {self.rank} op {op_i} ({op_text(op)}): stage {s} returned "
+                f"zbkit executor rank {self.rank} op {op_i} ({op}): stage {s} returned "
                 f"{type(out).__name__}; stages must return one tensor"
             )
         inputs = (x,) if isinstance(x, torch.Tensor) and x.requires_grad else ()
@@ -276,7 +276,7 @@ class PipelineExecutor:
             dx = grads[0]
             if dx is None:
                 raise _fail(
-                    f"zbkit executor rank {self.rank} op {op_i} ({op_text(op)}): stage {s} "
+                    f"zbkit executor rank {self.rank} op {op_i} ({op}): stage {s} "
                     f"output does not depend on its input, no gradient to hand upstream"
                 )
             self._wire.send(self._where(op_i, op), op, GRAD, dx, s - 1)
@@ -371,9 +371,7 @@ class PipelineExecutor:
             except ZbkitPipelineError:
                 raise
             except Exception as e:  # noqa: BLE001 - name the op for any failure inside it
-                raise _fail(
-                    f"zbkit executor rank {self.rank} op {i} ({op_text(op)}): {one_line(e)}"
-                ) from e
+                raise _fail(f"zbkit executor rank {self.rank} op {i} ({op}): {one_line(e)}") from e
             if rec is not None:
                 rec.end(i)
                 if report_memory is not None:

@@ -41,8 +41,8 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 import torch.distributed as dist
 
+from ._p2p import TAG_GLOBAL, TAG_PARTIAL, StateWire, wait_bounded, wire_device
 from .errors import ZbkitPostValidationError
-from .p2p import TAG_GLOBAL, TAG_PARTIAL, StateWire, wait_bounded, wire_device
 
 __all__ = [
     "GradientState",
@@ -134,7 +134,7 @@ def _count(counts: StepCounts, action: str, state: GradientState) -> None:
 
 
 class _Wire(StateWire):
-    """The gradient-state messages of one rank (zbkit.p2p.StateWire) as GradientStates."""
+    """The gradient-state messages of one rank (zbkit._p2p.StateWire) as GradientStates."""
 
     def __init__(self, rank: int, group: Any, device: torch.device, timeout_s: float) -> None:
         super().__init__(rank, group, device, timeout_s, self.error)

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """A pipeline schedule as zbkit hands it to Python trainers.
 
-Plain immutable values: the runtime binding (`zbkit.runtime`, over libzbrt) builds them from a
+Plain immutable values: the runtime binding (`zbkit.libzbrt`, over libzbrt) builds them from a
 stored schedule or a zb-schedule/1 file, the executor and the torch shim consume them. Vocabulary
 (docs/schedules.md): p ranks, v chunks (stages) per rank, p*v stages in model order, m
 microbatches; an op is (kind, stage, microbatch) with kind F (forward), B (gradient w.r.t. the
@@ -10,6 +10,7 @@ stage input), W (gradient w.r.t. the weights, after its B) or BW (B and W fused)
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Collection, Optional, Tuple
 
@@ -43,11 +44,29 @@ def placement_of_rank(held: Collection[int], rank: int, ranks: int, num_stages: 
     return "custom"
 
 
+_OP_TEXT = re.compile(r"(F|B|W|BW) stage (0|[1-9][0-9]*) mb (0|[1-9][0-9]*)")
+
+
 @dataclass(frozen=True)
 class Op:
+    """One op of a rank's order. `str(op)` is how zbkit writes it for people, "B stage 3 mb 5"
+    (the C++ side's FormatOp, schemas/include/zbkit/schemas/op_text.h); `Op.parse` reads exactly
+    that back: the two are inverses."""
+
     kind: str  # one of OP_KINDS
     stage: int  # global stage id, 0 .. ranks * chunks - 1
     microbatch: int  # 0 .. microbatches - 1
+
+    def __str__(self) -> str:
+        return f"{self.kind} stage {self.stage} mb {self.microbatch}"
+
+    @classmethod
+    def parse(cls, text: str) -> "Op":
+        """The op `text` names, exactly as `str` writes it; ScheduleError for anything else."""
+        match = _OP_TEXT.fullmatch(text)
+        if match is None:
+            raise ScheduleError(f"{text!r} is not an op (expected e.g. 'B stage 3 mb 5')")
+        return cls(match.group(1), int(match.group(2)), int(match.group(3)))
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence, Tuple
 
-from .validation import stuck_points
+from ._schedule_checks import stuck_points
 
 # One action of a rank: (global stage, torch kind, microbatch or None).
 Action = Tuple[int, str, Optional[int]]
@@ -74,7 +74,7 @@ def check_lowering(rows: Sequence[Sequence[Action]], num_stages: int) -> Optiona
     """None when torch's lowering (`_add_send_recv`) can place every compute action: each rank in
     turn runs its next action once what it waits for has run on any rank (a local input and a
     received one count the same), which is zbkit's data-dependency rule
-    (zbkit.validation.stuck_points). Otherwise the one-line reason, naming where each unfinished
+    (zbkit._schedule_checks.stuck_points). Otherwise the one-line reason, naming where each unfinished
     rank is stuck."""
     orders = [[(ZBKIT_KIND[k], s, mb) for s, k, mb in row if k in ZBKIT_KIND] for row in rows]
     stuck = [

@@ -2,7 +2,7 @@
 """zbkit's startup hook. Only `zb replay` (and a user who wants the same) puts this directory on
 PYTHONPATH; Python then imports this module at startup in every process of the job, torchrun's
 workers included (they inherit the environment). It does nothing unless ZBKIT_SCHEDULE,
-ZBKIT_TORCH_PROFILE or ZBKIT_MEMORY_REPORT is set (see zbkit/shim.py), and then only registers an
+ZBKIT_TORCH_PROFILE or ZBKIT_MEMORY_REPORT is set (see zbkit/shim/__init__.py), and then only registers an
 import hook.
 
 Taking the name sitecustomize hides any other sitecustomize further down the path (Debian ships

@@ -48,7 +48,9 @@ struct ScheduleInfo {
   int microbatches = 0;
   int chunks = 1;
   Placement placement = Placement::kLoop;
-  std::optional<double> memory_limit;  // per-rank cap the schedule was tuned for, if any
+  // The per-rank cap the schedule was tuned for, if any (the largest rank's, in the profile's
+  // units: docs/formats.md §5 "cap"); the store's column is schedules.memory_limit.
+  std::optional<double> cap;
   Prediction predicted;
   int64_t num_ops = 0;
   std::string created_at;  // UTC, ISO 8601
@@ -224,7 +226,7 @@ class Store {
   // Stores the schedule, its per-stage costs, every op and, when the schedule has a prediction,
   // its predicted timeline, in one transaction. Returns the schedule id.
   Expected<int64_t> InsertSchedule(int64_t job_id, const Schedule& schedule,
-                                   std::optional<double> memory_limit = std::nullopt);
+                                   std::optional<double> cap = std::nullopt);
   // NotFound if there is no such schedule.
   Expected<Schedule> LoadSchedule(int64_t id) const;
   Expected<std::vector<ScheduleInfo>> ListSchedules() const;

@@ -236,6 +236,11 @@ class TimelineIndex {
     uint8_t kind = 0;
   };
 
+  // The constructor's steps, in order: extents, counts and iteration spans; the lanes and their
+  // ops; memory by rank; the dependency lookup; the figures.
+  void ScanExtents(const Timeline& timeline, int num_stages);
+  void BuildLanes(const std::vector<TimelineOp>& ops);
+  void IndexMemory(const std::vector<MemorySample>& memory);
   void BuildLookup();
   void ComputeFigures();
 

@@ -2,8 +2,9 @@
 // PyTorch's own schedules as orders zbkit can simulate: a compute-only schedule CSV (the format
 // `zb export --format torch-csv` writes, docs/formats.md §4) read back into a Schedule over the
 // same costs as zbkit's families, so that `zb tune --torch-orders DIR` shows torch's built-in
-// classes (their exact orders, written by the installed torch: `python -m zbkit.torch_orders`)
-// side by side with zbkit's candidates under the same cap (docs/schedules.md §7).
+// classes (their exact orders, written by the installed torch: `python -m
+// zbkit_harness.torch_orders`) side by side with zbkit's candidates under the same cap
+// (docs/schedules.md §7).
 #ifndef ZBKIT_TUNER_TORCH_ORDERS_H_
 #define ZBKIT_TUNER_TORCH_ORDERS_H_
 

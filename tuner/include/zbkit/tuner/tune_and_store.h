@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The tuning use case as one library call, for `zb tune` and for in-process callers (the runtime
-// shim, the Python adapters): a cost profile, the microbatch count, the cap and the family or
-// placement to consider in; every candidate's figures as a comparison table, the chosen schedule
-// and, when a store is named, the ids it was recorded under out. Nothing is printed.
+// The tuning use case as one library call, what `zb tune` does, for it and for in-process callers
+// (the runtime shim, the Python adapters): a cost profile, the microbatch count, the cap and the
+// family or placement to consider in; every candidate's figures as a comparison table, the chosen
+// schedule (certified by the exact solver, which may replace it, when asked), and, when a store is
+// named, the ids it was recorded under out. Nothing is printed.
 #ifndef ZBKIT_TUNER_TUNE_AND_STORE_H_
 #define ZBKIT_TUNER_TUNE_AND_STORE_H_
 
@@ -13,6 +14,7 @@
 
 #include "zbkit/schemas/status.h"
 #include "zbkit/schemas/types.h"
+#include "zbkit/tuner/exact.h"
 #include "zbkit/tuner/tune.h"
 
 namespace zb::tuner {
@@ -31,6 +33,9 @@ struct TuneRequest {
   TuneOptions options;  // family or "best", placement, 1f1b-i chunks, memory cap, objective
   bool layout_from_profile = false;  // options.layout is the one costs.layout recorded
   std::optional<StoreTarget> store;  // nullopt: nothing is stored
+  // Set: the chosen order's op set is certified by SolveExact (`zb tune --exact`) before it is
+  // kept, and replaced by a better order of it when the solver finds one.
+  std::optional<ExactOptions> exact;
 };
 
 // What the "search" row adds: where it started and what it took.
@@ -78,17 +83,23 @@ struct TuneOutcome {
   std::optional<double> chosen_cap;  // the largest per-rank cap it was judged against, if finite
   std::optional<int64_t> cost_profile_id;  // set by storing
   std::optional<int64_t> schedule_id;      // set by storing
+  std::optional<ExactResult> exact;        // set by certifying (request.exact)
 };
 
-// Tunes and, when `request.store` is set and a schedule fits, records the input profile and the
-// chosen schedule (with its predicted timeline). Nothing fitting the cap is not an error here:
-// the outcome has best == -1 and the rows say what each family needs; nothing is stored then.
-// Errors: those of Tune (kUsage, kInvalidInput) and of the store.
+// Tunes; when a schedule fits, certifies it (`request.exact`) and, when `request.store` is set,
+// records the input profile and the chosen schedule (with its predicted timeline). Nothing
+// fitting the cap is not an error here: the outcome has best == -1 and the rows say what each
+// family needs; nothing is certified or stored then. Errors: those of Tune (kUsage,
+// kInvalidInput), of SolveExact and of the store.
 Expected<TuneOutcome> TuneAndStore(const TuneRequest& request);
 
-// The two halves of TuneAndStore, for a caller that reports the comparison before storing (as
+// The two halves of TuneAndStore, for a caller that reports the comparison before the rest (as
 // `zb tune` does, so that its table is printed even when the store cannot be written).
 Expected<TuneOutcome> TuneAndCompare(const TuneRequest& request);
+// Certifies `outcome.chosen` (when `request.exact`), which may replace it by a better order of
+// the same op set, then records it (when `request.store`) and sets the ids; a no-op when nothing
+// was chosen.
+Status CertifyAndStore(const TuneRequest& request, TuneOutcome& outcome);
 // Records `outcome.chosen` in `target` and sets the ids; a no-op when nothing was chosen.
 Status StoreTuneOutcome(const TuneRequest& request, const StoreTarget& target,
                         TuneOutcome& outcome);

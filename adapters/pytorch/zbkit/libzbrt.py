@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Replaying zbkit schedules from Python: the ctypes binding of libzbrt (runtime/README.md).
 
-    from zbkit import runtime
+    from zbkit import libzbrt as runtime
     schedule = runtime.load_schedule_from_store("zbkit.db", 3)     # or load_schedule("s.json")
     with runtime.Recorder(schedule, rank, f"{shard_dir}/rank{rank}.zbshard") as rec:
         rec.iteration_begin(step)
@@ -23,8 +23,8 @@ import sys
 import weakref
 from typing import Dict, Iterable, Optional, Union
 
-from . import _zbrt
-from ._zbrt import ZbrtError
+from . import _libzbrt_abi as _zbrt
+from ._libzbrt_abi import ZbrtError
 from .schedule import Op, Schedule
 
 __all__ = [
@@ -165,7 +165,7 @@ class Recorder:
         handle = _handles.get(id(schedule))
         if handle is None or not handle.value:
             raise ZbrtError(
-                "Recorder needs a schedule loaded by zbkit.runtime "
+                "Recorder needs a schedule loaded by zbkit.libzbrt "
                 "(load_schedule or load_schedule_from_store)"
             )
         lib = _zbrt.lib()
@@ -293,7 +293,7 @@ def record_run(
         where = shard_dir if isinstance(shard_dir, (str, bytes, os.PathLike)) else "the shards"
         sys.stderr.write(
             f"zbkit: the run was not stored ({error}); its timeline stays in {os.fsdecode(where)}"
-            " (zbkit.runtime.merge_run stores it later, zb import reads it)\n"
+            " (zbkit.libzbrt.merge_run stores it later, zb import reads it)\n"
         )
         sys.stderr.flush()
         return None

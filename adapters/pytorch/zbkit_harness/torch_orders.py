@@ -3,7 +3,7 @@
 them, for `zb tune --torch-orders DIR`: torch's schedules as rows beside zbkit's candidates, under
 the same costs and cap (docs/schedules.md §7).
 
-    python -m zbkit.torch_orders --ranks P --microbatches M [--stages-per-rank V] --out DIR
+    python -m zbkit_harness.torch_orders --ranks P --microbatches M [--stages-per-rank V] --out DIR
 
 writes DIR/<Class>.csv (compute only, docs/formats.md §4) for each class the installed torch builds
 for P ranks and M microbatches, and DIR/index.json:
@@ -29,8 +29,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .schedule import placement_stages
-from .torch_rules import TORCH_LETTERS
+from zbkit.schedule import placement_stages
+from zbkit.torch_rules import TORCH_LETTERS
 
 # class name, placement, stages per rank (None: --stages-per-rank)
 CLASSES: Tuple[Tuple[str, str, Optional[int]], ...] = (
@@ -114,7 +114,7 @@ def write_orders(ranks: int, microbatches: int, per_rank: int, out: Path) -> Dic
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m zbkit.torch_orders", description=__doc__.splitlines()[0]
+        prog="python -m zbkit_harness.torch_orders", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--ranks", type=int, required=True)
     parser.add_argument("--microbatches", type=int, required=True)
@@ -125,7 +125,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     if args.ranks < 1 or args.microbatches < 1 or args.stages_per_rank < 1:
         parser.exit(
-            2, "zbkit.torch_orders: --ranks, --microbatches and --stages-per-rank must be >= 1\n"
+            2,
+            "zbkit_harness.torch_orders: --ranks, --microbatches and --stages-per-rank must be >= 1\n",
         )
     index = write_orders(args.ranks, args.microbatches, args.stages_per_rank, Path(args.out))
     for entry in index["schedules"]:

@@ -43,7 +43,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 import torch
 from torch import nn
 
-from .errors import RehearsalError
+from zbkit.errors import ZbkitError
 
 __all__ = [
     "EmulatedStage",
@@ -58,6 +58,10 @@ __all__ = [
     "stamp_sends",
     "targets",
 ]
+
+
+class RehearsalError(ZbkitError):
+    """`zb rehearse`: an input it cannot use, or a row it cannot run (docs/rehearse.md)."""
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from .errors import ZbkitError
+from zbkit.errors import ZbkitError
 
 SUMMARY_FORMAT = "zb-job-summary/1"
 MEMORY_REPORT_FIELDS = ("rank", "peak_activation_bytes")

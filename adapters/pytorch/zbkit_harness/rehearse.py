@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """`zb rehearse`: schedules run on a real process group with emulated compute, measured against
-their predictions (docs/rehearse.md). `zb rehearse` runs this module (`python -m zbkit.rehearse`).
+their predictions (docs/rehearse.md). `zb rehearse` runs this module (`python -m zbkit_harness.rehearse`).
 
     zb rehearse --costs FILE -m M --mem-limit L [--schedules LIST] [--iters K] [--rounds R]
                 [--store DB [--cluster C]] [--dir DIR] [--message-bytes N]
@@ -8,12 +8,12 @@ their predictions (docs/rehearse.md). `zb rehearse` runs this module (`python -m
 
 1. probe: the per-hop time of a --message-bytes tensor between neighbouring ranks (gloo);
 2. predict: the profile with that hop time as its comm (`--comm profile` keeps the profile's),
-   torch's built-in orders from the installed torch (zbkit.torch_orders) and `zb tune` for each
+   torch's built-in orders from the installed torch (zbkit_harness.torch_orders) and `zb tune` for each
    zbkit schedule of LIST, so every row is predicted by the same simulator under the same costs;
 3. run: R rounds, each running every row once in turn (rows alternate direction between rounds,
    so the machine's drift favours none): torch's classes as a plain script runs them, each zbkit
    schedule through the shim in that script (the class of its layout) and through zbkit's
-   executor; the stages are `zbkit.emulated` modules taking the profile's F, B and W as sleeps;
+   executor; the stages are `zbkit_harness.emulated_stages` modules taking the profile's F, B and W as sleeps;
 4. report: per row the median iteration time (the slowest rank's) over every measured iteration,
    the prediction and their ratio, the peak activation memory (fuller rank, profile units)
    against the predicted one, and the time per op the prediction does not explain; a line per
@@ -38,19 +38,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .emulated import DEVICES, RehearsalError, read_costs, split_stages
-from .errors import ZbkitError
-from .jobs import JobError, Jobs, Measurement, median
+from zbkit import locate
+from zbkit.errors import ZbkitError
+
+from .emulated_stages import DEVICES, RehearsalError, read_costs, split_stages
+from .rehearse_report import report
 from .torch_orders import CLASSES
+from .torchrun_jobs import JobError, Jobs, Measurement, median
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 JOB_SCRIPT = PACKAGE_DIR / "rehearsal_job.py"
-HOOK_DIR = PACKAGE_DIR / "_hook"
 TORCH_CLASSES = [name for name, _, _ in CLASSES]
 ZBKIT_FAMILIES = ("1f1b", "1f1b-i", "zb-h1", "zb-h2", "zb-auto", "zb-v", "v-half", "v-min",
                   "search")  # fmt: skip
-WITHIN = 0.05  # measured/predicted target, issue "Replay you can trust"
-GAIN_SHARE = 0.90  # share of the predicted gain over Schedule1F1B to realise
 
 
 class UsageError(ZbkitError):
@@ -250,7 +250,7 @@ class Rehearsal:
         if environment.get("zbrt"):
             env["ZBKIT_ZBRT_LIBRARY"] = environment["zbrt"]
         env["PYTHONPATH"] = os.pathsep.join(
-            filter(None, [str(PACKAGE_DIR.parent), os.environ.get("PYTHONPATH")])
+            filter(None, [str(locate.package_root()), os.environ.get("PYTHONPATH")])
         )
         self.check_request(environment["zb"])
         self.jobs = Jobs(settings.dir, self.ranks, environment["python"], environment["zb"], env)
@@ -353,7 +353,7 @@ class Rehearsal:
     def predict(self) -> None:
         self.costs_path = self.rehearsed_costs()
         orders = self.s.dir / "torch-orders"
-        self.jobs.check("torch-orders", [self.jobs.python, "-m", "zbkit.torch_orders", "--ranks",
+        self.jobs.check("torch-orders", [self.jobs.python, "-m", "zbkit_harness.torch_orders", "--ranks",
                                          str(self.ranks), "--microbatches",
                                          str(self.s.microbatches), "--out", str(orders)])  # fmt: skip
         refused = {
@@ -393,7 +393,7 @@ class Rehearsal:
                     row = Row(name, runtime, ["--schedule", cls, *layout],
                               env={"ZBKIT_SCHEDULE": str(path),
                                    "PYTHONPATH": os.pathsep.join(
-                                       [str(HOOK_DIR), self.jobs.env["PYTHONPATH"]])})  # fmt: skip
+                                       [str(locate.hook_dir()), self.jobs.env["PYTHONPATH"]])})  # fmt: skip
                 else:
                     row = Row(name, runtime, ["--schedule-file", str(path)])
                 row.schedule_id = report.get("schedule_id")
@@ -497,8 +497,6 @@ class Rehearsal:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from .rehearse_report import report  # noqa: PLC0415
-
     try:
         settings, environment = parse(argv)
         rehearsal = Rehearsal(settings, environment)
@@ -574,10 +572,10 @@ def parse(argv: Optional[Sequence[str]]) -> Tuple[Settings, Dict[str, str]]:
         device=args.device,
         time_scale=args.time_scale, search_time=args.search_time, json=args.json,
     )  # fmt: skip
-    environment = {
-        "python": os.environ.get("ZBKIT_PYTHON") or sys.executable,
-        "zb": os.environ.get("ZBKIT_ZB_BINARY", "zb"),
-        "zbrt": os.environ.get("ZBKIT_ZBRT_LIBRARY", ""),
+    environment = {  # zbkit.locate: what `zb rehearse` set, else PATH
+        "python": locate.python(),
+        "zb": locate.zb_binary(),
+        "zbrt": str(locate.zbrt_library()),
     }
     return settings, environment
 

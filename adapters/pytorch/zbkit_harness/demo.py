@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """`zb demo`: the whole loop on the bundled PyTorch job (adapters/pytorch/examples), 2 ranks on CPU
-(gloo, one thread each) or one GPU each. `zb demo` runs this module (`python -m zbkit.demo`).
+(gloo, one thread each) or one GPU each. `zb demo` runs this module (`python -m zbkit_harness.demo`).
 
 1. profile: train_pipelining.py under torch's own Schedule1F1B, unmodified, through
    `zb profile --torch` (the adapter's torch.profiler hook), which stores the per-stage F/B/W,
@@ -41,19 +41,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from zbkit import locate
+from zbkit.errors import ZbkitError
+
 from .demo_report import Report, mib
-from .errors import ZbkitError
-from .jobs import JobError, Jobs, Measurement, median, read_memory_report
+from .torchrun_jobs import JobError, Jobs, Measurement, median, read_memory_report
 
 RANKS = 2
 TUNED = "zbkit"  # the tuned schedule's row prefix
 JOB_NAME = "bundled-gpt"
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # adapters/pytorch
-HOOK_DIR = Path(__file__).resolve().parent / "_hook"
 
 # torch's built-in schedules the bundled job runs (train_pipelining.py --schedule), and the row of
 # `zb tune --torch-orders` that predicts each: the class's own order, taken from the installed torch
-# (zbkit.torch_orders) and simulated under the demo's costs.
+# (zbkit_harness.torch_orders) and simulated under the demo's costs.
 TORCH_SCHEDULES: Tuple[Tuple[str, str], ...] = (
     ("1F1B", "torch:Schedule1F1B"),
     ("Interleaved1F1B", "torch:ScheduleInterleaved1F1B"),
@@ -149,7 +149,7 @@ class Demo:
         self.jobs = Jobs(settings.dir, RANKS, environment["python"], environment["zb"], env)
         self.hook_path = {
             "PYTHONPATH": os.pathsep.join(
-                filter(None, [str(HOOK_DIR), os.environ.get("PYTHONPATH")])
+                filter(None, [str(locate.hook_dir()), os.environ.get("PYTHONPATH")])
             )
         }
         self.torch_names = [name for name, _ in TORCH_SCHEDULES]
@@ -302,10 +302,10 @@ class Demo:
         """The installed torch's orders of its classes for the bundled job's layout (2 stages per
         rank for the interleaved ones, train_pipelining.py's default)."""
         out = self.s.dir / "torch-orders"
-        command = [self.jobs.python, "-m", "zbkit.torch_orders", "--ranks", str(RANKS),
+        command = [self.jobs.python, "-m", "zbkit_harness.torch_orders", "--ranks", str(RANKS),
                    "--microbatches", str(self.s.microbatches), "--stages-per-rank", "2",
                    "--out", str(out)]  # fmt: skip
-        self.jobs.check("torch-orders", command, {"PYTHONPATH": str(PACKAGE_ROOT)})
+        self.jobs.check("torch-orders", command, {"PYTHONPATH": str(locate.package_root())})
         return out
 
     # ---- 4: rounds ---------------------------------------------------------------------------
@@ -474,6 +474,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> Settings:
     parser = argparse.ArgumentParser(
         prog="zb demo",
         description="profile -> tune -> replay -> measure on the bundled PyTorch job",
+        epilog="example: zb demo --quick --store demo.db --dir out/demo  (a short run: fewer "
+        "iterations, a smaller model)",
     )
     parser.add_argument(
         "--store",
@@ -525,14 +527,14 @@ def parse_args(argv: Optional[Sequence[str]]) -> Settings:
 
 
 def environment() -> Dict[str, str]:
-    """Where the parts are: set by `zb demo` (ZBKIT_*), else this checkout's."""
-    repo = PACKAGE_ROOT.parent.parent
+    """Where the parts are (zbkit.locate: what `zb demo` set, else PATH)."""
+    examples = locate.examples_dir()
     return {
-        "python": os.environ.get("ZBKIT_PYTHON") or sys.executable,
-        "examples": os.environ.get("ZBKIT_TORCH_EXAMPLES") or str(PACKAGE_ROOT / "examples"),
-        "zb": os.environ.get("ZBKIT_ZB_BINARY") or str(repo / "build" / "cli" / "zb"),
-        "zbrt": os.environ.get("ZBKIT_ZBRT_LIBRARY", ""),
-        "zbview": os.environ.get("ZBKIT_ZBVIEW_BINARY", ""),
+        "python": locate.python(),
+        "examples": str(examples) if examples else "",
+        "zb": locate.zb_binary(),
+        "zbrt": str(locate.zbrt_library()),
+        "zbview": locate.zbview_binary(),
     }
 
 
@@ -591,9 +593,10 @@ def bench_post_validation(argv: Optional[Sequence[str]] = None) -> int:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     settings = parse_args(argv)
     env = environment()
-    if not (Path(env["examples"]) / "train_pipelining.py").exists():
-        sys.stderr.write(f"zb demo: {env['examples']}: the bundled job (train_pipelining.py) is not "
-                         "there; set ZBKIT_TORCH_EXAMPLES to adapters/pytorch/examples\n")  # fmt: skip
+    if not env["examples"] or not (Path(env["examples"]) / "train_pipelining.py").exists():
+        where = env["examples"] or f"{locate.EXAMPLES_ENV} is not set"
+        sys.stderr.write(f"zb demo: {where}: the bundled job (train_pipelining.py) is not there; "
+                         f"set {locate.EXAMPLES_ENV} to adapters/pytorch/examples\n")  # fmt: skip
         return 1
     try:
         settings.dir.mkdir(parents=True, exist_ok=True)

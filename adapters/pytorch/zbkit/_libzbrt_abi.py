@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """ctypes declarations of libzbrt's C ABI (runtime/include/zbrt.h) and the loading of the library.
 
-Private: `zbkit.runtime` is the public face. Everything here mirrors zbrt.h exactly; a change
+Private: `zbkit.libzbrt` is the public face. Everything here mirrors zbrt.h exactly; a change
 there that bumps ZBRT_ABI_VERSION must be mirrored here with ABI_VERSION.
 """
 
@@ -10,32 +10,19 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from pathlib import Path
 from typing import Optional
 
-from .errors import ZbrtError
+from . import locate
+from .errors import STATUS_NAMES, ZbrtError
 
 ABI_VERSION = 1  # ZBRT_ABI_VERSION this binding speaks
 
 # zbrt_status
 OK = 0
-STATUS_NAMES = {
-    0: "ZBRT_OK",
-    1: "ZBRT_ERROR_INVALID_ARGUMENT",
-    2: "ZBRT_ERROR_OUT_OF_RANGE",
-    3: "ZBRT_ERROR_STATE",
-    4: "ZBRT_ERROR_NOT_FOUND",
-    5: "ZBRT_ERROR_INVALID_INPUT",
-    6: "ZBRT_ERROR_IO",
-    7: "ZBRT_ERROR_STORE",
-    8: "ZBRT_ERROR_INTERNAL",
-}
 
 # zbrt_op_kind and zbrt_placement, by value
 OP_KIND_NAMES = ("F", "B", "W", "BW")
 PLACEMENT_NAMES = ("loop", "v")
-
-LIBRARY_ENV = "ZBKIT_ZBRT_LIBRARY"
 
 
 class zbrt_op(ctypes.Structure):
@@ -97,16 +84,6 @@ _SIGNATURES = {
 }
 
 
-def default_library_path() -> Path:
-    """<repo>/build/runtime/libzbrt.so, from this file's place in adapters/pytorch/zbkit/."""
-    return Path(__file__).resolve().parents[3] / "build" / "runtime" / "libzbrt.so"
-
-
-def library_path() -> Path:
-    configured = os.environ.get(LIBRARY_ENV)
-    return Path(configured) if configured else default_library_path()
-
-
 _lock = threading.Lock()
 _lib: Optional[ctypes.CDLL] = None
 
@@ -123,14 +100,18 @@ def lib() -> ctypes.CDLL:
 
 
 def _load() -> ctypes.CDLL:
-    path = library_path()
-    configured = os.environ.get(LIBRARY_ENV)
+    path = locate.zbrt_library()
+    configured = os.environ.get(locate.ZBRT_ENV)
     if not path.is_file():
-        where = f"{LIBRARY_ENV}={configured}" if configured else f"{LIBRARY_ENV} is not set"
-        raise ZbrtError(
-            f"libzbrt not found at {path} ({where}; the default is {default_library_path()}): "
-            "build zbkit (scripts/build.sh) or point ZBKIT_ZBRT_LIBRARY at libzbrt.so"
+        where = (
+            f"{locate.ZBRT_ENV}={configured}"
+            if configured
+            else f"{locate.ZBRT_ENV} is not set and no libzbrt.so is beside the zb on PATH"
         )
+        raise ZbrtError(
+            f"libzbrt not found at {path} ({where}): build zbkit (scripts/build.sh) and point "
+            f"{locate.ZBRT_ENV} at libzbrt.so, or put its zb on PATH"
+        )  # fmt: skip
     try:
         handle = ctypes.CDLL(str(path))
     except OSError as error:

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""One rehearsal job: a pipelining script on emulated stages (zbkit.emulated), run by
+"""One rehearsal job: a pipelining script on emulated stages (zbkit_harness.emulated_stages), run by
 `zb rehearse` under torchrun once per schedule and round (docs/rehearse.md).
 
     torchrun --nproc-per-node P rehearsal_job.py --costs FILE --microbatches M
@@ -32,7 +32,8 @@ from typing import Any, Dict, List, Optional
 import torch
 import torch.distributed as dist
 
-from zbkit.emulated import (
+from zbkit.schedule import placement_stages
+from zbkit_harness.emulated_stages import (
     DEVICES,
     EmulatedStage,
     Emulation,
@@ -44,8 +45,7 @@ from zbkit.emulated import (
     stamp_sends,
     targets,
 )
-from zbkit.schedule import placement_stages
-from zbkit.torch_orders import CLASSES
+from zbkit_harness.torch_orders import CLASSES
 
 PROBE_ROUNDS = 30
 PR_SET_TIMERSLACK = 29  # <linux/prctl.h>
@@ -148,10 +148,10 @@ def torch_stepper(args, rank: int, ranks: int, emulation: Emulation):
 
 
 def executor_stepper(args, rank: int, ranks: int, emulation: Emulation):
-    from zbkit import runtime  # noqa: PLC0415
+    from zbkit import libzbrt  # noqa: PLC0415
     from zbkit.executor import PipelineExecutor  # noqa: PLC0415
 
-    schedule = runtime.load_schedule(args.schedule_file)
+    schedule = libzbrt.load_schedule(args.schedule_file)
     if schedule.ranks != ranks:
         raise SystemExit(
             f"rehearsal_job: {args.schedule_file} is for {schedule.ranks} ranks, not {ranks}"
@@ -181,15 +181,15 @@ class DeviceRecorder:
     (CLOCK_REALTIME) once."""
 
     def __init__(self, path: str, rank: int, shard: str) -> None:
-        from zbkit import runtime  # noqa: PLC0415
+        from zbkit import libzbrt  # noqa: PLC0415
 
-        schedule = runtime.load_schedule(path)
-        self.recorder = runtime.Recorder(schedule, rank, shard)
+        schedule = libzbrt.load_schedule(path)
+        self.recorder = libzbrt.Recorder(schedule, rank, shard)
         self.index: Dict[tuple, int] = {}
         for i, op in enumerate(schedule.ops[rank]):
             for kind in ("B", "W") if op.kind == "BW" else (op.kind,):
                 self.index[(kind, op.stage, op.microbatch)] = i
-        self.offset_ns = runtime.now_ns() - time.perf_counter_ns()
+        self.offset_ns = libzbrt.now_ns() - time.perf_counter_ns()
 
     def begin(self, iteration: int) -> None:
         """Before the iteration's first op is issued: the iteration's range begins now, before
@@ -312,11 +312,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             recorder.close()
     run_id = None
     if recorder is not None and args.store:
-        from zbkit import runtime  # noqa: PLC0415
+        from zbkit import libzbrt  # noqa: PLC0415
 
         dist.barrier()  # every shard written
         if rank == 0:
-            run_id = runtime.record_run(
+            run_id = libzbrt.record_run(
                 args.store, args.schedule_id, args.record_dir, "zb rehearse (emulated compute)"
             )
     summary = {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// `zb`: the zbkit command-line front end. It only dispatches; each subcommand lives with its
-// component (tuner/cli for tune, export, show, bench; profiler/cli for profile, import, costs).
+// `zb`: the zbkit command-line front end, the top layer: it includes the commands and only
+// dispatches; each subcommand lives with its component (tuner/cli: tune, export, show, list, bench;
+// profiler/cli: profile, import, costs; adapters/cli: replay, demo, rehearse), which build on the
+// kit below them (cli/kit: what every command shares).
 #include <cstring>
 #include <iostream>
 #include <string>

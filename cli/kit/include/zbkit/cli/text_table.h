@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "zbkit/schemas/time_text.h"  // FormatMs: times in the tables and messages
+
 namespace zb::cli {
 
 class TextTable {
@@ -27,7 +29,6 @@ class TextTable {
 };
 
 std::string FormatFixed(double value, int decimals);  // printf "%.*f"
-std::string FormatMs(long long ns);                   // nanoseconds as "123.456" milliseconds
 
 }  // namespace zb::cli
 

@@ -16,14 +16,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from .errors import ZbkitPipelineError
 from .schedule import OP_KINDS, Op, Schedule, placement_stages
 
-__all__ = ["dependency", "op_text", "stuck_points", "validate_schedule"]
+__all__ = ["dependency", "stuck_points", "validate_schedule"]
 
 # (kind, stage, microbatch), kind in OP_KINDS; a BW counts as its B for what waits on it.
 Key = Tuple[str, int, int]
-
-
-def op_text(op: Op) -> str:
-    return f"{op.kind} stage {op.stage} mb {op.microbatch}"
 
 
 def dependency(kind: str, stage: int, microbatch: int, num_stages: int) -> Optional[Key]:
@@ -86,7 +82,7 @@ def validate_schedule(schedule: Schedule, world_size: Optional[int] = None) -> N
     if len(schedule.ops) != p:
         raise _fail(f"{where}: ops lists {len(schedule.ops)} ranks, expected {p}")
     n = p * v
-    from .p2p import data_tags_fit  # noqa: PLC0415 - the tag space's home imports torch
+    from ._p2p import data_tags_fit  # noqa: PLC0415 - the tag space's home imports torch
 
     if not data_tags_fit(n, m):
         raise _fail(f"{where}: {n} stages x {m} microbatches overflow the message tags")
@@ -99,8 +95,8 @@ def validate_schedule(schedule: Schedule, world_size: Optional[int] = None) -> N
     if stuck:
         r, i, (kind, stage, mb), (need_kind, need_stage, need_mb) = stuck[0]
         raise _fail(
-            f"{where}: rank {r} op {i} ({kind} stage {stage} mb {mb}) waits for {need_kind} of "
-            f"stage {need_stage} mb {need_mb}, which cannot run before it (the ranks would "
+            f"{where}: rank {r} op {i} ({Op(kind, stage, mb)}) waits for "
+            f"{Op(need_kind, need_stage, need_mb)}, which cannot run before it (the ranks would "
             f"deadlock)"
         )
 
@@ -135,7 +131,7 @@ def _check_rank_ops(
     m = schedule.microbatches
     seen: Dict[Key, int] = {}
     for i, op in enumerate(ops):
-        at = f"{where}: rank {r} op {i} ({op_text(op)})"
+        at = f"{where}: rank {r} op {i} ({op})"
         if op.kind not in OP_KINDS:
             raise _fail(f"{at}: unknown kind {op.kind!r}")
         if owner.get(op.stage) != r:

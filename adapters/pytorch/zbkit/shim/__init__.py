@@ -1,0 +1,128 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Runs zbkit's schedules inside unmodified torch.distributed.pipelining scripts, and profiles them.
+
+`zb replay` puts zbkit/_hook on PYTHONPATH; its sitecustomize calls `install()`, which does
+nothing unless one of these is set:
+
+- `ZBKIT_SCHEDULE=PATH`: a PyTorch schedule CSV written by `zb export --format torch-csv` (or
+  `torch-csv-comms`), or a zb-schedule/1 JSON file, which is converted by running
+  `zb export` (`zbkit.locate.zb_binary`: `ZBKIT_ZB_BINARY`, else the `zb` on PATH). The first `step()` of every
+  pipelining schedule object the script builds checks the schedule against the stages the script
+  built (ranks, stage count, this rank's stage ids, microbatches) and then runs it through
+  `_PipelineScheduleRuntime._load_csv`: a runtime-based schedule (Interleaved1F1B, ZBVZeroBubble,
+  ...) loads it in place, any other one (Schedule1F1B, GPipe, a plain PipelineScheduleMulti)
+  hands its stages to a `_PipelineScheduleRuntime` built with the same arguments. A schedule that
+  does not fit is refused with one line on stderr and exit code 1, on every rank (each rank
+  decides alone, from the same file, so none waits for a peer that already left).
+- `ZBKIT_TORCH_PROFILE=DIR`: `step()` runs under torch.profiler for `ZBKIT_PROFILE_ITERS`
+  (default 3) iterations after skipping `ZBKIT_PROFILE_SKIP` (default 1), and each rank writes
+  DIR/rank<R>.json.gz, a Chrome trace whose `PP:<action>` ranges `zb import DIR --format chrome`
+  attributes to pipeline ops, with the schedule class the script runs as the trace's
+  `zbkit_schedule_class` metadata (the profile's layout records it). Schedules that record no such ranges themselves (Schedule1F1B,
+  ScheduleGPipe: anything not run by `_PipelineScheduleRuntime`) get them from the shim during the
+  window: it wraps the script's stage objects so that each forward is `PP:<s>F<mb>`, the full
+  backward of an even microbatch runs as `PP:<s>I<mb>` then `PP:<s>W<mb>` (split, so that the
+  profile gives B and W apart; the gradients are the same), that of an odd one fused as
+  `PP:<s>B<mb>` (the fused backward's own cost), and each batch of sends and receives is posted under
+  `PP:<s>SEND_F<mb>`, `PP:<s>RECV_B<mb>`, ... (the ranges torch's runtime records).
+- `ZBKIT_MEMORY_REPORT=DIR`: every `step()` runs under `saved_tensors_hooks` that track the bytes
+  of the tensors autograd saves (parameters and leaves that require grad left out; each storage
+  counted once while a saved reference to it lives), and at exit each rank writes
+  DIR/memory.rank<R>.json: {"rank": R, "peak_activation_bytes": N, "steps": K}.
+
+The patch is applied when torch.distributed.pipelining.schedules is first imported (an import
+hook), so processes that never import it (torchrun itself, tools) do not pay for importing torch.
+
+The three features live apart: `_replay` (the schedule file), `_profile` (the profiling window),
+`_memory` (the activation-memory report); this module installs them.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.abc
+import importlib.machinery
+import os
+import sys
+
+from ._memory import measured
+from ._replay import Refusal, check_fit, prepare, read_shape, refuse, schedule_csv
+
+__all__ = ["ACTIVATING", "Refusal", "check_fit", "install", "patch_schedules", "read_shape",
+           "schedule_csv"]  # fmt: skip
+
+SCHEDULES_MODULE = "torch.distributed.pipelining.schedules"
+
+
+def _wrap_step(original_step):
+    @functools.wraps(original_step)
+    def step(self, *args, **kwargs):
+        path = os.environ.get("ZBKIT_SCHEDULE")
+        if path:
+            runtime = self.__dict__.get("_zbkit_runtime")
+            if runtime is None:
+                try:
+                    runtime = prepare(self, path)
+                except Refusal as refusal:
+                    refuse(str(refusal))
+                self.__dict__["_zbkit_runtime"] = runtime
+                runtime.__dict__["_zbkit_runtime"] = runtime
+            if runtime is not self:
+                # The delegate's own step is this wrapper too: run the unwrapped one.
+                inner = type(runtime).step
+                inner = getattr(inner, "__wrapped__", inner)
+                return measured(runtime, inner, args, kwargs)
+        return measured(self, original_step, args, kwargs)
+
+    step._zbkit_patched = True
+    return step
+
+
+def patch_schedules(module) -> None:
+    """Wraps `step` of the schedule base classes (every pipelining schedule inherits one of them)
+    and of any class in the module that defines its own."""
+    for name in dir(module):
+        cls = getattr(module, name)
+        if not isinstance(cls, type) or "step" not in cls.__dict__:
+            continue
+        if not issubclass(cls, module._PipelineSchedule):
+            continue
+        original = cls.__dict__["step"]
+        if getattr(original, "_zbkit_patched", False):
+            continue
+        cls.step = _wrap_step(original)
+
+
+class _PatchOnImport(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: when torch.distributed.pipelining.schedules is imported, it lets the
+    normal finders locate it and patches the module right after it executes."""
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != SCHEDULES_MODULE:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return None
+        original_exec = spec.loader.exec_module
+
+        def exec_module(module):
+            original_exec(module)
+            patch_schedules(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+ACTIVATING = ("ZBKIT_SCHEDULE", "ZBKIT_TORCH_PROFILE", "ZBKIT_MEMORY_REPORT")
+
+
+def install() -> bool:
+    """Activates the shim when one of ACTIVATING is set; returns whether it did. Safe to call more
+    than once."""
+    if not any(os.environ.get(name) for name in ACTIVATING):
+        return False
+    if SCHEDULES_MODULE in sys.modules:
+        patch_schedules(sys.modules[SCHEDULES_MODULE])
+    elif not any(isinstance(finder, _PatchOnImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _PatchOnImport())
+    return True

@@ -1,0 +1,234 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The shim's profiling window (ZBKIT_TORCH_PROFILE): torch.profiler over a few steps, with
+`PP:<action>` ranges added for schedules whose own loop records none (see zbkit.shim)."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+from typing import Optional
+
+from ._stages import local_stages, process_rank
+
+# The trace metadata key naming the schedule class (kScheduleClassKey in zbkit/profiler/trace.h).
+SCHEDULE_CLASS_KEY = "zbkit_schedule_class"
+
+
+# ---------------------------------------------------------------------------------------------
+# Profiling
+
+
+class _ProfileWindow:
+    """One torch.profiler window over steps skip .. skip+iters-1 of this process."""
+
+    def __init__(self, directory: str, skip: int, iters: int):
+        self.directory, self.skip, self.iters = directory, skip, iters
+        self.steps = 0
+        self.profiler = None
+        self.done = False
+        self.named = False
+        atexit.register(self.say_if_short)
+
+    def before(self) -> None:
+        if self.done or self.profiler is not None or self.steps < self.skip:
+            return
+        import torch  # noqa: PLC0415
+
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        self.profiler = torch.profiler.profile(activities=activities, profile_memory=True)
+        self.profiler.__enter__()
+        atexit.register(self.finish)
+
+    def name_schedule(self, class_name: str) -> None:
+        """Records the schedule class the job runs in the trace (top-level metadata, read by `zb
+        import` into the profile's layout, docs/formats.md §1), once per window."""
+        if self.profiler is None or self.named:
+            return
+        self.named = True
+        self.profiler.add_metadata(SCHEDULE_CLASS_KEY, class_name)
+
+    def after(self) -> None:
+        self.steps += 1
+        if self.profiler is not None:
+            self.profiler.step()  # marks ProfilerStep#N: the importer's iteration boundary
+            if self.steps >= self.skip + self.iters:
+                self.finish()
+
+    def say_if_short(self) -> None:
+        """One warning (rank 0's) when the job ran fewer steps than the window asked for: the
+        profile then holds fewer iterations than the user meant, or none."""
+        wanted = self.skip + self.iters
+        if self.steps >= wanted or process_rank() != 0:
+            return
+        profiled = max(0, self.steps - self.skip)
+        sys.stderr.write(
+            f"zbkit: warning: the job ran {self.steps} steps, fewer than the {self.skip} skipped "
+            f"+ {self.iters} profiled the window asked for: {profiled} profiled (zb profile "
+            "--torch-skip / --torch-iters)\n"
+        )
+        sys.stderr.flush()
+
+    def finish(self) -> None:
+        if self.profiler is None or self.done:
+            return
+        self.done = True
+        profiler, self.profiler = self.profiler, None
+        profiler.__exit__(None, None, None)
+        os.makedirs(self.directory, exist_ok=True)
+        target = os.path.join(self.directory, f"rank{process_rank()}.json.gz")
+        profiler.export_chrome_trace(target)
+
+
+_window: Optional[_ProfileWindow] = None
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "")
+    try:
+        return int(value) if value.strip() else default
+    except ValueError:
+        sys.stderr.write(f"zbkit: {name}={value!r} is not an integer; using {default}\n")
+        return default
+
+
+def profiled(target, step_function, args, kwargs):
+    global _window
+    directory = os.environ.get("ZBKIT_TORCH_PROFILE")
+    if not directory:
+        return step_function(target, *args, **kwargs)
+    if _window is None:
+        _window = _ProfileWindow(
+            directory, _env_int("ZBKIT_PROFILE_SKIP", 1), _env_int("ZBKIT_PROFILE_ITERS", 3)
+        )
+    _window.before()
+    _window.name_schedule(type(target).__name__)
+    labels = None
+    try:
+        if _window.profiler is not None and not _records_pp_ranges(target):
+            labels = _StageLabels(target)
+        return step_function(target, *args, **kwargs)
+    finally:
+        if labels is not None:
+            labels.remove()
+        _window.after()
+
+
+def _records_pp_ranges(schedule) -> bool:
+    from torch.distributed.pipelining import schedules as torch_schedules  # noqa: PLC0415
+
+    return isinstance(schedule, torch_schedules._PipelineScheduleRuntime)
+
+
+class _StageLabels:
+    """`PP:<action>` ranges for a schedule whose own loop records none, for one step: the local
+    stages' compute and send/receive methods are wrapped on the instances (the class, shared with
+    any other schedule of the process, is left alone), and the schedules module's `_batch_p2p`,
+    which posts every batch of sends and receives, opens one range per labelled op of the batch.
+    remove() puts everything back."""
+
+    METHODS = (
+        "forward_one_chunk", "backward_one_chunk", "backward_weight_one_chunk",
+        "get_fwd_send_ops", "get_fwd_recv_ops", "get_bwd_send_ops", "get_bwd_recv_ops",
+    )  # fmt: skip
+
+    def __init__(self, schedule):
+        from torch.distributed.pipelining import schedules as module  # noqa: PLC0415
+        from torch.profiler import record_function  # noqa: PLC0415
+
+        self.module = module
+        self.saved = []
+        for stage in local_stages(schedule):
+            for name in self.METHODS:
+                self.saved.append((stage, name, stage.__dict__.get(name, _ABSENT)))
+            self._wrap(stage, record_function)
+        self.batch_p2p = module.__dict__["_batch_p2p"]
+        module._batch_p2p = _labelled_batch_p2p(self.batch_p2p, record_function)
+
+    @staticmethod
+    def _wrap(stage, record_function) -> None:
+        forward, backward = stage.forward_one_chunk, stage.backward_one_chunk
+        weight = stage.backward_weight_one_chunk
+        s = stage.stage_index
+
+        def forward_one_chunk(fwd_chunk_id, *args, **kwargs):
+            with record_function(f"PP:{s}F{fwd_chunk_id}"):
+                return forward(fwd_chunk_id, *args, **kwargs)
+
+        def backward_one_chunk(bwd_chunk_id, loss=None, full_backward=True, last_backward=False):
+            if not stage.has_backward:
+                return backward(
+                    bwd_chunk_id,
+                    loss=loss,
+                    full_backward=full_backward,
+                    last_backward=last_backward,
+                )
+            if not full_backward:
+                with record_function(f"PP:{s}I{bwd_chunk_id}"):
+                    return backward(
+                        bwd_chunk_id, loss=loss, full_backward=False, last_backward=last_backward
+                    )
+            if bwd_chunk_id % 2 == 1:
+                # Every other microbatch runs fused, as the script asked, so that the profile
+                # measures the fused backward (BW) beside its split into I and W: on some
+                # hardware the split costs more than the fused pass (docs/cost-model.md §2).
+                with record_function(f"PP:{s}B{bwd_chunk_id}"):
+                    return backward(
+                        bwd_chunk_id, loss=loss, full_backward=True, last_backward=last_backward
+                    )
+            # As _PipelineScheduleRuntime runs an I then a W: the DP gradient sync that
+            # last_backward asks for belongs to the W, which completes the gradients.
+            with record_function(f"PP:{s}I{bwd_chunk_id}"):
+                backward(bwd_chunk_id, loss=loss, full_backward=False, last_backward=False)
+            with record_function(f"PP:{s}W{bwd_chunk_id}"):
+                weight(bwd_chunk_id, last_backward=last_backward)
+
+        def backward_weight_one_chunk(bwd_chunk_id, last_backward=False):
+            with record_function(f"PP:{s}W{bwd_chunk_id}"):
+                return weight(bwd_chunk_id, last_backward=last_backward)
+
+        stage.forward_one_chunk = forward_one_chunk
+        stage.backward_one_chunk = backward_one_chunk
+        stage.backward_weight_one_chunk = backward_weight_one_chunk
+        for name, token in (("get_fwd_send_ops", "SEND_F"), ("get_fwd_recv_ops", "RECV_F"),
+                            ("get_bwd_send_ops", "SEND_B"), ("get_bwd_recv_ops", "RECV_B")):  # fmt: skip
+            setattr(stage, name, _labelled_ops(getattr(stage, name), f"PP:{s}{token}"))
+
+    def remove(self) -> None:
+        self.module._batch_p2p = self.batch_p2p
+        for stage, name, previous in reversed(self.saved):
+            if previous is _ABSENT:
+                stage.__dict__.pop(name, None)
+            else:
+                stage.__dict__[name] = previous
+
+
+_ABSENT = object()
+
+
+def _labelled_ops(get_ops, prefix: str):
+    def labelled(chunk_id):
+        ops = get_ops(chunk_id)
+        for op in ops:
+            op._zbkit_label = f"{prefix}{chunk_id}"
+        return ops
+
+    return labelled
+
+
+def _labelled_batch_p2p(batch_p2p, record_function):
+    import contextlib  # noqa: PLC0415
+
+    def labelled(p2p_ops, *args, **kwargs):
+        labels = dict.fromkeys(getattr(op, "_zbkit_label", None) for op in p2p_ops)
+        labels.pop(None, None)
+        # One call posts the whole batch (1F1B fuses a send with the next receive so that NCCL
+        # cannot deadlock), so each of its ops gets a range over that call: nested, the same span.
+        with contextlib.ExitStack() as ranges:
+            for label in labels:
+                ranges.enter_context(record_function(label))
+            return batch_p2p(p2p_ops, *args, **kwargs)
+
+    return labelled

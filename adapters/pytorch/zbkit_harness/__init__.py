@@ -1,0 +1,22 @@
+# SPDX-License-Identifier: Apache-2.0
+"""zbkit's experiment harness: `zb demo`, `zb rehearse` and the jobs they orchestrate under
+torchrun. Not for training scripts (they import `zbkit`); this package uses `zbkit`, never the
+other way round (scripts/check_structure.py checks it).
+
+- `demo`, `demo_report`: `zb demo`, the whole loop on the bundled job, and its report;
+- `rehearse`, `rehearse_report`, `rehearsal_job`: `zb rehearse`, schedules on emulated stages;
+- `emulated_stages`: stages that take a profile's F/B/W on an emulated device stream;
+- `torchrun_jobs`: running torchrun jobs and reading their `zb-job-summary/1` files;
+- `torch_orders`: the installed torch's own schedule classes written as CSVs.
+"""
+
+__all__ = [
+    "demo",
+    "demo_report",
+    "emulated_stages",
+    "rehearsal_job",
+    "rehearse",
+    "rehearse_report",
+    "torch_orders",
+    "torchrun_jobs",
+]
