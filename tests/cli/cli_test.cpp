@@ -68,6 +68,17 @@ TEST_F(CliTest, TuneWritesTheScheduleAndTheStoreGivesItBack) {
   Result csv = Zb("export --store " + store + " --schedule 1 --format torch-csv -o -");
   ASSERT_EQ(csv.exit_code, 0) << csv.err;
   ExpectGolden("export_hetero4_zb_auto.csv", csv.out);
+
+  // The listing names the cap the schedule was tuned for "cap", as zb show does (and keeps its
+  // old name, memory_limit, for zb-list/1's readers).
+  Result listed = Zb("list --store " + store + " --json");
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const auto listing = nlohmann::json::parse(listed.out);
+  ASSERT_EQ(listing["schedules"].size(), 1u);
+  const auto& row = listing["schedules"][0];
+  ASSERT_TRUE(row["cap"].is_number()) << row;
+  EXPECT_GT(row["cap"].get<double>(), 0);
+  EXPECT_EQ(row["cap"], row["memory_limit"]);
   Result legacy = Zb("export " + out + " --format torch-csv-legacy -o -");
   ASSERT_EQ(legacy.exit_code, 0) << legacy.err;
   EXPECT_EQ(legacy.out.find("I"), std::string::npos);  // legacy has no I token

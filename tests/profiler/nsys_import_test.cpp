@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.h"
 #include "zbkit/profiler/attribution.h"
 #include "zbkit/profiler/costs.h"
 #include "zbkit/profiler/import.h"
@@ -18,18 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/zbkit_nsys_import_test_XXXXXX";
-    path_ = mkdtemp(pattern);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string Path(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using testing_support::TempDir;
 
 void Exec(sqlite3* db, const std::string& sql) {
   char* error = nullptr;

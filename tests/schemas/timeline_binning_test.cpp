@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "timeline_test_support.h"
 #include "zbkit/schemas/timeline_index.h"
 #include "zbkit/schemas/types.h"
 
@@ -18,18 +19,8 @@ namespace {
 
 __extension__ typedef __int128 Int128;
 
-TimelineOp Op(int32_t rank, int32_t stage, OpKind kind, int32_t microbatch, TimeNs start,
-              TimeNs end) {
-  return {rank, stage, kind, microbatch, start, end};
-}
-
-// [10,20) [20,30) [30,30) [40,50) on one rank (as in timeline_index_test.cpp).
-TimelineIndex EdgeLane() {
-  Timeline timeline;
-  timeline.ops = {Op(0, 0, OpKind::kF, 0, 10, 20), Op(0, 0, OpKind::kB, 0, 20, 30),
-                  Op(0, 0, OpKind::kW, 0, 30, 30), Op(0, 0, OpKind::kF, 1, 40, 50)};
-  return TimelineIndex(timeline);
-}
+using timeline_testing::EdgeLane;
+using timeline_testing::Op;
 
 TEST(TimelineIndexTest, ColumnEdgesAreExactFloorsAndTileTheRange) {
   const struct {

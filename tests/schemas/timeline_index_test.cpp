@@ -12,15 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "timeline_test_support.h"
 #include "zbkit/schemas/types.h"
 
 namespace zb {
 namespace {
 
-TimelineOp Op(int32_t rank, int32_t stage, OpKind kind, int32_t microbatch, TimeNs start,
-              TimeNs end) {
-  return {rank, stage, kind, microbatch, start, end};
-}
+using timeline_testing::EdgeLane;
+using timeline_testing::Op;
 
 std::vector<size_t> Range(std::pair<size_t, size_t> range) {
   std::vector<size_t> indexes;
@@ -133,14 +132,6 @@ TEST(TimelineIndexTest, EmptyTimelineAnswersEverythingWithNothing) {
 }
 
 // ---- Visible and hit tests -------------------------------------------------------------------
-
-// [10,20) [20,30) [30,30) [40,50) on one rank.
-TimelineIndex EdgeLane() {
-  Timeline timeline;
-  timeline.ops = {Op(0, 0, OpKind::kF, 0, 10, 20), Op(0, 0, OpKind::kB, 0, 20, 30),
-                  Op(0, 0, OpKind::kW, 0, 30, 30), Op(0, 0, OpKind::kF, 1, 40, 50)};
-  return TimelineIndex(timeline);
-}
 
 TEST(TimelineIndexTest, VisibleHandlesBoundariesAndZeroLengthOps) {
   const TimelineIndex index = EdgeLane();

@@ -24,6 +24,8 @@ int RunListCommand(const Args& args, std::ostream& out, std::ostream& err) {
                     {"microbatches", info.microbatches},
                     {"chunks", info.chunks},
                     {"placement", PlacementName(info.placement)},
+                    {"cap", info.cap ? nlohmann::json(*info.cap) : nullptr},
+                    // The same figure under its old name, kept for readers of zb-list/1.
                     {"memory_limit", info.cap ? nlohmann::json(*info.cap) : nullptr},
                     {"makespan", NsToMs(info.predicted.makespan)},
                     {"bubble_rate", info.predicted.bubble_rate},
