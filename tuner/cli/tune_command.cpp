@@ -262,8 +262,7 @@ void AddTuneOptions(po::options_description& options) {
       "layouts are shown, never chosen, with what they would gain");
   add("torch-orders", po::value<std::string>(),
       "a directory written by python -m zbkit_harness.torch_orders: torch's built-in schedules as "
-      "rows "
-      "beside the candidates (simulated under the same costs and cap, never chosen)");
+      "rows beside the candidates (simulated under the same costs and cap, never chosen)");
   add("runtime", po::value<std::string>()->default_value("torch"),
       "the runtime that replays the schedule: torch (the shim, zb export --format torch-csv: "
       "orders keep its rule, docs/formats.md 4.1) or zbkit (zbkit's executor: any order)");
@@ -505,8 +504,6 @@ int RunFrontier(const tuner::TuneRequest& request, const po::variables_map& valu
   return 0;
 }
 
-}  // namespace
-
 // Why nothing was chosen, in one line: a cap below what any order needs; or the job's layout,
 // when a family of another layout fits the cap (memory is then not the cause: say which family,
 // what it needs and how to get it); else the cap, pointing at the table's peak/1F1B column.
@@ -546,6 +543,8 @@ constexpr char kTuneExamples[] =
     "      every family under twice 1F1B's activation memory; the fastest that fits is kept\n"
     "  zb tune --costs costs.json -m 8 --mem-limit 1x --family search --layout any\n"
     "      the search, at 1F1B's memory, in any layout (not only the profile's)\n";
+
+}  // namespace
 
 int RunTuneCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const std::string command = "tune";
