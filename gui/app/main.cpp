@@ -45,7 +45,11 @@ constexpr const char* kUsage =
     "  --version         the zbkit version\n"
     "\n"
     "Exit status: 0 success, 2 usage error, 1 any other failure (unreadable or empty store,\n"
-    "unknown id, unwritable output).\n";
+    "unknown id, unwritable output).\n"
+    "\n"
+    "example:\n"
+    "  zbview --screenshot tuned-vs-1f1b.png zb.db --schedule 1 --compare 2\n"
+    "      schedule 1 above schedule 2 (e.g. a tuned order and 1F1B), drawn without a window\n";
 
 int Fail(int code, const std::string& message) {
   std::fprintf(stderr, "zbview: %s\n", message.c_str());
