@@ -6,6 +6,7 @@ iterations -> per-stage F/B/W, hops and measured activation memory), with the jo
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from test_shim import MODEL, job_env, require_zb, run, torchrun_command
@@ -73,3 +74,32 @@ def test_a_job_shorter_than_the_window_says_so_once(tmp_path):
     assert len(short) == 1, done.stderr[-3000:]
     assert "ran 2 steps" in short[0] and "1 profiled" in short[0], short[0]
     assert json.loads(done.stdout)["iterations"]["used"] == 1
+
+
+def losses_of(output: str) -> list:
+    """(rank, iteration, loss) of the bundled job's lines "rank R iter I time_s T loss L"."""
+    found = re.findall(r"rank (\d+) iter (\d+) time_s \S+ loss (\S+)", output)
+    return sorted((int(r), int(i), loss) for r, i, loss in found)
+
+
+def test_an_interleaved_job_gets_b_and_w_apart_on_every_stage(tmp_path):
+    # Interleaved1F1B runs fused backwards ("B" actions) from a compute-only order: in the window
+    # the shim splits every other microbatch's into I and W, so that the profile has W > 0 (a
+    # profile with W = 0 makes every zero-bubble family score like 1F1B) and BW beside it.
+    args = MODEL + ["--batch", "8", "--microbatches", "4", "--iters", "3", "--warmup", "0",
+                    "--schedule", "Interleaved1F1B", "--stages-per-rank", "2"]  # fmt: skip
+    done = profile(tmp_path, *args)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["layout"] == "loop" and report["schedule_class"] == "ScheduleInterleaved1F1B"
+    assert report["costs"]["layout"]["stages_per_rank"] == 2
+    assert len(report["stages"]) == 4
+    for stage in report["stages"]:
+        for kind in ("F", "B", "W"):
+            assert stage[kind]["median"] > 0, stage
+        # 4 microbatches x 2 profiled steps: half of the backwards split (B and W), half fused.
+        assert stage["W"]["samples"] == 2 * WINDOW, stage
+    # Outside the window the job ran its own order: its losses are those of an unprofiled run.
+    alone = run(torchrun_command(*args), job_env())
+    assert alone.returncode == 0, alone.stderr[-2000:]
+    assert losses_of(done.stderr) == losses_of(alone.stdout) != []

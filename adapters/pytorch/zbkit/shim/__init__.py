@@ -24,7 +24,11 @@ nothing unless one of these is set:
   backward of an even microbatch runs as `PP:<s>I<mb>` then `PP:<s>W<mb>` (split, so that the
   profile gives B and W apart; the gradients are the same), that of an odd one fused as
   `PP:<s>B<mb>` (the fused backward's own cost), and each batch of sends and receives is posted under
-  `PP:<s>SEND_F<mb>`, `PP:<s>RECV_B<mb>`, ... (the ranges torch's runtime records).
+  `PP:<s>SEND_F<mb>`, `PP:<s>RECV_B<mb>`, ... (the ranges torch's runtime records). Schedules
+  that torch's runtime runs from a compute-only order of fused backwards (Interleaved1F1B,
+  LoopedBFS) get the same split in the window: every even microbatch's `B` action runs as `I` then
+  `W` (the order lowered again by the runtime, and put back after each step), so that the profile
+  has B and W apart, and BW, whatever schedule the job runs.
 - `ZBKIT_MEMORY_REPORT=DIR`: every `step()` runs under `saved_tensors_hooks` that track the bytes
   of the tensors autograd saves (parameters and leaves that require grad left out; each storage
   counted once while a saved reference to it lives), and at exit each rank writes

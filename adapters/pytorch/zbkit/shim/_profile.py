@@ -107,8 +107,10 @@ def profiled(target, step_function, args, kwargs):
     _window.name_schedule(type(target).__name__)
     labels = None
     try:
-        if _window.profiler is not None and not _records_pp_ranges(target):
-            labels = _StageLabels(target)
+        if _window.profiler is not None:
+            labels = (
+                _StageLabels(target) if not _records_pp_ranges(target) else _SplitBackwards(target)
+            )
         return step_function(target, *args, **kwargs)
     finally:
         if labels is not None:
@@ -120,6 +122,61 @@ def _records_pp_ranges(schedule) -> bool:
     from torch.distributed.pipelining import schedules as torch_schedules  # noqa: PLC0415
 
     return isinstance(schedule, torch_schedules._PipelineScheduleRuntime)
+
+
+class _SplitBackwards:
+    """For one step of a schedule that `_PipelineScheduleRuntime` runs from a compute-only order
+    (Interleaved1F1B, LoopedBFS: their backwards are fused, "B" actions): the full backward of
+    every even microbatch runs as "I" then "W" right after it, the odd ones stay fused, as
+    _StageLabels does for single-stage schedules, so that the profile measures B and W apart
+    (and BW) whatever schedule the job runs. The runtime records each action's `PP:` range
+    itself. The order is lowered again with its communication (the runtime's own lowering), and
+    put back by remove(); the gradients are the same either way."""
+
+    def __init__(self, schedule):
+        from torch.distributed.pipelining import schedules as module  # noqa: PLC0415
+
+        self.schedule = None
+        order = getattr(schedule, "pipeline_order", None)
+        full = module._ComputationType.FULL_BACKWARD
+        if not isinstance(order, dict) or not any(
+            action is not None and action.computation_type == full
+            for actions in order.values()
+            for action in actions
+        ):
+            return  # nothing fused to split, or an order loaded from a CSV (the shim's replay)
+        split = {rank: _split_even(actions, module) for rank, actions in order.items()}
+        try:
+            schedule._prepare_schedule_with_comms(split)
+        except Exception:  # a stage or torch that cannot split: profile the fused backward
+            schedule._prepare_schedule_with_comms(order)
+            return
+        self.schedule, self.order = schedule, order
+
+    def remove(self) -> None:
+        if self.schedule is not None:
+            self.schedule._prepare_schedule_with_comms(self.order)
+
+
+def _split_even(actions, module) -> list:
+    kinds = module._ComputationType
+    split = []
+    for action in actions:
+        if (
+            action is not None
+            and action.computation_type == kinds.FULL_BACKWARD
+            and action.microbatch_index is not None
+            and action.microbatch_index % 2 == 0
+        ):
+            split.append(
+                module._Action(action.stage_index, kinds.BACKWARD_INPUT, action.microbatch_index)
+            )
+            split.append(
+                module._Action(action.stage_index, kinds.BACKWARD_WEIGHT, action.microbatch_index)
+            )
+        else:
+            split.append(action)
+    return split
 
 
 class _StageLabels:
