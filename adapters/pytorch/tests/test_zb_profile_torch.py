@@ -9,7 +9,15 @@ import json
 import re
 
 import pytest
-from test_shim import MODEL, job_env, require_zb, run, torchrun_command
+from test_shim import (
+    MODEL,
+    assert_matches_reference,
+    job_env,
+    require_zb,
+    run,
+    torchrun_command,
+    tuned_schedule,
+)
 
 pytest.importorskip("torch")
 
@@ -103,3 +111,27 @@ def test_an_interleaved_job_gets_b_and_w_apart_on_every_stage(tmp_path):
     alone = run(torchrun_command(*args), job_env())
     assert alone.returncode == 0, alone.stderr[-2000:]
     assert losses_of(done.stderr) == losses_of(alone.stdout) != []
+
+
+def test_a_recorded_replay_of_a_fused_order_keeps_that_order_and_measures_w(tmp_path):
+    # zb replay --shard-dir of interleaved 1F1B (fused backwards) in the unmodified interleaved
+    # script: the window splits the loaded order's backwards in place (never the class's own
+    # order), the job trains as one process does, the shim names the user's file, and the
+    # recorded traces give W on every stage.
+    schedule = tuned_schedule(tmp_path, "1f1b-i")
+    prefix = tmp_path / "dump"
+    args = MODEL + ["--batch", "8", "--microbatches", "4", "--iters", "3", "--warmup", "0",
+                    "--schedule", "Interleaved1F1B", "--stages-per-rank", "2",
+                    "--dump", str(prefix)]  # fmt: skip
+    traces = tmp_path / "traces"
+    command = [str(require_zb()), "replay", str(schedule), "--shard-dir", str(traces), "--",
+               *torchrun_command(*args)]  # fmt: skip
+    done = run(command, job_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"replaying {schedule} (4 stages" in done.stderr, done.stderr[-2000:]
+    assert_matches_reference(prefix, args)
+    imported = run([str(require_zb()), "import", str(traces), "--format", "chrome", "--pp", "2",
+                    "--json"], job_env())  # fmt: skip
+    assert imported.returncode == 0, imported.stderr[-2000:]
+    for stage in json.loads(imported.stdout)["stages"]:
+        assert stage["W"]["median"] > 0 and stage["B"]["median"] > 0, stage

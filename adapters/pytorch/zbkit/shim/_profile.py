@@ -125,37 +125,30 @@ def _records_pp_ranges(schedule) -> bool:
 
 
 class _SplitBackwards:
-    """For one step of a schedule that `_PipelineScheduleRuntime` runs from a compute-only order
-    (Interleaved1F1B, LoopedBFS: their backwards are fused, "B" actions): the full backward of
-    every even microbatch runs as "I" then "W" right after it, the odd ones stay fused, as
-    _StageLabels does for single-stage schedules, so that the profile measures B and W apart
-    (and BW) whatever schedule the job runs. The runtime records each action's `PP:` range
-    itself. The order is lowered again with its communication (the runtime's own lowering), and
-    put back by remove(); the gradients are the same either way."""
+    """For one step of a schedule that `_PipelineScheduleRuntime` runs (Interleaved1F1B,
+    LoopedBFS, or an order loaded from a CSV) whose backwards are fused ("B" actions): the full
+    backward of every even microbatch runs as "I" then "W" in its place, the odd ones stay fused,
+    as _StageLabels does for single-stage schedules, so that the profile measures B and W apart
+    (and BW) whatever schedule the job runs. The runtime records each action's `PP:` range itself.
+    The lowered order (with its communication) is edited in place and put back by remove(); the
+    gradients are the same either way."""
 
     def __init__(self, schedule):
         from torch.distributed.pipelining import schedules as module  # noqa: PLC0415
 
         self.schedule = None
-        order = getattr(schedule, "pipeline_order", None)
-        full = module._ComputationType.FULL_BACKWARD
-        if not isinstance(order, dict) or not any(
-            action is not None and action.computation_type == full
-            for actions in order.values()
-            for action in actions
-        ):
-            return  # nothing fused to split, or an order loaded from a CSV (the shim's replay)
-        split = {rank: _split_even(actions, module) for rank, actions in order.items()}
-        try:
-            schedule._prepare_schedule_with_comms(split)
-        except Exception:  # a stage or torch that cannot split: profile the fused backward
-            schedule._prepare_schedule_with_comms(order)
+        lowered = getattr(schedule, "pipeline_order_with_comms", None)
+        if not isinstance(lowered, dict):
             return
-        self.schedule, self.order = schedule, order
+        split = {rank: _split_even(actions, module) for rank, actions in lowered.items()}
+        if all(len(split[rank]) == len(lowered[rank]) for rank in lowered):
+            return  # nothing fused to split
+        self.schedule, self.lowered = schedule, lowered
+        schedule.pipeline_order_with_comms = split
 
     def remove(self) -> None:
         if self.schedule is not None:
-            self.schedule._prepare_schedule_with_comms(self.order)
+            self.schedule.pipeline_order_with_comms = self.lowered
 
 
 def _split_even(actions, module) -> list:
@@ -167,13 +160,11 @@ def _split_even(actions, module) -> list:
             and action.computation_type == kinds.FULL_BACKWARD
             and action.microbatch_index is not None
             and action.microbatch_index % 2 == 0
+            and action.sub_actions is None
         ):
-            split.append(
-                module._Action(action.stage_index, kinds.BACKWARD_INPUT, action.microbatch_index)
-            )
-            split.append(
-                module._Action(action.stage_index, kinds.BACKWARD_WEIGHT, action.microbatch_index)
-            )
+            stage, mb = action.stage_index, action.microbatch_index
+            split.append(module._Action(stage, kinds.BACKWARD_INPUT, mb))
+            split.append(module._Action(stage, kinds.BACKWARD_WEIGHT, mb))
         else:
             split.append(action)
     return split
