@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import ast
 import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Set, Tuple
@@ -343,6 +344,17 @@ def check_layers() -> List[str]:
 # ---- 4: ARCHITECTURE.md -----------------------------------------------------------------------
 
 
+def tracked_top_folders() -> List[str]:
+    """The top-level folders git tracks files in (build outputs such as build/, build-asan/ or
+    out/ are not the tree's); every top-level folder but hidden ones where git is not there."""
+    try:
+        listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                                check=True).stdout.splitlines()  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return sorted(e.name for e in ROOT.iterdir() if e.is_dir() and not e.name.startswith("."))
+    return sorted({path.split("/")[0] for path in listed if "/" in path} - {".ci"})
+
+
 def check_architecture() -> List[str]:
     text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
     findings = []
@@ -350,10 +362,9 @@ def check_architecture() -> List[str]:
     for folder in sorted(named):
         if not (ROOT / folder).is_dir():
             findings.append(f"ARCHITECTURE.md names {folder}, which does not exist")
-    for entry in sorted(ROOT.iterdir()):
-        if entry.is_dir() and not entry.name.startswith(".") and entry.name not in ("build",):
-            if f"{entry.name}/" not in text:
-                findings.append(f"ARCHITECTURE.md does not name the top-level folder {entry.name}/")
+    for folder in tracked_top_folders():
+        if f"{folder}/" not in text:
+            findings.append(f"ARCHITECTURE.md does not name the top-level folder {folder}/")
     return findings
 
 
