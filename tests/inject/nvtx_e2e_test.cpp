@@ -171,11 +171,20 @@ void CheckRank(const RawTrace& trace, int rank, int iters, int microbatches) {
   }
 }
 
-// Durations of one rank. Always: every F/B/W/ncclSend range agrees with how long the job itself
-// measured it was inside it (median error <= 1%, 90% of ranges within 5%). When the job managed to
-// plant its durations (an idle machine), also: the per-phase medians within 5% of the planted ones.
-// Returns false when the job could not plant them (the caller retries).
-bool CheckDurations(const RawTrace& trace, int rank, const std::string& truth_path) {
+// What one attempt showed of one rank's durations.
+struct DurationCheck {
+  bool agreed = true;    // every phase's ranges agree with what the job spun
+  bool planted = false;  // the job managed to plant its durations
+};
+
+// Durations of one rank. Every F/B/W/ncclSend range agrees with how long the job itself measured
+// it was inside it (median error <= 1%, 90% of ranges within 5%): judged on the last attempt, an
+// earlier one that misses it is retried (a preemption between the job's clock and its NVTX call,
+// on a machine loaded by a compiler or a sanitizer build, stretches single ranges). When the job
+// managed to plant its durations (an idle machine), also: the per-phase medians within 5% of the
+// planted ones.
+DurationCheck CheckDurations(const RawTrace& trace, int rank, const std::string& truth_path,
+                             bool last_attempt) {
   const auto truth = zb::testing::ReadTruth(truth_path);
   EXPECT_EQ(truth.size(), 4U) << truth_path;
   std::map<std::string, std::vector<const TraceRange*>> recorded;
@@ -184,6 +193,8 @@ bool CheckDurations(const RawTrace& trace, int rank, const std::string& truth_pa
     if (!phase.empty()) recorded[phase].push_back(&r);
   }
   const bool planted = zb::testing::Planted(truth, rank);
+  DurationCheck check;
+  check.planted = planted;
   for (const auto& [phase, measured] : truth) {
     auto& ranges = recorded[phase];
     std::sort(ranges.begin(), ranges.end(),
@@ -211,21 +222,25 @@ bool CheckDurations(const RawTrace& trace, int rank, const std::string& truth_pa
         "median %.3f%%, p90 %.3f%%\n",
         rank, phase.c_str(), planted_us, zb::testing::Median(truth_us), recovered,
         100 * (recovered - planted_us) / planted_us, 100 * median_error, 100 * p90_error);
-    EXPECT_LE(median_error, 0.01) << phase;
-    EXPECT_LE(p90_error, 0.05) << phase;
+    check.agreed = check.agreed && median_error <= 0.01 && p90_error <= 0.05;
+    if (last_attempt) {
+      EXPECT_LE(median_error, 0.01) << phase;
+      EXPECT_LE(p90_error, 0.05) << phase;
+    }
     if (planted) {
       // ncclSend is short (200 us): judged against the shortest phase (1 ms), i.e. 50 us.
       const double tolerance = phase == "ncclSend" ? 0.05 * 1000 / planted_us : 0.05;
       EXPECT_LE(std::abs(recovered - planted_us) / planted_us, tolerance) << phase;
     }
   }
-  return planted;
+  return check;
 }
 
 // Busy loops in concurrent processes measure wall time: on a loaded machine (two cores shared
 // with a compiler) preemption stretches what the job plants. The structure and the agreement
-// with what the job really spun are checked on every attempt; the comparison with the planted
-// durations needs an attempt where the job managed to plant them (up to three tries).
+// with what the job really spun on every attempt too, the agreement judged on the last; the
+// comparison with the planted durations needs an attempt where the job managed to plant them (up
+// to three tries).
 constexpr int kTimingAttempts = 3;
 
 TEST(NvtxEndToEndTest, MultiProcessJobRecoversNamesNestingAndDurations) {
@@ -245,7 +260,8 @@ TEST(NvtxEndToEndTest, MultiProcessJobRecoversNamesNestingAndDurations) {
   ASSERT_EQ(plain.exit_code(), 3) << plain.err;
 
   bool planted = false;
-  for (int attempt = 0; attempt < kTimingAttempts && !planted; ++attempt) {
+  bool agreed = false;
+  for (int attempt = 0; attempt < kTimingAttempts && !(planted && agreed); ++attempt) {
     SCOPED_TRACE("attempt " + std::to_string(attempt));
     TempDir dir;
     TempDir truth;
@@ -267,6 +283,7 @@ TEST(NvtxEndToEndTest, MultiProcessJobRecoversNamesNestingAndDurations) {
       EXPECT_EQ(name.find("-wal"), std::string::npos) << name;
     }
     planted = true;
+    agreed = true;
     for (int rank = 0; rank < kWorkers; ++rank) {
       const RawTrace trace = MustRead(dir.path() + "/rank" + std::to_string(rank) + ".zbshard");
       EXPECT_EQ(trace.process.rank, rank);
@@ -277,9 +294,11 @@ TEST(NvtxEndToEndTest, MultiProcessJobRecoversNamesNestingAndDurations) {
       EXPECT_EQ(trace.dropped_records, 0);
       EXPECT_TRUE(trace.activities.empty());  // no GPU
       CheckRank(trace, rank, kIters, kMicrobatches);
-      const bool rank_planted =
-          CheckDurations(trace, rank, truth.path() + "/spun.rank" + std::to_string(rank));
-      planted = planted && rank_planted;
+      const DurationCheck check =
+          CheckDurations(trace, rank, truth.path() + "/spun.rank" + std::to_string(rank),
+                         attempt + 1 == kTimingAttempts);
+      planted = planted && check.planted;
+      agreed = agreed && check.agreed;
     }
   }
   if (!planted) {
@@ -409,13 +428,17 @@ TEST(NvtxEndToEndTest, CrashingJobKeepsItsRecordsAndDiesByTheSameSignal) {
     SCOPED_TRACE(kind);
     const std::vector<std::string> argv = {kJob, "--iters", "2", "--crash", kind};
     const ProcessResult plain = RunProcess(argv, {{"RANK", "0"}});
-    if (!kSanitized) ASSERT_EQ(plain.signal(), sig);
+    if (!kSanitized) {
+      ASSERT_EQ(plain.signal(), sig);
+    }
     TempDir dir;
     const ProcessResult profiled = RunProcess(argv, ToolEnv(dir.path(), {{"RANK", "0"}}));
     EXPECT_EQ(profiled.signal(), plain.signal());
     EXPECT_EQ(profiled.exit_code(), plain.exit_code());
     EXPECT_EQ(profiled.out, plain.out);
-    if (!kSanitized) EXPECT_EQ(profiled.err, plain.err);
+    if (!kSanitized) {
+      EXPECT_EQ(profiled.err, plain.err);
+    }
     const RawTrace trace = MustRead(dir.path() + "/rank0.zbshard");
     ExpectWellFormed(trace);
     EXPECT_EQ(Named(trace, "iter_0_").size(), 2U);  // both iterations, up to the crash
