@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 
 #include "zbkit/schemas/validate.h"
@@ -336,6 +337,67 @@ Expected<Schedule> ParseScheduleValue(const json& value) {
   return schedule;
 }
 
+// zb-layers/1 (docs/formats.md §6): the blocks of a model in order, each with its costs.
+Expected<LayerProfile> ParseLayersValue(const json& value) {
+  Reader reader(value, "");
+  if (value.is_object()) ZB_RETURN_IF_ERROR(CheckFormat(reader, kLayersFormat));
+  ZB_RETURN_IF_ERROR(reader.ExpectObject({"format", "comm", "source", "layers"}));
+  LayerProfile profile;
+  if (reader.Has("comm")) {
+    ZB_ASSIGN_OR_RETURN(double comm_ms, reader.Number("comm", 0));
+    ZB_RETURN_IF_ERROR(CheckOpTime("comm", comm_ms, 1));
+    profile.comm = MsToNs(comm_ms);
+  }
+  if (reader.Has("source")) {
+    ZB_ASSIGN_OR_RETURN(std::string source, reader.String("source"));
+    if (source == LayerSourceName(LayerSource::kEvenShareOfStages)) {
+      profile.source = LayerSource::kEvenShareOfStages;
+    } else if (source != LayerSourceName(LayerSource::kMeasured)) {
+      return InvalidInput("source: must be \"measured\" or \"even share of stages\", got \"" +
+                          source + "\"");
+    }
+  }
+  ZB_ASSIGN_OR_RETURN(const json* layers, reader.Array("layers"));
+  if (layers->empty()) return InvalidInput("layers: must not be empty");
+  if (layers->size() > static_cast<size_t>(kMaxCount)) return InvalidInput("layers: too many");
+  std::unordered_set<std::string> names;
+  for (size_t i = 0; i < layers->size(); ++i) {
+    Reader layer((*layers)[i], "layers[" + std::to_string(i) + "]");
+    ZB_RETURN_IF_ERROR(layer.ExpectObject({"name", "F", "B", "W", "M_B", "M_W", "state", "send"}));
+    LayerCost cost;
+    ZB_ASSIGN_OR_RETURN(cost.name, layer.String("name"));
+    if (cost.name.empty()) return InvalidInput(layer.FieldPath("name") + ": must not be empty");
+    if (!names.insert(cost.name).second) {
+      return InvalidInput(layer.FieldPath("name") + ": \"" + cost.name + "\" appears twice");
+    }
+    double times[3] = {};
+    const char* kTimeFields[3] = {"F", "B", "W"};
+    for (int k = 0; k < 3; ++k) {
+      ZB_ASSIGN_OR_RETURN(times[k], layer.Number(kTimeFields[k], 0));
+      ZB_RETURN_IF_ERROR(CheckOpTime(layer.FieldPath(kTimeFields[k]), times[k], 1));
+    }
+    cost.f = MsToNs(times[0]);
+    cost.b = MsToNs(times[1]);
+    cost.w = MsToNs(times[2]);
+    ZB_ASSIGN_OR_RETURN(cost.m_b, layer.Number("M_B", 0));
+    ZB_ASSIGN_OR_RETURN(cost.m_w, layer.Number("M_W", 0));
+    if (cost.m_w > cost.m_b) {
+      return InvalidInput(layer.FieldPath("M_W") + ": must not exceed M_B (" +
+                          json(cost.m_b).dump() + "), got " + json(cost.m_w).dump());
+    }
+    for (const auto& [field, target] : {std::pair{"state", &cost.state}, {"send", &cost.send}}) {
+      if (!layer.Has(field)) continue;
+      ZB_ASSIGN_OR_RETURN(*target, layer.Number(field, 0));
+    }
+    profile.layers.push_back(std::move(cost));
+  }
+  TimeNs total_f = 0;
+  for (const LayerCost& layer : profile.layers)
+    total_f += layer.f;
+  if (total_f <= 0) return InvalidInput("layers: the forwards add up to 0 ms");
+  return profile;
+}
+
 }  // namespace
 
 Expected<CostProfile> ParseCostsJson(const std::string& text, const std::string& source) {
@@ -492,6 +554,40 @@ Status WriteFileAtomically(const std::string& path, const std::string& content) 
     return IoError(path + ": cannot replace: " + reason);
   }
   return Status::Ok();
+}
+
+}  // namespace zb
+
+namespace zb {
+
+Expected<LayerProfile> ParseLayersJson(const std::string& text, const std::string& source) {
+  ZB_ASSIGN_OR_RETURN(nlohmann::json value, ParseJsonText(text, source));
+  auto profile = ParseLayersValue(value);
+  if (!profile.ok()) return profile.status().WithContext(source);
+  return profile;
+}
+
+Expected<LayerProfile> ReadLayersFile(const std::string& path) {
+  ZB_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
+  return ParseLayersJson(text, path);
+}
+
+std::string LayersToJson(const LayerProfile& profile) {
+  // One block per line: a 40-block model stays readable and diffable.
+  std::ostringstream out;
+  out << "{\"format\": \"" << kLayersFormat
+      << "\", \"comm\": " << nlohmann::json(NsToMs(profile.comm)) << ", \"source\": \""
+      << LayerSourceName(profile.source) << "\",\n \"layers\": [";
+  for (size_t i = 0; i < profile.layers.size(); ++i) {
+    const LayerCost& layer = profile.layers[i];
+    const nlohmann::json entry = {{"name", layer.name},   {"F", NsToMs(layer.f)},
+                                  {"B", NsToMs(layer.b)}, {"W", NsToMs(layer.w)},
+                                  {"M_B", layer.m_b},     {"M_W", layer.m_w},
+                                  {"state", layer.state}, {"send", layer.send}};
+    out << (i == 0 ? "\n  " : ",\n  ") << entry.dump();
+  }
+  out << "]}\n";
+  return out.str();
 }
 
 }  // namespace zb

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "zbkit/tuner/torch_export.h"
 #include "zbkit/tuner/v_half_min.h"
 #include "zbkit/tuner/zb_auto.h"
 #include "zbkit/tuner/zb_v.h"
@@ -165,26 +166,34 @@ Expected<Schedule> GenerateFamily(std::string_view family, const FamilyRequest& 
   std::vector<double> caps = request.rank_caps;
   if (caps.empty()) caps.assign(p, kNoMemoryCap);
 
-  if (family == "1f1b") return OneFOneB(costs, m);
-  if (family == "zb-h1") return ZbH1(costs, m);
-  if (family == "zb-h2") return ZbH2(costs, m);
+  // The costs the generator schedules: `chunks` stages per rank, as the request knows them.
+  auto scheduled = [&](int chunks) {
+    CostProfile split = request.stage_costs && request.stage_costs->num_stages() == p * chunks
+                            ? request.stage_costs->CostsOnly()
+                            : costs.SplitStages(chunks);
+    return request.torch_runtime_costs ? TorchRuntimeCosts(std::move(split)) : split;
+  };
+  if (family == "1f1b") return OneFOneB(scheduled(1), m);
+  if (family == "zb-h1") return ZbH1(scheduled(1), m);
+  if (family == "zb-h2") return ZbH2(scheduled(1), m);
   if (family == "1f1b-i") {
     if (request.interleave_chunks < 2) {
       return UsageError("1f1b-i: needs --chunks >= 2, got " +
                         std::to_string(request.interleave_chunks));
     }
-    return Interleaved1F1B(costs.SplitStages(request.interleave_chunks), p, m);
+    return Interleaved1F1B(scheduled(request.interleave_chunks), p, m);
   }
   if (family == "zb-auto") {
+    const CostProfile stage_costs = scheduled(1);
     // The heuristic needs a finite cap to decide its warm-up; without one, m forwards always fit.
     std::vector<double> stage_caps = caps;
     for (int stage = 0; stage < p; ++stage) {
-      if (std::isinf(stage_caps[stage])) stage_caps[stage] = costs.stages[stage].m_b * m;
+      if (std::isinf(stage_caps[stage])) stage_caps[stage] = stage_costs.stages[stage].m_b * m;
     }
-    ZB_ASSIGN_OR_RETURN(ZbAutoResult result, ZbAuto(costs, m, stage_caps));
+    ZB_ASSIGN_OR_RETURN(ZbAutoResult result, ZbAuto(stage_costs, m, stage_caps));
     return std::move(result.schedule);
   }
-  const CostProfile chunk_costs = costs.SplitStages(2);
+  const CostProfile chunk_costs = scheduled(2);
   if (family == "zb-v") {
     ZB_ASSIGN_OR_RETURN(ZbVResult result, ZbVHeuristic(chunk_costs, m, caps));
     return std::move(result.schedule);

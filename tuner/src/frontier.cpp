@@ -105,8 +105,8 @@ Expected<FrontierOutcome> ComputeFrontier(const TuneRequest& request,
         MemoryLimit{MemoryLimit::Kind::kRelative, factor}.RankCaps(costs);
     // The paper's heuristic, as it is (loop placement, its own knob grid).
     std::optional<Schedule> heuristic;
-    auto generated = GenerateFamily("zb-auto", FamilyRequest{costs, m, 2, caps});
     const bool torch_costs = options.runtime == ReplayRuntime::kTorch;
+    auto generated = GenerateFamily("zb-auto", FamilyRequest{costs, m, 2, caps, torch_costs});
     if (generated.ok() && torch_costs) {
       generated->costs = TorchRuntimeCosts(std::move(generated->costs));
     }

@@ -68,6 +68,11 @@ std::vector<double> MemoryLimit::RankCaps(const CostProfile& rank_costs) const {
     caps.assign(ranks, value);
     return caps;
   }
+  if (kind == Kind::kPerRank) {
+    for (int rank = 0; rank < ranks && rank < static_cast<int>(per_rank.size()); ++rank)
+      caps[rank] = per_rank[rank];
+    return caps;
+  }
   double one_f_one_b_peak = 0;
   for (int rank = 0; rank < ranks; ++rank) {
     one_f_one_b_peak = std::max(one_f_one_b_peak, (ranks - rank) * rank_costs.stages[rank].m_b);
@@ -87,6 +92,8 @@ std::string MemoryLimit::ToString() const {
     case Kind::kAbsolute:
       out << value;
       break;
+    case Kind::kPerRank:
+      return "per rank";
   }
   return out.str();
 }

@@ -453,17 +453,21 @@ std::vector<SeededSchedule> MakeSeeds(const CostProfile& rank_costs, int m,
   for (const FamilyInfo& info : Families()) {
     if (options.placement && info.placement != *options.placement) continue;
     add(std::string(info.name),
-        GenerateFamily(info.name, FamilyRequest{rank_costs, m, options.interleave_chunks, caps}));
+        GenerateFamily(info.name, FamilyRequest{rank_costs, m, options.interleave_chunks, caps,
+                                                options.torch_runtime_costs, options.stage_costs}));
   }
   for (const Schedule& warm : options.warm_starts) {
     if (options.placement && warm.placement != *options.placement) continue;
     add("warm start (" + warm.family + ")", warm);
   }
   if (!options.placement || *options.placement == Placement::kLoop) {
+    // The heuristic's settings plan with the costs the runtime spends, as GenerateFamily does.
+    const CostProfile knob_costs =
+        options.torch_runtime_costs ? TorchRuntimeCosts(rank_costs) : rank_costs;
     for (int k = 0; k < 8; ++k) {
       const ZbKnobs knobs{(k & 4) == 0, (k & 2) == 0, (k & 1) == 0};
       TimeNs cost = 0;
-      add(KnobName(knobs), ZbManualOrder(rank_costs, m, caps, knobs, &cost));
+      add(KnobName(knobs), ZbManualOrder(knob_costs, m, caps, knobs, &cost));
     }
   }
   return seeds;

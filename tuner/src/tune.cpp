@@ -42,7 +42,12 @@ Candidate Evaluate(std::string_view family, const CostProfile& rank_costs, int m
   // as this family lays it out.
   candidate.caps = options.memory_limit.RankCaps(rank_costs);
 
-  FamilyRequest request{rank_costs, microbatches, options.interleave_chunks, candidate.caps};
+  FamilyRequest request{rank_costs,
+                        microbatches,
+                        options.interleave_chunks,
+                        candidate.caps,
+                        options.runtime == ReplayRuntime::kTorch,
+                        options.stage_costs};
   auto schedule = GenerateFamily(family, request);
   if (!schedule.ok()) {
     candidate.status = schedule.status();
@@ -88,6 +93,7 @@ Candidate RunSearch(const CostProfile& rank_costs, int microbatches, const TuneO
   search.interleave_chunks = options.interleave_chunks;
   search.runtime = options.runtime;
   search.torch_runtime_costs = options.runtime == ReplayRuntime::kTorch;
+  search.stage_costs = options.stage_costs;
   if (options.layout) {
     search.placement = options.layout->placement;
     search.chunks = options.layout->chunks;

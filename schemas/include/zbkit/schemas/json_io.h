@@ -10,6 +10,7 @@
 #include <exception>
 #include <string>
 
+#include "zbkit/schemas/layers.h"
 #include "zbkit/schemas/status.h"
 #include "zbkit/schemas/types.h"
 
@@ -18,6 +19,7 @@ namespace zb {
 inline constexpr const char* kCostsFormat = "zb-costs/1";
 inline constexpr const char* kScheduleFormat = "zb-schedule/1";
 inline constexpr const char* kHopsFormat = "zb-hops/1";
+inline constexpr const char* kLayersFormat = "zb-layers/1";
 
 // `source` names the input in error messages (a file name, or "<stdin>").
 Expected<CostProfile> ParseCostsJson(const std::string& text, const std::string& source);
@@ -34,6 +36,11 @@ std::string ScheduleToJson(const Schedule& schedule);
 // measured_at are not part of the file.
 Expected<HopMeasurement> ParseHopsJson(const std::string& text, const std::string& source);
 Expected<HopMeasurement> ReadHopsFile(const std::string& path);
+
+// zb-layers/1 (docs/formats.md §6): per-layer costs, in model order (layers.h).
+Expected<LayerProfile> ParseLayersJson(const std::string& text, const std::string& source);
+Expected<LayerProfile> ReadLayersFile(const std::string& path);
+std::string LayersToJson(const LayerProfile& profile);
 
 // The message of an error of the JSON library (nlohmann), without the tag it starts with
 // ("[json.exception.parse_error.101] "): what every "not valid JSON" message quotes.

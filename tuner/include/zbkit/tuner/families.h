@@ -22,6 +22,7 @@
 #define ZBKIT_TUNER_FAMILIES_H_
 
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +51,14 @@ struct FamilyRequest {
   int microbatches = 0;           // m
   int interleave_chunks = 2;      // v for 1f1b-i
   std::vector<double> rank_caps;  // per-rank activation-memory cap; empty = none
+  // Build for PyTorch's runtime: the generator sees the costs that runtime spends
+  // (TorchRuntimeCosts: the first stage's whole backward in its W, its activations held until
+  // then), so that a cap-driven family plans for the memory the job will really hold.
+  bool torch_runtime_costs = false;
+  // The cost of each scheduled stage in model order where they are known apart (a layer split,
+  // partition.h): a family that schedules that many stages (p * chunks) uses them as they are;
+  // otherwise it splits each rank's share evenly (CostProfile::SplitStages).
+  std::optional<CostProfile> stage_costs = std::nullopt;
 };
 
 // Builds the family's schedule (ops in order, costs split per scheduled stage, family set), not

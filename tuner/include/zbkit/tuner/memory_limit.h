@@ -13,6 +13,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "zbkit/schemas/status.h"
@@ -21,9 +22,20 @@
 namespace zb::tuner {
 
 struct MemoryLimit {
-  enum class Kind { kNone, kRelative, kAbsolute };
+  // kPerRank: each rank's own activation budget, set by a caller rather than parsed (a layer
+  // split's cap less the weights and optimizer state each rank holds, partition.h).
+  enum class Kind { kNone, kRelative, kAbsolute, kPerRank };
   Kind kind = Kind::kNone;
-  double value = 0;  // N for kRelative, the size for kAbsolute
+  double value = 0;              // N for kRelative, the size for kAbsolute
+  std::vector<double> per_rank;  // kPerRank: one budget per rank
+
+  MemoryLimit() = default;
+  MemoryLimit(Kind limit_kind, double limit_value) : kind(limit_kind), value(limit_value) {}
+  static MemoryLimit PerRank(std::vector<double> budgets) {
+    MemoryLimit limit(Kind::kPerRank, 0);
+    limit.per_rank = std::move(budgets);
+    return limit;
+  }
 
   // The cap of each rank of the pipeline `rank_costs` measures (one stage per rank), for any
   // placement and chunking of that model; +infinity for kNone.

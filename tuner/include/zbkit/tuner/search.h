@@ -46,6 +46,8 @@ struct SearchOptions {
   // stage's backward all in its W). zb tune sets it with --runtime torch; off, the search works
   // in the paper's model (zb bench search compares with the paper's heuristic there).
   bool torch_runtime_costs = false;
+  // The cost of each stage in model order where a layer split fixed them (FamilyRequest).
+  std::optional<CostProfile> stage_costs = std::nullopt;
   // Orders of this instance to start from as well (valid, any placement; those over the cap or
   // of another placement than `placement` are ignored), e.g. the result at a smaller cap, so that
   // a larger cap never gives a worse result (zb tune --frontier).

@@ -50,6 +50,10 @@ struct TuneOptions {
   // (torch_orders.h), each (row name, schedule over these costs, not yet simulated, or why there
   // is none).
   std::vector<std::pair<std::string, Expected<Schedule>>> reference_orders;
+  // The cost of each stage in model order where a layer split fixed them (partition.h): the
+  // families and search seeds of that many stages per rank schedule them as they are; `rank_costs`
+  // then holds each rank's sum of them under the layout's placement (FamilyRequest::stage_costs).
+  std::optional<CostProfile> stage_costs = std::nullopt;
   // With family "search": its budget, seed and progress report. Its objective, placement,
   // chunks and runtime are the ones above.
   SearchOptions search;
