@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `zb`: the zbkit command-line front end, the top layer: it includes the commands and only
-// dispatches; each subcommand lives with its component (tuner/cli: tune, export, show, list, bench;
+// dispatches; each subcommand lives with its component (tuner/cli: tune, partition, export, show,
+// list, bench;
 // profiler/cli: profile, import, costs; adapters/cli: replay, demo, rehearse), which build on the
 // kit below them (cli/kit: what every command shares).
 #include <cstring>
@@ -26,6 +27,8 @@ constexpr Subcommand kSubcommands[] = {
      "pick the best schedule for a cost profile under a memory cap"},
     {"export", zb::cli::RunExportCommand,
      "write a stored schedule as zb-schedule/1 JSON or PyTorch CSV"},
+    {"partition", zb::cli::RunPartitionCommand,
+     "choose the layer split with the schedule, from per-layer costs (zb-layers/1)"},
     {"show", zb::cli::RunShowCommand, "print a schedule's per-rank timeline and summary"},
     {"list", zb::cli::RunListCommand, "list the schedules a store holds"},
     {"bench", zb::cli::RunBenchCommand, "recompute the paper's Table 5 (zb bench paper)"},

@@ -15,6 +15,7 @@ int RunExportCommand(const Args& args, std::ostream& out, std::ostream& err);
 int RunShowCommand(const Args& args, std::ostream& out, std::ostream& err);
 int RunBenchCommand(const Args& args, std::ostream& out, std::ostream& err);
 int RunListCommand(const Args& args, std::ostream& out, std::ostream& err);
+int RunPartitionCommand(const Args& args, std::ostream& out, std::ostream& err);
 
 }  // namespace zb::cli
 

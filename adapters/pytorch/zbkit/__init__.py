@@ -10,6 +10,7 @@ Public modules (`__all__`); everything else (names starting with `_`) is interna
 - `post_validation`: the optimizer step checked during the next iteration's warm-up;
 - `libzbrt`: the binding of libzbrt (open a schedule, record a replay, store it);
 - `shim`: zbkit's orders inside unmodified torch.distributed.pipelining scripts (`zb replay`);
+- `split`: a rank's stages from a layer split (`zb partition --split-out`, zb-split/1);
 - `torch_rules`: what PyTorch's runtime needs of an order (docs/formats.md §4.1);
 - `locate`: where `zb`, libzbrt and the examples are;
 - `errors`: `ZbkitError`, the base of every error zbkit raises.
@@ -30,5 +31,6 @@ __all__ = [
     "post_validation",
     "schedule",
     "shim",
+    "split",
     "torch_rules",
 ]

@@ -75,3 +75,8 @@ class ZbrtError(ZbkitError):
     @property
     def status(self) -> Optional[str]:
         return STATUS_NAMES.get(self.code, "ZBRT_ERROR_UNKNOWN") if self.code is not None else None
+
+
+class SplitError(ZbkitError):
+    """zbkit.split: a layer split file (zb-split/1) that is malformed, names a module the model
+    does not have, or does not match the schedule the script runs."""

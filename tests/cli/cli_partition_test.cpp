@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+// zb partition (docs/partition.md): the compared splits side by side, what runs the fastest in
+// torchtitan and in a plain script, and bad input.
+#include <set>
+
+#include "cli_test_support.h"
+
+namespace zb {
+namespace {
+
+using namespace cli_testing;
+namespace fs = std::filesystem;
+
+class PartitionCliTest : public CliTest {
+ protected:
+  std::string Layers() { return Data("layers/llm19.json"); }
+};
+
+TEST_F(PartitionCliTest, ComparesTheSplitsOfEveryLayoutAndSaysHowToRunTheFastest) {
+  Result text = Zb("partition --layers " + Layers() + " -p 4 -m 8 --evaluations 300 --for " +
+                   "torchtitan --split-out " + Path("split.json") + " --out " + Path("order.json"));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  for (const char* layout : {"loop:1", "loop:2", "v"}) {
+    for (const char* row : {"even", "torchtitan", "min-max", "co-tuned"}) {
+      EXPECT_NE(text.out.find(std::string("\n") + layout), std::string::npos) << layout;
+      EXPECT_NE(text.out.find(row), std::string::npos) << row;
+    }
+  }
+  EXPECT_NE(text.out.find("best: co-tuned split in layout "), std::string::npos) << text.out;
+  // torchtitan's settings name every block once, in model order.
+  const size_t fqns = text.out.find("module_fqns_per_model_part = ");
+  ASSERT_NE(fqns, std::string::npos) << text.out;
+  const size_t line_end = text.out.find('\n', fqns);
+  const auto parts = nlohmann::json::parse(text.out.substr(fqns + 29, line_end - fqns - 29));
+  std::vector<std::string> order;
+  for (const auto& part : parts) {
+    EXPECT_FALSE(part.empty());
+    for (const auto& name : part)
+      order.push_back(name);
+  }
+  ASSERT_EQ(order.size(), 19u);
+  EXPECT_EQ(order.front(), "tok_embeddings");
+  EXPECT_EQ(order[1], "layers.0");
+  EXPECT_EQ(order.back(), "output");
+  EXPECT_NE(text.out.find("pipeline_parallel_schedule = \""), std::string::npos);
+
+  // The split file and the order describe the same split.
+  const auto split = nlohmann::json::parse(Slurp(Path("split.json")));
+  EXPECT_EQ(split["format"], "zb-split/1");
+  EXPECT_EQ(split["stages"], parts);
+  auto schedule = ReadScheduleFile(Path("order.json"));
+  ASSERT_TRUE(schedule.ok()) << schedule.status().message();
+  EXPECT_EQ(schedule->ranks, 4);
+  EXPECT_EQ(schedule->num_stages(), static_cast<int>(parts.size()));
+  EXPECT_EQ(JobLayoutName({schedule->placement, schedule->chunks}), split["layout"]);
+}
+
+TEST_F(PartitionCliTest, JsonRowsAndTheCoTunedSplitIsNeverSlower) {
+  Result json = Zb("partition --layers " + Layers() + " -p 4 -m 8 --evaluations 300 --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto report = nlohmann::json::parse(json.out);
+  EXPECT_EQ(report["format"], "zb-partition/1");
+  ASSERT_EQ(report["rows"].size(), 12u);
+  ASSERT_TRUE(report["best"].is_number());
+  const auto& best = report["rows"][report["best"].get<size_t>()];
+  EXPECT_EQ(best["split"], "co-tuned");
+  std::set<std::string> layouts;
+  for (const auto& row : report["rows"]) {
+    layouts.insert(row["layout"].get<std::string>());
+    ASSERT_TRUE(row["ok"].get<bool>()) << row.dump();
+    EXPECT_LE(best["iteration_ms"].get<double>(), row["iteration_ms"].get<double>()) << row.dump();
+    int blocks = 0;
+    for (const auto& count : row["blocks_per_stage"])
+      blocks += count.get<int>();
+    EXPECT_EQ(blocks, 19);
+  }
+  EXPECT_EQ(layouts, (std::set<std::string>{"loop:1", "loop:2", "v"}));
+}
+
+TEST_F(PartitionCliTest, StageTotalsAreSharedOutAndSaySo) {
+  Result shared = Zb("partition --costs " + Data("costs/hetero4.json") +
+                     " --blocks 4,4,4,4 -p 2 -m 4 --layout loop:1 --evaluations 0");
+  ASSERT_EQ(shared.exit_code, 0) << shared.err;
+  EXPECT_NE(shared.err.find("only stage totals were measured"), std::string::npos) << shared.err;
+  EXPECT_NE(shared.out.find("(even share of stages)"), std::string::npos) << shared.out;
+  // torchtitan cannot build modules named after shares.
+  ExpectOneLineError(Zb("partition --costs " + Data("costs/hetero4.json") +
+                        " --blocks 4,4,4,4 -p 2 -m 4 --for torchtitan"),
+                     2, "partition", "not modules the model has");
+}
+
+TEST_F(PartitionCliTest, BadInputIsOneLine) {
+  const std::string base = "partition --layers " + Layers() + " -p 4 -m 8 ";
+  ExpectOneLineError(Zb(base + "--mem-limit 2x"), 2, "partition", "give a size");
+  ExpectOneLineError(Zb(base + "--layout loop:0"), 2, "partition", "--layout must be");
+  ExpectOneLineError(Zb("partition --layers " + Layers() + " -p 16 -m 8 --layout v"), 2,
+                     "partition", "19 blocks cannot make 32 stages");
+  ExpectOneLineError(Zb("partition --layers " + Path("missing.json") + " -p 4 -m 8"), 1,
+                     "partition", "missing.json");
+  ExpectOneLineError(Zb("partition --layers " + Data("costs/hetero4.json") + " -p 4 -m 8"), 1,
+                     "partition", "format: expected \"zb-layers/1\"");
+  Result tight = Zb(base + "--mem-limit 20 --evaluations 0 --split-out " + Path("never.json"));
+  EXPECT_EQ(tight.exit_code, 1) << tight.err;
+  EXPECT_NE(tight.err.find("no split of any layout asked for fits --mem-limit 20"),
+            std::string::npos)
+      << tight.err;
+  EXPECT_FALSE(fs::exists(Path("never.json")));
+}
+
+}  // namespace
+}  // namespace zb

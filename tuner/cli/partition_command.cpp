@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: Apache-2.0
+// zb partition --layers FILE --ranks P -m M [--layout L|all] [--mem-limit SIZE] [--json]
+//              [--for torchtitan] [--split-out FILE] [--out FILE]
+// The layer split chosen with the schedule (docs/partition.md): the even split, torchtitan's
+// heuristic at its best setting, the min-max split and the co-tuned split, each with its best
+// order, side by side; then how to run the fastest.
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <vector>
+
+#include "tuner_commands.h"
+#include "zbkit/cli/output.h"
+#include "zbkit/cli/text_table.h"
+#include "zbkit/schemas/json_io.h"
+#include "zbkit/tuner/memory_limit.h"
+#include "zbkit/tuner/partition.h"
+#include "zbkit/tuner/tune.h"
+
+namespace zb::cli {
+namespace {
+
+using tuner::LayerSplit;
+using tuner::SplitEvaluation;
+
+struct LayoutRows {
+  JobLayout layout;
+  tuner::PartitionResult result;
+};
+
+// The blocks of each stage, by name.
+std::vector<std::vector<std::string>> StageNames(const LayerProfile& profile,
+                                                 const LayerSplit& split) {
+  std::vector<std::vector<std::string>> stages;
+  int first = 0;
+  for (int count : split) {
+    std::vector<std::string>& names = stages.emplace_back();
+    for (int i = first; i < first + count; ++i)
+      names.push_back(profile.layers[i].name);
+    first += count;
+  }
+  return stages;
+}
+
+std::string CountsText(const LayerSplit& split) {
+  std::string text;
+  for (int count : split)
+    text += (text.empty() ? "" : " ") + std::to_string(count);
+  return text;
+}
+
+// "tok_embeddings layers.0-2": a stage's blocks with runs of repeated ones folded.
+std::string StageText(const std::vector<std::string>& names) {
+  std::string text;
+  for (size_t i = 0; i < names.size();) {
+    const size_t dot = names[i].rfind('.');
+    size_t end = i + 1;
+    if (dot != std::string::npos) {
+      const std::string prefix = names[i].substr(0, dot + 1);
+      while (end < names.size() && names[end].rfind(prefix, 0) == 0 &&
+             names[end].find('.', prefix.size()) == std::string::npos)
+        ++end;
+    }
+    text += (text.empty() ? "" : " ") + names[i];
+    if (end - i > 1) text += "-" + names[end - 1].substr(dot + 1);
+    i = end;
+  }
+  return text;
+}
+
+double Largest(const std::vector<double>& values) {
+  double largest = 0;
+  for (double value : values)
+    largest = std::max(largest, value);
+  return largest;
+}
+
+nlohmann::json RowJson(const LayerProfile& profile, const JobLayout& layout,
+                       const SplitEvaluation& row) {
+  nlohmann::json value = {{"layout", JobLayoutName(layout)},
+                          {"split", row.name},
+                          {"detail", row.detail},
+                          {"blocks_per_stage", row.split},
+                          {"ok", row.status.ok()}};
+  if (!row.split.empty()) value["stages"] = StageNames(profile, row.split);
+  if (!row.status.ok()) {
+    value["reason"] = row.status.message();
+    return value;
+  }
+  value["family"] = row.schedule.family;
+  value["iteration_ms"] = NsToMs(row.iteration);
+  value["state"] = row.state;
+  value["peak_memory"] = row.peak;
+  return value;
+}
+
+void PrintTable(const std::vector<LayoutRows>& layouts, std::ostream& out) {
+  TextTable table({"layout", "split", "blocks per stage", "order", "iteration_ms", "vs even",
+                   "max peak", "how"});
+  table.SetLastColumnText();
+  for (const LayoutRows& rows : layouts) {
+    const SplitEvaluation& even = rows.result.splits.front();
+    for (const SplitEvaluation& row : rows.result.splits) {
+      if (!row.status.ok()) {
+        table.AddRow({JobLayoutName(rows.layout), row.name, CountsText(row.split), "-", "-", "-",
+                      "-", "n/a: " + row.status.message()});
+        continue;
+      }
+      std::string gain = "-";
+      if (even.status.ok()) {
+        gain = FormatFixed(100.0 * (1.0 - static_cast<double>(row.iteration) /
+                                              static_cast<double>(even.iteration)),
+                           1) +
+               " %";
+      }
+      table.AddRow({JobLayoutName(rows.layout), row.name, CountsText(row.split),
+                    row.schedule.family, FormatMs(row.iteration), gain,
+                    FormatFixed(Largest(row.peak), 0), row.detail});
+    }
+  }
+  table.Render(out);
+}
+
+// The torchtitan settings that run `row` with no code change (docs/partition.md §3).
+std::string TorchtitanToml(const LayerProfile& profile, const JobLayout& layout, int ranks,
+                           const SplitEvaluation& row) {
+  std::ostringstream out;
+  out << "[parallelism]\n";
+  out << "pipeline_parallel_degree = " << ranks << "\n";
+  const std::string torch_class = tuner::TorchClassFor(layout);
+  const std::string name =
+      torch_class.rfind("Schedule", 0) == 0 ? torch_class.substr(8) : torch_class;
+  out << "pipeline_parallel_schedule = \"" << name << "\"\n";
+  out << "module_fqns_per_model_part = " << nlohmann::json(StageNames(profile, row.split)).dump()
+      << "\n";
+  out << "# the name gives torchtitan's own order of this layout; zbkit's (" << row.schedule.family
+      << ", predicted above): --out FILE, then zb export FILE --format "
+         "torch-csv -o order.csv --for torchtitan (pipeline_parallel_schedule_csv)\n";
+  return out.str();
+}
+
+// A split torchtitan can build names its modules: refuse the blocks of an even share.
+Status CheckRealisable(const LayerProfile& profile) {
+  if (profile.source == LayerSource::kEvenShareOfStages) {
+    return UsageError("--for torchtitan: the blocks are shares of stage totals (" +
+                      profile.layers.front().name +
+                      ", ...), not modules the model has: give each block's costs as zb-layers/1 "
+                      "(docs/formats.md "
+                      "§6)");
+  }
+  return Status::Ok();
+}
+
+Expected<LayerProfile> LoadProfile(const po::variables_map& values) {
+  if (values.count("layers") > 0) {
+    if (values.count("costs") > 0) return UsageError("give --layers or --costs, not both");
+    return ReadLayersFile(values["layers"].as<std::string>());
+  }
+  if (values.count("costs") == 0) return UsageError("--layers FILE (or --costs with --blocks)");
+  if (values.count("blocks") == 0) {
+    return UsageError(
+        "--costs holds stage totals only: --blocks N,N,... says how many blocks each "
+        "stage has (they get an even share of it)");
+  }
+  ZB_ASSIGN_OR_RETURN(CostProfile costs, ReadCostsFile(values["costs"].as<std::string>()));
+  std::vector<int> blocks;
+  std::stringstream list(values["blocks"].as<std::string>());
+  for (std::string item; std::getline(list, item, ',');) {
+    try {
+      blocks.push_back(std::stoi(item));
+    } catch (const std::exception&) {
+      return UsageError("--blocks: \"" + item + "\" is not a count");
+    }
+  }
+  return EvenShareOfStages(costs, blocks);
+}
+
+Expected<std::vector<JobLayout>> Layouts(const std::string& text) {
+  if (text == "all")
+    return std::vector<JobLayout>{{Placement::kLoop, 1}, {Placement::kLoop, 2}, {Placement::kV, 2}};
+  const std::optional<JobLayout> layout = ParseJobLayout(text);
+  if (!layout) return UsageError("--layout must be loop:1, loop:V, v or all, got \"" + text + "\"");
+  return std::vector<JobLayout>{*layout};
+}
+
+po::options_description PartitionOptionsDescription() {
+  po::options_description options("options");
+  po::options_description_easy_init add = options.add_options();
+  add("layers", po::value<std::string>(), "zb-layers/1 file: each block's measured costs");
+  add("costs", po::value<std::string>(), "zb-costs/1 file of stage totals (with --blocks)");
+  add("blocks", po::value<std::string>(), "with --costs: blocks per stage, e.g. 5,4,4,6");
+  add("ranks,p", po::value<int>(), "pipeline ranks");
+  add("microbatches,m", po::value<int>(), "microbatches per iteration");
+  add("layout", po::value<std::string>()->default_value("all"),
+      "loop:1, loop:V (V stages per rank), v, or all (the three of loop:1, loop:2, v)");
+  add("mem-limit", po::value<std::string>()->default_value("none"),
+      "per rank, everything it holds (weights, gradients, optimizer state, activations): a size "
+      "in the profile's unit (KiB/MiB/GiB), or none");
+  add("runtime", po::value<std::string>()->default_value("torch"), "torch or zbkit");
+  add("splits", po::value<int64_t>()->default_value(300), "splits the co-tuning judges at most");
+  add("evaluations", po::value<int64_t>()->default_value(2000),
+      "order-search simulations per compared split (0: the families only)");
+  add("for", po::value<std::string>(), "torchtitan: print the settings that run the fastest split");
+  add("split-out", po::value<std::string>(), "write the fastest split as zb-split/1");
+  add("out", po::value<std::string>(), "write the fastest split's order as zb-schedule/1");
+  add("json", "print the comparison as JSON (zb-partition/1)");
+  return options;
+}
+
+// The comparison as zb-partition/1; `best` the row of the fastest split, if any.
+nlohmann::json PartitionJson(const LayerProfile& profile, const tuner::PartitionOptions& options,
+                             const tuner::MemoryLimit& limit, const std::vector<LayoutRows>& rows,
+                             const SplitEvaluation* best) {
+  nlohmann::json report = {{"format", "zb-partition/1"},
+                           {"ranks", options.ranks},
+                           {"microbatches", options.microbatches},
+                           {"mem_limit", limit.ToString()},
+                           {"source", LayerSourceName(profile.source)},
+                           {"blocks", profile.num_layers()},
+                           {"rows", nlohmann::json::array()},
+                           {"best", nullptr}};
+  for (const LayoutRows& layout_rows : rows) {
+    for (const SplitEvaluation& row : layout_rows.result.splits) {
+      if (&row == best) report["best"] = report["rows"].size();
+      report["rows"].push_back(RowJson(profile, layout_rows.layout, row));
+    }
+  }
+  return report;
+}
+
+// What the user asked for beside the table: the stages of the fastest split, torchtitan's
+// settings, the split file, the order.
+Status WriteChosen(const po::variables_map& values, const LayerProfile& profile, int ranks,
+                   const JobLayout& layout, const SplitEvaluation& chosen, std::ostream& out) {
+  const bool json = values.count("json") > 0;
+  if (!json) {
+    out << "best: co-tuned split in layout " << JobLayoutName(layout) << ", "
+        << FormatMs(chosen.iteration) << " ms, order " << chosen.schedule.family << "\n";
+    const auto names = StageNames(profile, chosen.split);
+    for (size_t stage = 0; stage < names.size(); ++stage) {
+      out << "  stage " << stage << " (rank "
+          << RankOfStage(layout.placement, ranks, static_cast<int>(stage))
+          << "): " << StageText(names[stage]) << "\n";
+    }
+  }
+  if (values.count("for") > 0 && !json) out << TorchtitanToml(profile, layout, ranks, chosen);
+  if (values.count("split-out") > 0) {
+    const nlohmann::json split = {{"format", "zb-split/1"},
+                                  {"ranks", ranks},
+                                  {"layout", JobLayoutName(layout)},
+                                  {"schedule", tuner::TorchClassFor(layout)},
+                                  {"stages", StageNames(profile, chosen.split)}};
+    ZB_RETURN_IF_ERROR(
+        WriteFileAtomically(values["split-out"].as<std::string>(), split.dump(1) + "\n"));
+  }
+  if (values.count("out") > 0) {
+    ZB_RETURN_IF_ERROR(
+        WriteFileAtomically(values["out"].as<std::string>(), ScheduleToJson(chosen.schedule)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+int RunPartitionCommand(const Args& args, std::ostream& out, std::ostream& err) {
+  const std::string command = "partition";
+  const po::options_description options = PartitionOptionsDescription();
+  po::variables_map values;
+  int exit_code = 0;
+  const std::string example =
+      "example:\n  zb partition --layers layers.json -p 4 -m 8 --mem-limit 24GiB --for "
+      "torchtitan\n";
+  if (!ParseCommandLine(command, "--layers FILE -p P -m M [options]", args, options, {}, values,
+                        out, err, exit_code, example)) {
+    return exit_code;
+  }
+  auto run = [&]() -> Status {
+    if (values.count("ranks") == 0) return UsageError("--ranks (-p) is required");
+    if (values.count("microbatches") == 0) return UsageError("--microbatches (-m) is required");
+    if (values.count("for") > 0 && values["for"].as<std::string>() != "torchtitan") {
+      return UsageError("--for must be torchtitan, got \"" + values["for"].as<std::string>() +
+                        "\"");
+    }
+    ZB_ASSIGN_OR_RETURN(std::vector<JobLayout> layouts,
+                        Layouts(values["layout"].as<std::string>()));
+    ZB_ASSIGN_OR_RETURN(tuner::MemoryLimit limit,
+                        tuner::ParseMemoryLimit(values["mem-limit"].as<std::string>()));
+    if (limit.kind == tuner::MemoryLimit::Kind::kRelative) {
+      return UsageError(
+          "--mem-limit: a split's cap counts weights and optimizer state, which "
+          "1F1B's peak does not: give a size (e.g. 24GiB) or none");
+    }
+    const std::string runtime_name = values["runtime"].as<std::string>();
+    const auto runtime = tuner::ParseReplayRuntime(runtime_name);
+    if (!runtime)
+      return UsageError("--runtime must be torch or zbkit, got \"" + runtime_name + "\"");
+    ZB_ASSIGN_OR_RETURN(LayerProfile profile, LoadProfile(values));
+    if (values.count("for") > 0) ZB_RETURN_IF_ERROR(CheckRealisable(profile));
+    if (profile.source == LayerSource::kEvenShareOfStages) {
+      err << "zb partition: note: only stage totals were measured; each block gets an even share "
+             "of its stage, so the splits differ only in how many blocks a stage holds\n";
+    }
+
+    tuner::PartitionOptions partition;
+    partition.ranks = values["ranks"].as<int>();
+    partition.microbatches = values["microbatches"].as<int>();
+    if (limit.kind == tuner::MemoryLimit::Kind::kAbsolute) partition.cap = limit.value;
+    partition.runtime = *runtime;
+    partition.split_evaluations = values["splits"].as<int64_t>();
+    partition.order_evaluations = values["evaluations"].as<int64_t>();
+    if (partition.split_evaluations < 1 || partition.order_evaluations < 0) {
+      return UsageError("--splits must be >= 1 and --evaluations >= 0");
+    }
+    std::vector<LayoutRows> rows;
+    for (const JobLayout& layout : layouts) {
+      partition.layout = layout;
+      ZB_ASSIGN_OR_RETURN(tuner::PartitionResult result, tuner::Partition(profile, partition));
+      rows.push_back({layout, std::move(result)});
+    }
+    const LayoutRows* best = nullptr;
+    for (const LayoutRows& layout_rows : rows) {
+      if (layout_rows.result.best < 0) continue;
+      const SplitEvaluation& row = layout_rows.result.splits[layout_rows.result.best];
+      if (best == nullptr || row.iteration < best->result.splits[best->result.best].iteration) {
+        best = &layout_rows;
+      }
+    }
+    const SplitEvaluation* chosen =
+        best == nullptr ? nullptr : &best->result.splits[best->result.best];
+    if (values.count("json") > 0) {
+      out << PartitionJson(profile, partition, limit, rows, chosen).dump(2) << "\n";
+    } else {
+      out << "p=" << partition.ranks << " m=" << partition.microbatches << " blocks "
+          << profile.num_layers() << " (" << LayerSourceName(profile.source)
+          << ") mem-limit=" << limit.ToString() << "\n";
+      PrintTable(rows, out);
+    }
+    if (chosen == nullptr) {
+      return Infeasible("no split of any layout asked for fits --mem-limit " + limit.ToString());
+    }
+    return WriteChosen(values, profile, partition.ranks, best->layout, *chosen, out);
+  };
+  const Status status = run();
+  return status.ok() ? 0 : ReportError(err, command, status);
+}
+
+}  // namespace zb::cli
