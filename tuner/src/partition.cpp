@@ -112,6 +112,23 @@ bool Faster(const SplitEvaluation& a, const SplitEvaluation& b) {
   return !b.status.ok() || a.iteration < b.iteration;
 }
 
+// A start's row: its split judged by the families, or why there is none; and whether the
+// co-tuning can start from it.
+std::pair<SplitEvaluation, bool> StartRow(const LayerProfile& profile,
+                                          const Expected<LayerSplit>& split,
+                                          const PartitionOptions& options, std::string name,
+                                          std::string detail) {
+  SplitEvaluation row;
+  if (split.ok()) {
+    row = Judge(profile, *split, options, /*search=*/false);
+  } else {
+    row.status = split.status();
+  }
+  row.name = std::move(name);
+  row.detail = std::move(detail);
+  return {std::move(row), split.ok()};
+}
+
 // The best integer setting of torchtitan's two knobs, each from 0 to the layers per stage.
 SplitEvaluation BestTorchtitanSetting(const LayerProfile& profile, const ModelShape& shape,
                                       int stages, const PartitionOptions& options) {
@@ -359,44 +376,26 @@ Expected<PartitionResult> Partition(const LayerProfile& profile, const Partition
 
   // Each start is judged by the families first (what the co-tuning compares), its row at the end.
   std::vector<std::pair<SplitEvaluation, bool>> starts;  // (row, usable as a start)
-  {
-    const bool framed = shape.head > 0 || shape.tail > 0;
-    auto even = TorchtitanSplit(shape, stages, framed ? 1 : 0, framed ? 1 : 0);
-    SplitEvaluation row;
-    if (even.ok()) {
-      row = Judge(profile, *even, options, false);
-    } else {
-      row.status = even.status();
-    }
-    row.name = "even";
-    row.detail = framed ? "torchtitan's default: embedding and head count one layer each"
-                        : "the blocks shared out evenly";
-    starts.emplace_back(std::move(row), even.ok());
-  }
+  const bool framed = shape.head > 0 || shape.tail > 0;
+  starts.push_back(StartRow(profile, TorchtitanSplit(shape, stages, framed ? 1 : 0, framed ? 1 : 0),
+                            options, "even",
+                            framed ? "torchtitan's default: embedding and head count one layer each"
+                                   : "the blocks shared out evenly"));
   {
     SplitEvaluation row = BestTorchtitanSetting(profile, shape, stages, options);
     row.name = "torchtitan";
     const bool usable = !row.split.empty();
     starts.emplace_back(std::move(row), usable);
   }
-  {
-    std::vector<int> in_flight;
-    if (v == 1) {
-      for (int s = 0; s < stages; ++s)
-        in_flight.push_back(std::min(options.microbatches, p - s));
-    }
-    auto dp = MinMaxSplit(profile, stages, in_flight, options.cap);
-    SplitEvaluation row;
-    if (dp.ok()) {
-      row = Judge(profile, *dp, options, false);
-    } else {
-      row.status = dp.status();
-    }
-    row.name = "min-max";
-    row.detail = v == 1 ? "smallest largest-stage F+B+W, 1F1B's memory within the cap"
-                        : "smallest largest-stage F+B+W";
-    starts.emplace_back(std::move(row), dp.ok());
+  std::vector<int> in_flight;  // 1F1B's, with one stage per rank
+  if (v == 1) {
+    for (int s = 0; s < stages; ++s)
+      in_flight.push_back(std::min(options.microbatches, p - s));
   }
+  starts.push_back(StartRow(profile, MinMaxSplit(profile, stages, in_flight, options.cap), options,
+                            "min-max",
+                            v == 1 ? "smallest largest-stage F+B+W, 1F1B's memory within the cap"
+                                   : "smallest largest-stage F+B+W"));
   std::vector<LayerSplit> seeds;
   for (const auto& [row, usable] : starts) {
     if (usable) seeds.push_back(row.split);

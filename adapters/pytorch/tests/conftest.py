@@ -37,6 +37,17 @@ def zb_binary() -> Path:
     return Path(locate.zb_binary())
 
 
+def zb_partition(layers: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """`zb partition --layers LAYERS ARGS...`, its output captured as text."""
+    return subprocess.run(
+        [str(zb_binary()), "partition", "--layers", str(layers), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def schedule_from_json(doc: Dict[str, Any]) -> Schedule:
     """A zb-schedule/1 document as a Schedule (tests only; see the module doc)."""
     ranks = sorted(doc["ranks"], key=lambda r: r["rank"])

@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import subprocess
 
 import pytest
 
@@ -18,9 +17,8 @@ if importlib.util.find_spec("torchtitan") is None:
         allow_module_level=True,
     )
 
+from conftest import zb_partition  # noqa: E402
 from torchtitan.distributed.pipeline_parallel import generate_llm_fqn_per_model_part  # noqa: E402
-
-from zbkit import locate  # noqa: E402
 
 
 def _llm_layers(path, n_layers: int) -> None:
@@ -50,28 +48,19 @@ def _llm_layers(path, n_layers: int) -> None:
 )
 def test_even_and_torchtitan_rows_are_torchtitans_own_splits(tmp_path, n_layers, ranks, layout):
     _llm_layers(tmp_path / "layers.json", n_layers)
-    done = subprocess.run(
-        [
-            locate.zb_binary(),
-            "partition",
-            "--layers",
-            str(tmp_path / "layers.json"),
-            "-p",
-            str(ranks),
-            "-m",
-            str(2 * ranks),
-            "--layout",
-            layout,
-            "--evaluations",
-            "0",
-            "--splits",
-            "30",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    done = zb_partition(
+        tmp_path / "layers.json",
+        "-p",
+        str(ranks),
+        "-m",
+        str(2 * ranks),
+        "--layout",
+        layout,
+        "--evaluations",
+        "0",
+        "--splits",
+        "30",
+        "--json",
     )
     assert done.returncode == 0, done.stderr
     rows = {row["split"]: row for row in json.loads(done.stdout)["rows"]}

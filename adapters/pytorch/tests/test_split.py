@@ -5,13 +5,13 @@ the whole model computes; splits the script cannot run are refused with one line
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
 
-from zbkit import locate  # noqa: E402
+from conftest import zb_partition  # noqa: E402
+
 from zbkit.errors import SplitError  # noqa: E402
 from zbkit.split import check_schedule_class, parse_split, read_split, stage_modules  # noqa: E402
 
@@ -48,27 +48,18 @@ def _layers_file(path) -> None:
 def test_the_chosen_stages_compute_what_the_model_computes(tmp_path, layout):
     _layers_file(tmp_path / "layers.json")
     split_file = tmp_path / "split.json"
-    done = subprocess.run(
-        [
-            locate.zb_binary(),
-            "partition",
-            "--layers",
-            str(tmp_path / "layers.json"),
-            "-p",
-            "2",
-            "-m",
-            "4",
-            "--layout",
-            layout,
-            "--evaluations",
-            "100",
-            "--split-out",
-            str(split_file),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    done = zb_partition(
+        tmp_path / "layers.json",
+        "-p",
+        "2",
+        "-m",
+        "4",
+        "--layout",
+        layout,
+        "--evaluations",
+        "100",
+        "--split-out",
+        str(split_file),
     )
     assert done.returncode == 0, done.stderr
     split = read_split(split_file)
