@@ -115,3 +115,11 @@ def test_splits_the_script_cannot_run_are_refused():
     ]:
         with pytest.raises(SplitError, match=message):
             parse_split(_document(**changes), "split.json")
+
+
+def test_an_unreadable_split_file_is_one_line(tmp_path):
+    with pytest.raises(SplitError, match=r"missing.json: cannot read \(No such file"):
+        read_split(tmp_path / "missing.json")
+    (tmp_path / "torn.json").write_text('{"format": "zb-split/1", "ranks": ')
+    with pytest.raises(SplitError, match=r"torn.json: not JSON \("):
+        read_split(tmp_path / "torn.json")

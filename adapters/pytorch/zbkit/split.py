@@ -15,11 +15,11 @@ names, as torchtitan does with `module_fqns_per_model_part`.
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._json_file import read_json
 from .errors import SplitError
 
 SPLIT_FORMAT = "zb-split/1"
@@ -102,11 +102,7 @@ def parse_split(document: object, source: str = "<split>") -> LayerSplit:
 
 
 def read_split(path: str | Path) -> LayerSplit:
-    try:
-        document = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as error:
-        raise SplitError(f"{path}: cannot read a zb-split/1 file: {error}") from None
-    return parse_split(document, str(path))
+    return parse_split(read_json(path, SplitError), str(path))
 
 
 def check_schedule_class(split: LayerSplit, schedule_class: type | str) -> None:

@@ -32,7 +32,6 @@ them in the profile's units and keeps the peak.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 import weakref
@@ -43,6 +42,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 import torch
 from torch import nn
 
+from zbkit._json_file import read_json
 from zbkit.errors import ZbkitError
 
 __all__ = [
@@ -80,12 +80,7 @@ def read_costs(path: Path) -> Tuple[List[StageCost], float]:
     (docs/formats.md §1). The C++ reader is the strict one; `zb tune` has read the same file
     before a rehearsal runs, so this only takes out what the emulation needs."""
     where = str(path)
-    try:
-        doc = json.loads(Path(path).read_text())
-    except OSError as error:
-        raise RehearsalError(f"{where}: cannot read ({error.strerror})") from None
-    except ValueError as error:
-        raise RehearsalError(f"{where}: not JSON ({error})") from None
+    doc = read_json(path, RehearsalError)
     if not isinstance(doc, dict) or doc.get("format") != "zb-costs/1":
         raise RehearsalError(f"{where}: not a zb-costs/1 profile")
     entries = doc.get("stages")

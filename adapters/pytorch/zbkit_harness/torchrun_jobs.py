@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from zbkit._json_file import read_json
 from zbkit.errors import ZbkitError
 
 SUMMARY_FORMAT = "zb-job-summary/1"
@@ -90,12 +91,7 @@ def read_summary(path: Path) -> JobSummary:
     """One rank's summary file, checked: its format, rank and iteration times (non-empty), and
     the optional fields' types."""
     where = str(path)
-    try:
-        doc = json.loads(Path(path).read_text())
-    except OSError as error:
-        raise JobError(f"{where}: no job summary ({error.strerror})") from None
-    except ValueError as error:
-        raise JobError(f"{where}: not JSON ({error})") from None
+    doc = read_json(path, JobError, unreadable="no job summary")
     if not isinstance(doc, dict) or doc.get("format") != SUMMARY_FORMAT:
         got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
         raise JobError(f"{where}: format is {got!r}, expected {SUMMARY_FORMAT!r}")
