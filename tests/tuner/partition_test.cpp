@@ -43,6 +43,12 @@ TEST(PartitionTest, ShapeFindsTheRepeatedBlocks) {
   for (const char* name : {"0", "1", "relu", "fc"})
     plain.layers.push_back({name, 1, 0, 0, 0, 0, 0, 0});
   const ModelShape none = ShapeOf(plain);
+  const auto layer = ParseRepeatedBlockName("model.layers.12");
+  ASSERT_TRUE(layer.has_value());
+  EXPECT_EQ(layer->prefix, "model.layers");
+  EXPECT_EQ(layer->index, 12);
+  for (const char* name : {"norm", "layers.", ".3", "layers.x", "layers.1a", "layers.1234567890"})
+    EXPECT_FALSE(ParseRepeatedBlockName(name).has_value()) << name;
   EXPECT_EQ(none.head, 0);
   EXPECT_EQ(none.body, 4);
   EXPECT_EQ(none.tail, 0);

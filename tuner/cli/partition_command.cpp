@@ -49,20 +49,21 @@ std::string CountsText(const LayerSplit& split) {
   return text;
 }
 
-// "tok_embeddings layers.0-2": a stage's blocks with runs of repeated ones folded.
+// "tok_embeddings layers.0-2": a stage's blocks with runs of consecutive repeated ones folded.
 std::string StageText(const std::vector<std::string>& names) {
   std::string text;
   for (size_t i = 0; i < names.size();) {
-    const size_t dot = names[i].rfind('.');
+    const auto first = tuner::ParseRepeatedBlockName(names[i]);
     size_t end = i + 1;
-    if (dot != std::string::npos) {
-      const std::string prefix = names[i].substr(0, dot + 1);
-      while (end < names.size() && names[end].rfind(prefix, 0) == 0 &&
-             names[end].find('.', prefix.size()) == std::string::npos)
-        ++end;
+    for (; first && end < names.size(); ++end) {
+      const auto next = tuner::ParseRepeatedBlockName(names[end]);
+      if (!next || next->prefix != first->prefix ||
+          next->index != first->index + static_cast<int>(end - i)) {
+        break;
+      }
     }
     text += (text.empty() ? "" : " ") + names[i];
-    if (end - i > 1) text += "-" + names[end - 1].substr(dot + 1);
+    if (end - i > 1) text += "-" + std::to_string(first->index + static_cast<int>(end - i) - 1);
     i = end;
   }
   return text;

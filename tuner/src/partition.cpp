@@ -17,18 +17,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// "layers.12" -> ("layers", 12); anything else -> ("", -1).
-std::pair<std::string, int> RepeatedName(const std::string& name) {
-  const size_t dot = name.rfind('.');
-  if (dot == std::string::npos || dot == 0 || dot + 1 == name.size()) return {"", -1};
-  const std::string digits = name.substr(dot + 1);
-  if (digits.size() > 9) return {"", -1};
-  for (char c : digits) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) return {"", -1};
-  }
-  return {name.substr(0, dot), std::stoi(digits)};
-}
-
 // What one layout makes of a split: the stage costs, each rank's sum of its stages' costs and
 // state (through the placement), and the budget each rank's activations have under the cap.
 struct LaidOutSplit {
@@ -141,7 +129,7 @@ SplitEvaluation BestTorchtitanSetting(const LayerProfile& profile, const ModelSh
       SplitEvaluation row = Judge(profile, *split, options, /*search=*/false);
       row.detail = "first_stage_less_layers=" + std::to_string(first) +
                    ", last_stage_less_layers=" + std::to_string(last);
-      if (Faster(row, best) || (!best.status.ok() && best.split.empty())) best = std::move(row);
+      if (best.split.empty() || Faster(row, best)) best = std::move(row);
     }
   }
   return best;
@@ -231,18 +219,31 @@ std::vector<LayerSplit> CoTune(const LayerProfile& profile, const std::vector<La
 
 }  // namespace
 
+std::optional<RepeatedBlockName> ParseRepeatedBlockName(const std::string& name) {
+  const size_t dot = name.rfind('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 == name.size()) return std::nullopt;
+  const std::string digits = name.substr(dot + 1);
+  if (digits.size() > 9) return std::nullopt;
+  for (char c : digits) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+  }
+  return RepeatedBlockName{name.substr(0, dot), std::stoi(digits)};
+}
+
 ModelShape ShapeOf(const LayerProfile& profile) {
   const int n = profile.num_layers();
   int best_start = 0;
   int best_length = 0;
   for (int start = 0; start < n;) {
-    const auto [prefix, index] = RepeatedName(profile.layers[start].name);
+    const auto first = ParseRepeatedBlockName(profile.layers[start].name);
     int end = start + 1;
-    if (index >= 0) {
-      while (end < n && RepeatedName(profile.layers[end].name).first == prefix)
-        ++end;
+    if (first) {
+      for (; end < n; ++end) {
+        const auto next = ParseRepeatedBlockName(profile.layers[end].name);
+        if (!next || next->prefix != first->prefix) break;
+      }
     }
-    if (index >= 0 && end - start > best_length) {
+    if (first && end - start > best_length) {
       best_start = start;
       best_length = end - start;
     }
@@ -418,8 +419,15 @@ Expected<PartitionResult> Partition(const LayerProfile& profile, const Partition
   constexpr size_t kFinalists = 6;
   SplitEvaluation tuned;
   tuned.status = Infeasible("no split of the walk fits the cap");
+  // A finalist that is also a start has its final order in that start's row already.
+  auto final_row = [&](const LayerSplit& split) {
+    for (const SplitEvaluation& row : result.splits) {
+      if (row.split == split && row.status.ok()) return row;
+    }
+    return Judge(profile, split, options, search);
+  };
   for (size_t i = 0; i < walked.size() && i < kFinalists; ++i) {
-    SplitEvaluation row = Judge(profile, walked[i], options, search);
+    SplitEvaluation row = final_row(walked[i]);
     if (Faster(row, tuned)) tuned = std::move(row);
   }
   tuned.detail = "local search over " + std::to_string(result.splits_judged) + " splits";

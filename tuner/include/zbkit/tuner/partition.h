@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,14 @@ namespace zb::tuner {
 
 // How many consecutive blocks each stage holds, stages in model order (p * v of them).
 using LayerSplit = std::vector<int>;
+
+// A block named <prefix>.<N>, one of a run of repeated blocks (torchtitan's "layers.12":
+// "layers", 12); nullopt for any other name.
+struct RepeatedBlockName {
+  std::string prefix;
+  int index = 0;
+};
+std::optional<RepeatedBlockName> ParseRepeatedBlockName(const std::string& name);
 
 // The blocks of a model as torchtitan sees them: `head` blocks before the repeated ones (the
 // embedding), `body` repeated blocks named <prefix>.<N> (the longest such run), `tail` blocks
