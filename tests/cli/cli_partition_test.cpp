@@ -92,6 +92,9 @@ TEST_F(PartitionCliTest, StageTotalsAreSharedOutAndSaySo) {
 TEST_F(PartitionCliTest, BadInputIsOneLine) {
   const std::string base = "partition --layers " + Layers() + " -p 4 -m 8 ";
   ExpectOneLineError(Zb(base + "--mem-limit 2x"), 2, "partition", "give a size");
+  ExpectOneLineError(
+      Zb("partition --costs " + Data("costs/hetero4.json") + " --blocks 4,4x,4,4 -p 2 -m 4"), 2,
+      "partition", "--blocks: \"4x\" is not a count");
   ExpectOneLineError(Zb(base + "--layout loop:0"), 2, "partition", "--layout must be");
   ExpectOneLineError(Zb("partition --layers " + Layers() + " -p 16 -m 8 --layout v"), 2,
                      "partition", "19 blocks cannot make 32 stages");

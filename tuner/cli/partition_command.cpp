@@ -4,6 +4,7 @@
 // The layer split chosen with the schedule (docs/partition.md): the even split, torchtitan's
 // heuristic at its best setting, the min-max split and the co-tuned split, each with its best
 // order, side by side; then how to run the fastest.
+#include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -167,11 +168,12 @@ Expected<LayerProfile> LoadProfile(const po::variables_map& values) {
   std::vector<int> blocks;
   std::stringstream list(values["blocks"].as<std::string>());
   for (std::string item; std::getline(list, item, ',');) {
-    try {
-      blocks.push_back(std::stoi(item));
-    } catch (const std::exception&) {
+    int count = 0;
+    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), count);
+    if (error != std::errc() || end != item.data() + item.size()) {
       return UsageError("--blocks: \"" + item + "\" is not a count");
     }
+    blocks.push_back(count);
   }
   return EvenShareOfStages(costs, blocks);
 }
