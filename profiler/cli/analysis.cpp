@@ -120,6 +120,7 @@ json ReportJson(const Analysis& analysis, const AnalysisSettings& settings, cons
     doc["hops"].push_back(entry);
   }
   doc["costs"] = json::parse(CostsToJson(analysis.costs));
+  doc["layers"] = analysis.layers ? json::parse(LayersToJson(*analysis.layers)) : json();
   // Every op, unless there are so many that the report would be mostly ops (--ops lists them
   // all anyway).
   constexpr size_t kMaxJsonOps = 10000;
@@ -198,6 +199,17 @@ void PrintStageTable(const CostReport& report, std::ostream& out) {
   table.Render(out);
 }
 
+// Per block (zb-layers/1 in model order): what each costs per microbatch.
+void PrintLayerTable(const LayerProfile& layers, std::ostream& out) {
+  TextTable table({"block", "F_ms", "B_ms", "W_ms", "M_B", "M_W", "state", "send"});
+  for (const LayerCost& layer : layers.layers) {
+    table.AddRow({layer.name, FormatMs(layer.f), FormatMs(layer.b), FormatMs(layer.w),
+                  FormatFixed(layer.m_b, 0), FormatFixed(layer.m_w, 0), FormatFixed(layer.state, 0),
+                  FormatFixed(layer.send, 0)});
+  }
+  table.Render(out);
+}
+
 void PrintComm(const CostReport& report, std::ostream& out) {
   if (report.hops.empty()) {
     out << "comm per hop: none measured (no send/recv ranges)\n";
@@ -246,6 +258,7 @@ void PrintText(const Analysis& analysis, const AnalysisSettings& settings,
                const std::optional<StoredAnalysis>& stored, std::ostream& out) {
   PrintHeadline(analysis, out);
   PrintStageTable(analysis.report, out);
+  if (analysis.layers) PrintLayerTable(*analysis.layers, out);
   PrintComm(analysis.report, out);
   out << "memory: " << profiler::MemorySourceName(analysis.report.memory) << "\n";
   PrintLayout(analysis.costs, out);
@@ -257,6 +270,7 @@ void PrintText(const Analysis& analysis, const AnalysisSettings& settings,
         << stored->profile_id << ", timeline " << stored->timeline_id << "\n";
   }
   if (settings.costs_out) out << "wrote " << *settings.costs_out << "\n";
+  if (settings.layers_out) out << "wrote " << *settings.layers_out << "\n";
 }
 
 std::string BaseName(const std::string& path) {
@@ -294,6 +308,8 @@ void AddAnalysisOptions(po::options_description& options) {
   add("micro-batch-size", po::value<int64_t>(), "microbatch size b");
   add("layers", po::value<int64_t>(), "transformer layers of the whole model");
   add("out", po::value<std::string>(), "also write the zb-costs/1 profile to this file");
+  add("layers-out", po::value<std::string>(),
+      "also write the per-block costs (zb-layers/1, measured by zb profile --torch) here");
   add("ops", "list every op, however many");
   add("json",
       "print JSON (zb-profile-report/1) on stdout (zb profile sends the job's own stdout to "
@@ -339,6 +355,7 @@ Expected<AnalysisSettings> ReadAnalysisSettings(const po::variables_map& values)
   settings.cluster = values["cluster"].as<std::string>();
   if (values.count("name")) settings.name = values["name"].as<std::string>();
   if (values.count("out")) settings.costs_out = values["out"].as<std::string>();
+  if (values.count("layers-out")) settings.layers_out = values["layers-out"].as<std::string>();
   settings.json = values.count("json") > 0;
   settings.list_ops = values.count("ops") > 0;
   return settings;
@@ -348,7 +365,22 @@ Status AnalyzeAndReport(const AnalysisInput& input, const AnalysisSettings& sett
                         std::ostream& out) {
   ZB_ASSIGN_OR_RETURN(Analysis analysis,
                       profiler::Analyze(input.traces, input.source, settings.analyze));
+  if (!input.block_costs_dirs.empty()) {
+    profiler::BlockCosts blocks =
+        profiler::ReadBlockCosts(input.block_costs_dirs, analysis.report, analysis.costs.comm);
+    analysis.layers = std::move(blocks.layers);
+    analysis.report.notes.insert(analysis.report.notes.end(), blocks.notes.begin(),
+                                 blocks.notes.end());
+  }
   const std::string name = settings.name ? *settings.name : input.default_name;
+  if (settings.layers_out) {
+    if (!analysis.layers) {
+      return InvalidInput("--layers-out " + *settings.layers_out +
+                          ": no per-block costs were measured (zb profile --torch measures them; "
+                          "zb partition --costs P --blocks N,... shares stage totals out evenly)");
+    }
+    ZB_RETURN_IF_ERROR(WriteFileAtomically(*settings.layers_out, LayersToJson(*analysis.layers)));
+  }
   if (settings.costs_out) {
     Status valid = ValidateCostProfile(analysis.costs);
     if (!valid.ok()) return valid.WithContext("--out " + *settings.costs_out);

@@ -21,7 +21,8 @@ struct AnalysisSettings {
   std::optional<std::string> store;
   std::string cluster = "local";
   std::optional<std::string> name;
-  std::optional<std::string> costs_out;  // write zb-costs/1 here too
+  std::optional<std::string> costs_out;   // write zb-costs/1 here too
+  std::optional<std::string> layers_out;  // write the per-block costs (zb-layers/1) here
   bool json = false;
   bool list_ops = false;  // per-op table even when long
 };
@@ -49,6 +50,8 @@ struct AnalysisInput {
   std::string command;                   // the profiled command line or the imported file
   std::optional<int> exit_code;
   std::string default_name;  // job / profile name when --name is not given
+  // Directories that may hold the PyTorch hook's rank<R>.blocks.json (block_costs.h).
+  std::vector<std::string> block_costs_dirs;
 };
 
 // A job name from a path: its base name without .json/.gz/.sqlite/.zbshard.

@@ -78,6 +78,10 @@ int RunImportCommand(const Args& args, std::ostream& out, std::ostream& err) {
     if (!read.ok()) return ReportError(err, command, read.status());
     input.traces.insert(input.traces.end(), std::make_move_iterator(read->begin()),
                         std::make_move_iterator(read->end()));
+    struct stat info {};
+    if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+      input.block_costs_dirs.push_back(path);  // `zb profile --torch --shard-dir` kept them
+    }
   }
   input.run_kind = RunKind::kImport;
   input.command = input.source;

@@ -197,10 +197,14 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
   std::vector<std::string> skipped;
   auto traces = torch ? profiler::ImportChromeTraceDirectory(shard_dir, skipped)
                       : profiler::ReadShardDirectory(shard_dir, skipped);
-  if (temporary) {
-    std::error_code error;
-    fs::remove_all(shard_dir, error);
-  }
+  // A temporary directory goes once the analysis has read what it needs (the per-block files).
+  struct RemoveWhenDone {
+    std::string path;
+    ~RemoveWhenDone() {
+      std::error_code error;
+      if (!path.empty()) fs::remove_all(path, error);
+    }
+  } remove_when_done{temporary ? shard_dir : std::string()};
   if (!traces.ok() || traces->empty()) {
     if (torch) {
       err << "zb profile: warning: nothing was recorded (no process of the command ran "
@@ -222,6 +226,7 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
   input.exit_code = child_code;
   input.default_name = NameFromCommand(command);
   input.traces = std::move(*traces);
+  if (torch) input.block_costs_dirs = {shard_dir};
   for (const std::string& problem : skipped) {
     err << "zb profile: warning: skipped shard: " << problem << "\n";
   }

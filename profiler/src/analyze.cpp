@@ -90,6 +90,7 @@ Expected<StoredAnalysis> StoreAnalysis(const Analysis& analysis, const AnalysisS
   ZB_ASSIGN_OR_RETURN(stored.run_id, store.InsertRun(job_id, run.kind, run.command, run.exit_code));
   CostProfileDetails details = analysis.report.ToDetails();
   details.run_id = stored.run_id;
+  details.layers = analysis.layers;
   ZB_ASSIGN_OR_RETURN(stored.profile_id,
                       store.InsertCostProfile(job_id, target.name, analysis.costs, details));
   ZB_ASSIGN_OR_RETURN(stored.timeline_id,

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "zbkit/profiler/block_costs.h"
 #include "zbkit/profiler/import.h"
 #include "zbkit/schemas/json_io.h"
 
@@ -543,7 +544,8 @@ bool IsChromeTraceFileName(const std::string& name) {
     return name.size() > suffix.size() &&
            name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  return ends_with(".json") || ends_with(".json.gz");
+  // The hook's per-block files (block_costs.h) sit beside the traces.
+  return (ends_with(".json") || ends_with(".json.gz")) && !IsBlockCostsFileName(name);
 }
 
 Expected<std::vector<RawTrace>> ImportChromeTraceDirectory(const std::string& dir,

@@ -30,6 +30,7 @@ extern const char* const kZbkitMigration006Sql;
 extern const char* const kZbkitMigration007Sql;
 extern const char* const kZbkitMigration008Sql;
 extern const char* const kZbkitMigration009Sql;
+extern const char* const kZbkitMigration010Sql;
 
 namespace zb {
 namespace {
@@ -48,15 +49,16 @@ struct Migration {
   const char* const* sql;  // the step's SQL (through a pointer so the table stays constexpr)
 };
 constexpr Migration kMigrations[] = {
-    {1, &kZbkitStoreSql},         // store.sql: create every table of version 1
-    {2, &kZbkitMigration002Sql},  // timeline_ops.kind accepts 'COMM'
-    {3, &kZbkitMigration003Sql},  // runs, measured cost profiles: run link, memory source, spread
-    {4, &kZbkitMigration004Sql},  // timeline_ops.iteration
-    {5, &kZbkitMigration005Sql},  // cost_profile_stages.bw_ns
-    {6, &kZbkitMigration006Sql},  // frontiers, frontier_points
-    {7, &kZbkitMigration007Sql},  // hop_measurements, measured_hops
-    {8, &kZbkitMigration008Sql},  // cost_profiles: the profiled job's layout and schedule class
-    {9, &kZbkitMigration009Sql},  // timeline_ops: busy_ns, kernels, name of measured ops
+    {1, &kZbkitStoreSql},          // store.sql: create every table of version 1
+    {2, &kZbkitMigration002Sql},   // timeline_ops.kind accepts 'COMM'
+    {3, &kZbkitMigration003Sql},   // runs, measured cost profiles: run link, memory source, spread
+    {4, &kZbkitMigration004Sql},   // timeline_ops.iteration
+    {5, &kZbkitMigration005Sql},   // cost_profile_stages.bw_ns
+    {6, &kZbkitMigration006Sql},   // frontiers, frontier_points
+    {7, &kZbkitMigration007Sql},   // hop_measurements, measured_hops
+    {8, &kZbkitMigration008Sql},   // cost_profiles: the profiled job's layout and schedule class
+    {9, &kZbkitMigration009Sql},   // timeline_ops: busy_ns, kernels, name of measured ops
+    {10, &kZbkitMigration010Sql},  // cost_profile_layers: per-block costs of a profile
 };
 static_assert(kMigrations[std::size(kMigrations) - 1].version == Store::kSchemaVersion,
               "the last migration step must produce Store::kSchemaVersion");

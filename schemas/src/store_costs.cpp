@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Store: cost profiles (cost_profiles, cost_profile_stages, cost_profile_spread,
-// cost_profile_hops).
+// cost_profile_hops, cost_profile_layers).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -45,6 +45,24 @@ Status WriteHops(Statement& stmt, const std::vector<HopCost>& rows, std::string_
     stmt.BindInt(7, row.time.samples);
     ZB_RETURN_IF_ERROR(stmt.Run(std::string(what) + ": hop " + std::to_string(row.from_stage) +
                                 " -> " + std::to_string(row.to_stage)));
+  }
+  return Status::Ok();
+}
+
+Status WriteLayers(Statement& stmt, const LayerProfile& layers, std::string_view what) {
+  for (size_t i = 0; i < layers.layers.size(); ++i) {
+    const LayerCost& layer = layers.layers[i];
+    stmt.Reset();
+    stmt.BindInt(2, static_cast<int64_t>(i));
+    stmt.BindText(3, layer.name);
+    stmt.BindInt(4, layer.f);
+    stmt.BindInt(5, layer.b);
+    stmt.BindInt(6, layer.w);
+    stmt.BindDouble(7, layer.m_b);
+    stmt.BindDouble(8, layer.m_w);
+    stmt.BindDouble(9, layer.state);
+    stmt.BindDouble(10, layer.send);
+    ZB_RETURN_IF_ERROR(stmt.Run(std::string(what) + ": block " + layer.name));
   }
   return Status::Ok();
 }
@@ -125,6 +143,17 @@ Expected<int64_t> Store::Impl::WriteCostProfile(int64_t job_id, const std::strin
                                    what));
   hop.BindInt(1, id);
   ZB_RETURN_IF_ERROR(WriteHops(hop, details->hops, what));
+  if (!details->layers) return id;
+  if (details->layers->comm != costs.comm) {
+    return Invalid(what, "per-block costs with another comm than the profile's");
+  }
+  ZB_ASSIGN_OR_RETURN(Statement layer,
+                      conn.Prepare("INSERT INTO cost_profile_layers (profile_id, ordinal, name,"
+                                   " f_ns, b_ns, w_ns, m_b, m_w, state, send)"
+                                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                   what));
+  layer.BindInt(1, id);
+  ZB_RETURN_IF_ERROR(WriteLayers(layer, *details->layers, what));
   return id;
 }
 
@@ -246,6 +275,30 @@ Expected<CostProfileDetails> Store::LoadCostProfileDetails(int64_t id) const {
                        SpreadAt(row, 2)};
       },
       details.hops));
+  std::vector<LayerCost> layers;
+  ZB_RETURN_IF_ERROR(sqlite::QueryInto(
+      impl.conn,
+      "SELECT name, f_ns, b_ns, w_ns, m_b, m_w, state, send"
+      " FROM cost_profile_layers WHERE profile_id = ?1 ORDER BY ordinal",
+      what, bind_id,
+      [](const Statement& row) {
+        return LayerCost{std::string(row.Text(0)),
+                         row.Int(1),
+                         row.Int(2),
+                         row.Int(3),
+                         row.Double(4),
+                         row.Double(5),
+                         row.Double(6),
+                         row.Double(7)};
+      },
+      layers));
+  if (!layers.empty()) {
+    ZB_ASSIGN_OR_RETURN(
+        int64_t comm,
+        impl.conn.QueryInt("SELECT comm_ns FROM cost_profiles WHERE id = " + std::to_string(id),
+                           what));
+    details.layers = LayerProfile{std::move(layers), comm, LayerSource::kMeasured};
+  }
   return std::move(details);
 }
 

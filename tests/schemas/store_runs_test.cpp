@@ -229,5 +229,47 @@ TEST_F(StoreTest, UnknownStoredRunKindIsReportedAsInconsistent) {
       << runs.status().message();
 }
 
+// Per-block costs ride with their profile (migration 10): back in model order with the
+// profile's comm, gone with the profile; a profile without them loads none; a block the schema
+// refuses (M_W above M_B) leaves nothing of the profile behind.
+TEST_F(StoreTest, ProfileLayersRoundTripAndRollBack) {
+  const std::string path = PathOf("store.db");
+  int64_t job = 0;
+  MakeStoreWithJob(path, &job);
+  ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
+  CostProfile costs;
+  costs.comm = 256'378;
+  costs.stages = {{9'000'000, 8'000'000, 6'000'000, 3e6, 1e6}, {9'500'000, 8, 7, 3e6, 1e6}};
+  CostProfileDetails details;
+  details.layers =
+      LayerProfile{{{"tok_embeddings", 40'000, 0, 974'000, 512, 512, 8.4e6, 65536},
+                    {"layers.0", 1'990'000, 1'880'000, 1'300'000, 1.4e6, 5e5, 1.36e7, 65536},
+                    {"output", 639'000, 646'000, 453'000, 65536, 65536, 8.4e6, 0}},
+                   costs.comm,
+                   LayerSource::kMeasured};
+  ZB_ASSERT_OK_AND_ASSIGN(int64_t with, store.InsertCostProfile(job, "blocks", costs, details));
+  ZB_ASSERT_OK_AND_ASSIGN(int64_t without, store.InsertCostProfile(job, "stages", costs, {}));
+  ZB_ASSERT_OK_AND_ASSIGN(CostProfileDetails loaded, store.LoadCostProfileDetails(with));
+  ASSERT_TRUE(loaded.layers.has_value());
+  EXPECT_TRUE(*loaded.layers == *details.layers);
+  ZB_ASSERT_OK_AND_ASSIGN(CostProfileDetails none, store.LoadCostProfileDetails(without));
+  EXPECT_FALSE(none.layers.has_value());
+
+  details.layers->layers[1].m_w = 2e6;  // above its M_B
+  auto bad = store.InsertCostProfile(job, "bad", costs, details);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("layers.0"), std::string::npos) << bad.status().message();
+  details.layers->layers[1].m_w = 5e5;
+  details.layers->comm = 1;  // another hop than the profile's
+  EXPECT_EQ(store.InsertCostProfile(job, "bad", costs, details).status().code(),
+            ErrorCode::kInvalidInput);
+  RawDb raw(path);
+  EXPECT_EQ(raw.Int("SELECT count(*) FROM cost_profiles"), 2);
+  EXPECT_EQ(raw.Int("SELECT count(*) FROM cost_profile_layers"), 3);
+  raw.Exec("PRAGMA foreign_keys = ON; DELETE FROM cost_profiles WHERE id = " +
+           std::to_string(with));
+  EXPECT_EQ(raw.Int("SELECT count(*) FROM cost_profile_layers"), 0);
+}
+
 }  // namespace
 }  // namespace zb

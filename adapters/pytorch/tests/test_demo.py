@@ -100,7 +100,7 @@ def test_every_job_left_its_log_and_the_tuned_csv(demo):
     assert json.loads((directory / "compare-post-validation.json").read_text())["equal"] is True
     assert (directory / "tuned.csv").read_text().strip()
     assert sorted(p.name for p in (directory / "profile").iterdir()) == [
-        "rank0.json.gz", "rank1.json.gz",
+        "rank0.blocks.json", "rank0.json.gz", "rank1.blocks.json", "rank1.json.gz",
     ]  # fmt: skip
 
 

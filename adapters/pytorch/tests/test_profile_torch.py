@@ -34,8 +34,10 @@ def trace_dir(tmp_path_factory):
     return directory
 
 
-def test_each_rank_writes_one_trace_of_the_window(trace_dir):
-    assert sorted(p.name for p in trace_dir.iterdir()) == ["rank0.json.gz", "rank1.json.gz"]
+def test_each_rank_writes_one_trace_of_the_window_and_its_blocks(trace_dir):
+    assert sorted(p.name for p in trace_dir.iterdir()) == [
+        "rank0.blocks.json", "rank0.json.gz", "rank1.blocks.json", "rank1.json.gz",
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("rank", [0, 1])

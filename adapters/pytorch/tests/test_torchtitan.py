@@ -29,6 +29,7 @@ HERE = Path(__file__).resolve().parent
 LAUNCH = HERE / "titan" / "launch.py"
 sys.path.insert(0, str(HERE / "titan"))
 from assets import make_assets  # noqa: E402
+from torchtitan.distributed.pipeline_parallel import generate_llm_fqn_per_model_part  # noqa: E402
 
 STEPS = 4
 BATCH = 8
@@ -42,13 +43,13 @@ def assets(tmp_path_factory) -> List[str]:
     return ["--model.hf_assets_path", str(tokenizer), "--training.dataset_path", str(dataset)]
 
 
-def titan_command(out: Path, assets: List[str], *extra: str) -> list:
-    """torchrun of torchtitan's trainer: llama3 debug model, 2 pipeline ranks, BATCH samples in
-    MICROBATCHES microbatches, STEPS steps, fixed seed."""
+def titan_command(out: Path, assets: List[str], *extra: str, flavor: str = "debugmodel") -> list:
+    """torchrun of torchtitan's trainer: llama3 debug model (or another `flavor`), 2 pipeline
+    ranks, BATCH samples in MICROBATCHES microbatches, STEPS steps, fixed seed."""
     return [
         sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
         "--master-addr", "127.0.0.1", "--master-port", str(free_port()), str(LAUNCH),
-        "--model.name", "llama3", "--model.flavor", "debugmodel", *assets,
+        "--model.name", "llama3", "--model.flavor", flavor, *assets,
         "--training.dataset", "c4_test", "--training.local_batch_size", str(BATCH),
         "--training.seq_len", "32", "--training.steps", str(STEPS),
         "--parallelism.pipeline_parallel_degree", "2",
@@ -67,8 +68,16 @@ def losses(output: str) -> List[float]:
     return [by_step[step] for step in sorted(by_step)]
 
 
-def train(tmp_path: Path, name: str, assets: List[str], *extra: str, command=()) -> List[float]:
-    done = run([*command, *titan_command(tmp_path / name, assets, *extra)], job_env())
+def train(
+    tmp_path: Path,
+    name: str,
+    assets: List[str],
+    *extra: str,
+    command=(),
+    flavor: str = "debugmodel",
+) -> List[float]:
+    done = run([*command, *titan_command(tmp_path / name, assets, *extra, flavor=flavor)],
+               job_env())  # fmt: skip
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     found = losses(done.stdout + done.stderr)
     assert len(found) == STEPS, (done.stdout + done.stderr)[-3000:]
@@ -107,6 +116,20 @@ def tuned(tmp_path: Path, costs: Path, family: str, *layout: str) -> Path:
     return schedule
 
 
+def partition_for_titan(tmp_path: Path, layers: Path) -> tuple:
+    """`zb partition --for torchtitan` on 2 ranks, one stage each: its [parallelism] section
+    written as a torchtitan config file, and the module_fqns_per_model_part in it."""
+    done = run([str(require_zb()), "partition", "--layers", str(layers), "-p", "2", "-m",
+                str(MICROBATCHES), "--layout", "loop:1", "--for", "torchtitan"], job_env())  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    section = done.stdout[done.stdout.index("[parallelism]") :]
+    settings = [line for line in section.splitlines() if line and not line.startswith("#")]
+    config = tmp_path / "split.toml"
+    config.write_text("\n".join(settings) + "\n")
+    fqns = next(line for line in settings if line.startswith("module_fqns_per_model_part"))
+    return config, json.loads(fqns.split("=", 1)[1])
+
+
 # A deterministic search (its orders can run the stages' forwards out of microbatch order).
 SEARCH = ["--time-limit", "0", "--evaluations", "2000", "--seed", "3"]
 
@@ -114,8 +137,10 @@ SEARCH = ["--time-limit", "0", "--evaluations", "2000", "--seed", "3"]
 def test_profile_tune_and_replay_torchtitan_unedited(tmp_path, assets):
     zb = str(require_zb())
     costs = tmp_path / "costs.json"
+    layers = tmp_path / "layers.json"
     profile = run([zb, "profile", "--torch", "--torch-skip", "1", "--torch-iters", "2", "--pp",
-                   "2", "--json", "--out", str(costs), "--store", str(tmp_path / "zb.db"), "--",
+                   "2", "--json", "--out", str(costs), "--store", str(tmp_path / "zb.db"),
+                   "--layers-out", str(layers), "--",
                    *titan_command(tmp_path / "profiled", assets,
                                   "--parallelism.pipeline_parallel_schedule", "1F1B")],
                   job_env())  # fmt: skip
@@ -131,6 +156,18 @@ def test_profile_tune_and_replay_torchtitan_unedited(tmp_path, assets):
     }  # fmt: skip
     listed = run([zb, "costs", "list", "--store", str(tmp_path / "zb.db"), "--json"], job_env())
     assert listed.returncode == 0 and json.loads(listed.stdout)["profiles"], listed.stderr
+    # Per-block costs (docs/partition.md §4): torchtitan's own top-level modules, in model order,
+    # each measured; AdamW keeps two moments per parameter, so the embedding and the head, of the
+    # same shape, hold the same state.
+    measured = json.loads(layers.read_text())
+    assert measured == report["layers"]
+    names = [layer["name"] for layer in measured["layers"]]
+    blocks = [f"layers.{i}" for i in range(len(names) - 3)]
+    assert names == ["tok_embeddings", *blocks, "norm", "output"], names
+    assert all(layer["F"] > 0 for layer in measured["layers"]), measured
+    by_name = {layer["name"]: layer for layer in measured["layers"]}
+    assert by_name["tok_embeddings"]["B"] == 0  # token ids have no gradient
+    assert by_name["tok_embeddings"]["state"] == by_name["output"]["state"] > 0
 
     # Every order zb tune proposes for the profiled layout (one stage per rank, the default),
     # run by torchtitan from the printed flags: the losses of its own 1F1B.
@@ -163,3 +200,52 @@ def test_v_orders_run_under_torchtitans_v_split(tmp_path, assets):
         assert flags[flags.index("--parallelism.pipeline_parallel_schedule") + 1] == "ZBVZeroBubble"
         exported = train(tmp_path, f"csv-{family}", assets, *flags)
         assert exported == pytest.approx(own, rel=1e-5), family
+
+
+# The debug model with a large vocabulary (tests/titan/launch.py): the embedding and the head cost
+# several layers, so torchtitan's default split (each counts as one layer) is unbalanced.
+BIG_VOCAB = "debugmodel_vocab32768"
+
+
+def test_the_split_zb_partition_prints_trains_as_torchtitans_default_does(tmp_path, assets):
+    # Profiled per block, torchtitan unedited under its own split; the split zb partition
+    # chooses, run by torchtitan from the printed [parallelism] section as its config file: the
+    # losses of its default split. The split moves blocks between the ranks, not the math
+    # (torchtitan builds the whole model from the seed before it cuts it).
+    layers = tmp_path / "layers.json"
+    one_f_one_b = ("--parallelism.pipeline_parallel_schedule", "1F1B")
+    profile = run([str(require_zb()), "profile", "--torch", "--torch-skip", "1", "--torch-iters",
+                   "2", "--pp", "2", "--layers-out", str(layers), "--",
+                   *titan_command(tmp_path / "profiled", assets, *one_f_one_b, flavor=BIG_VOCAB)],
+                  job_env())  # fmt: skip
+    assert profile.returncode == 0, profile.stderr[-4000:]
+    by_name = {layer["name"]: layer for layer in json.loads(layers.read_text())["layers"]}
+    head, layer = by_name["output"], by_name["layers.0"]
+    assert head["F"] + head["B"] + head["W"] > 2 * (layer["F"] + layer["B"] + layer["W"])
+    config, split = partition_for_titan(tmp_path, layers)
+    default = generate_llm_fqn_per_model_part(2, len(by_name) - 3, 1, 1)
+    assert split != default and split[1][-1] == "output", split
+    assert len(split[1]) < len(default[1]), split  # the head's stage gets fewer layers
+    # torchtitan initialises each rank's part from its own random stream, so two splits start
+    # from different weights: both runs load the same seed checkpoint (torchtitan's own way).
+    seed = seed_checkpoint(tmp_path, assets, BIG_VOCAB)
+    own = train(tmp_path, "default", assets, *one_f_one_b, *seed, flavor=BIG_VOCAB)
+    moved = train(tmp_path, "split", assets, *one_f_one_b, *seed, "--job.config_file",
+                  str(config), flavor=BIG_VOCAB)  # fmt: skip
+    assert moved == pytest.approx(own, rel=1e-5)
+
+
+def seed_checkpoint(tmp_path: Path, assets: List[str], flavor: str) -> List[str]:
+    """torchtitan's seed checkpoint (one process, no parallelism) of the model, and the flags
+    that make a run start from it without saving any of its own."""
+    out = tmp_path / "seed"
+    command = titan_command(out, assets, "--checkpoint.enable", "--checkpoint.create_seed_checkpoint",
+                            flavor=flavor)  # fmt: skip
+    command[command.index("--nproc-per-node") + 1] = "1"
+    command[command.index("--parallelism.pipeline_parallel_degree") + 1] = "1"
+    done = run(command, job_env())
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    step0 = out / "checkpoint" / "step-0"
+    assert step0.is_dir(), (done.stdout + done.stderr)[-3000:]
+    return ["--checkpoint.enable", "--checkpoint.load_only", "--checkpoint.initial_load_path",
+            str(step0)]  # fmt: skip

@@ -58,8 +58,30 @@ def test_profiles_an_unmodified_zbv_job_with_measured_memory(tmp_path):
             assert stage[kind]["median"] > 0, stage
         assert stage["M_B"] > 0, stage
     assert sorted(p.name for p in (tmp_path / "traces").iterdir()) == [
-        "rank0.json.gz", "rank1.json.gz",
+        "rank0.blocks.json", "rank0.json.gz", "rank1.blocks.json", "rank1.json.gz",
     ]  # fmt: skip
+    # Per-block costs, measured beside the window: each stage's children in model order (the
+    # stage modules of this script each have their own "blocks.0", hence "stage<S>."), the
+    # embedding's input (tokens) has no gradient, so all its backward is W.
+    layers = report["layers"]
+    assert layers["format"] == "zb-layers/1" and layers["source"] == "measured"
+    names = [layer["name"] for layer in layers["layers"]]
+    assert names[0] == "stage0.embed" and names[-1] == "stage3.head", names
+    assert len(names) == 4 + 2, names  # MODEL: 4 transformer blocks, one per stage
+    assert [n for n in names if n.startswith("stage2.")] == ["stage2.blocks.0"], names
+    embed = layers["layers"][0]
+    assert embed["B"] == 0 and embed["W"] > 0, embed
+    for layer in layers["layers"][1:-1]:
+        assert min(layer[k] for k in ("F", "B", "W", "M_B", "M_W", "state", "send")) > 0, layer
+        assert layer["M_W"] <= layer["M_B"], layer
+    # The blocks' saved activations, measured alone, against each stage's net allocation in the
+    # schedule (an independent measurement): the same within a fifth.
+    blocks_of = {s: [x for x in layers["layers"] if x["name"].startswith(f"stage{s}.")]
+                 for s in range(4)}  # fmt: skip
+    for stage in report["stages"]:
+        measured = sum(x["M_B"] for x in blocks_of[stage["stage"]])
+        assert measured == pytest.approx(stage["M_B"], rel=0.2), (stage, measured)
+    assert any("per-block costs: 6 blocks" in note for note in report["notes"]), report["notes"]
 
 
 def test_the_jobs_exit_code_is_kept_and_nothing_recorded_is_one_warning(tmp_path):

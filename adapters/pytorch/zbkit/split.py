@@ -120,7 +120,8 @@ def check_schedule_class(split: LayerSplit, schedule_class: type | str) -> None:
 
 def stage_modules(model, split: LayerSplit, rank: int) -> list[tuple[int, object]]:
     """(global stage id, nn.Sequential of its blocks) for each stage `rank` holds; the blocks are
-    the model's own modules (not copies)."""
+    the model's own modules (not copies). A Sequential's keys cannot hold dots, so each keeps the
+    model's names in `_zbkit_block_fqns` (key -> name): what `zb profile --torch` calls its blocks."""
     from torch import nn
 
     modules = []
@@ -134,5 +135,8 @@ def stage_modules(model, split: LayerSplit, rank: int) -> list[tuple[int, object
                     f"{split.source}: stages[{stage}]: the model has no module {name!r}"
                 ) from None
             blocks[name.replace(".", "_")] = block
-        modules.append((stage, nn.Sequential(blocks)))
+        sequential = nn.Sequential(blocks)
+        sequential._zbkit_block_fqns = {key: name for key, name in
+                                        zip(blocks, split.stages[stage])}  # fmt: skip
+        modules.append((stage, sequential))
     return modules

@@ -10,13 +10,21 @@ one, and are patched here, in the test launcher, not in zbkit (a GPU job needs n
 - `torchtitan.distributed.utils.set_pg_timeouts` passes the device index ('cpu' here) to
   `barrier(device_ids=...)`, which gloo refuses: the barrier runs without it.
 
+It also knows one more model flavor, as a user adds a configuration of their own to
+`llama3_args`: `--model.flavor debugmodel_vocab<N>` is the debug model with an N-entry vocabulary
+(a large one makes the embedding and the head cost several layers: unbalanced stages).
+
 Usage: torchrun ... launch.py --job.config_file FILE ... (any torchtitan.train arguments).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import sys
 import types
+
+VOCAB_FLAVOR = re.compile(r"^debugmodel_vocab(\d+)$")
 
 
 def _cpu_device_module() -> types.ModuleType:
@@ -61,9 +69,24 @@ def patch_pg_timeouts() -> None:
     utils.set_pg_timeouts = set_pg_timeouts
 
 
+def register_vocab_flavor(argv: list) -> None:
+    """Adds `debugmodel_vocab<N>` to torchtitan's llama3 flavors when the command line names it."""
+    names = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "--model.flavor"]
+    names += [arg.split("=", 1)[1] for arg in argv if arg.startswith("--model.flavor=")]
+    for name in names:
+        match = VOCAB_FLAVOR.match(name)
+        if match:
+            from torchtitan.models.llama3 import llama3_args  # noqa: PLC0415
+
+            llama3_args[name] = dataclasses.replace(
+                llama3_args["debugmodel"], vocab_size=int(match.group(1))
+            )
+
+
 def main() -> None:
     force_cpu()
     patch_pg_timeouts()
+    register_vocab_flavor(sys.argv[1:])
     import torchtitan.train as titan  # noqa: PLC0415
 
     sys.argv[0] = "torchtitan.train"

@@ -9,6 +9,7 @@ import os
 import sys
 from typing import Optional
 
+from . import _blocks
 from ._stages import local_stages, process_rank
 
 # The trace metadata key naming the schedule class (kScheduleClassKey in zbkit/profiler/trace.h).
@@ -28,6 +29,10 @@ class _ProfileWindow:
         self.profiler = None
         self.done = False
         self.named = False
+        # Per-block costs (zbkit.shim._blocks): inputs kept in the first profiled step, the
+        # blocks measured after the window; ZBKIT_PROFILE_BLOCKS=0 turns it off.
+        self.measure_blocks = os.environ.get("ZBKIT_PROFILE_BLOCKS", "1") != "0"
+        self.capture = None
         atexit.register(self.say_if_short)
 
     def before(self) -> None:
@@ -80,6 +85,24 @@ class _ProfileWindow:
         os.makedirs(self.directory, exist_ok=True)
         target = os.path.join(self.directory, f"rank{process_rank()}.json.gz")
         profiler.export_chrome_trace(target)
+        if self.capture is not None:
+            capture, self.capture = self.capture, None
+            try:
+                _blocks.measure_and_write(capture, self.directory)
+            except Exception as error:  # the job goes on without per-block costs
+                _blocks.warn(f"not measured: {error}")
+
+    def capture_blocks(self, schedule):
+        """The hooks that keep each block's inputs, for the first profiled step only."""
+        if not self.measure_blocks or self.profiler is None or self.capture is not None:
+            return None
+        try:
+            self.capture = _blocks.Capture(schedule)
+        except Exception as error:
+            self.measure_blocks = False
+            _blocks.warn(f"not measured: {error}")
+            return None
+        return self.capture
 
 
 _window: Optional[_ProfileWindow] = None
@@ -103,9 +126,14 @@ def profiled(target, step_function, args, kwargs):
         _window = _ProfileWindow(
             directory, _env_int("ZBKIT_PROFILE_SKIP", 1), _env_int("ZBKIT_PROFILE_ITERS", 3)
         )
+    try:
+        _blocks.watch_optimizers()
+    except Exception as error:  # optimizer state is then left out of `state`
+        _blocks.warn(f"optimizer state not seen: {error}")
     _window.before()
     _window.name_schedule(type(target).__name__)
     labels = None
+    capture = _window.capture_blocks(target)
     try:
         if _window.profiler is not None:
             labels = (
@@ -115,6 +143,8 @@ def profiled(target, step_function, args, kwargs):
     finally:
         if labels is not None:
             labels.remove()
+        if capture is not None:
+            capture.remove()
         _window.after()
 
 

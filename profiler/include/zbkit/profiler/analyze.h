@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "zbkit/profiler/attribution.h"
+#include "zbkit/profiler/block_costs.h"
 #include "zbkit/profiler/costs.h"
 #include "zbkit/profiler/trace.h"
 #include "zbkit/schemas/status.h"
@@ -39,6 +40,9 @@ struct Analysis {
   Attribution attribution;  // .ops: one row per attributed op; kernel and per-family counts
   CostReport report;        // per-stage / per-rank spreads, hops, .timeline (measured), .notes
   CostProfile costs;        // report.ToCostProfile(): the zb-costs/1 profile `zb tune` reads
+  // Per-block costs measured beside the traces (block_costs.h), when the caller read them:
+  // stored with the profile.
+  std::optional<LayerProfile> layers;
 };
 
 // Attributes the traces' ranges and kernels to pipeline ops and aggregates them. kInvalidInput
@@ -64,8 +68,8 @@ struct StoredAnalysis {
   int64_t timeline_id = 0;
 };
 
-// Records the run, the cost profile (with its spreads, linked to the run) and the measured
-// timeline in the store (created when missing).
+// Records the run, the cost profile (with its spreads and per-block costs, linked to the run) and
+// the measured timeline in the store (created when missing).
 Expected<StoredAnalysis> StoreAnalysis(const Analysis& analysis, const AnalysisStoreTarget& target,
                                        const AnalysisRun& run);
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "zbkit/schemas/frontier.h"
+#include "zbkit/schemas/layers.h"
 #include "zbkit/schemas/status.h"
 #include "zbkit/schemas/types.h"
 
@@ -139,6 +140,9 @@ struct CostProfileDetails {
   std::optional<MemorySource> memory_source;  // nullopt when not recorded
   std::vector<CostSpread> spread;
   std::vector<HopCost> hops;
+  // Per-block costs measured with the profile (version 10); nullopt: stage totals only. Their
+  // comm is the profile's, their source "measured".
+  std::optional<LayerProfile> layers;
   bool operator==(const CostProfileDetails&) const = default;
 };
 
@@ -170,7 +174,8 @@ class Store {
   // 7: hop_measurements and measured_hops (per-hop times measured on a cluster).
   // 8: cost_profiles keep the profiled job's layout and schedule class.
   // 9: timeline_ops.busy_ns, kernels and name (TimelineOp::busy, kernels, name of measured ops).
-  static constexpr int kSchemaVersion = 9;
+  // 10: cost_profile_layers (CostProfileDetails::layers, per-block costs of a profile).
+  static constexpr int kSchemaVersion = 10;
 
   enum class Mode {
     kReadWrite,  // create the file if missing, migrate it to kSchemaVersion

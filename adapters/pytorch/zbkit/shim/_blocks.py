@@ -1,0 +1,291 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Per-block costs for the profiling window (ZBKIT_TORCH_PROFILE, see zbkit.shim): what each
+top-level block of every local stage costs per microbatch, measured on the real module with the
+inputs it got in the job, so that `zb partition` can choose a layer split (docs/partition.md §4).
+
+During the first profiled step, a forward pre-hook on every block keeps a copy of the inputs of
+its first call (and the order the blocks ran in). After the window, with the profiler off, each
+block is run again on those inputs, alone: F its forward, B the gradient of its inputs only, BW
+the gradients of inputs and parameters in one pass, W = BW - B (the weight gradient's own work,
+the input gradient's share of the graph not counted twice). Each is the median of a few repeats
+after a warm-up. Memory, from one forward: M_B the bytes autograd saves (each storage once, the
+block's parameters left out), M_W the part of it that is an argument of an op with one of the
+block's parameters (what the weight gradient needs, as in the paper's 32·s·b·h); `state` the
+parameters, their gradients and the optimizer's state for them; `send` the bytes of the output.
+
+The measurement leaves the job as it was: its gradients (`torch.autograd.grad` accumulates
+nothing), its random state (forked) and the blocks' buffers (BatchNorm statistics, put back).
+A block it cannot run is left out with one warning; nothing it does can stop the job.
+
+Each rank writes <dir>/rank<R>.blocks.json (zb-block-costs/1, docs/formats.md §6), which `zb
+profile --torch` and `zb import <dir>` read into the profile's per-layer costs."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+import weakref
+from typing import Dict, List, Optional
+
+from ._stages import local_stages, process_rank
+
+FORMAT = "zb-block-costs/1"
+REPEATS = 3
+_CONTAINERS = ("ModuleList", "ModuleDict", "Sequential")
+
+# Every optimizer that stepped in this process: where the blocks' optimizer state lives.
+_optimizers: "weakref.WeakSet" = weakref.WeakSet()
+_optimizer_hook = None
+
+
+def watch_optimizers() -> None:
+    """Registers (once) a global optimizer step hook that remembers each optimizer that steps."""
+    global _optimizer_hook
+    if _optimizer_hook is not None:
+        return
+    from torch.optim.optimizer import register_optimizer_step_post_hook  # noqa: PLC0415
+
+    def remember(optimizer, args, kwargs):
+        _optimizers.add(optimizer)
+
+    _optimizer_hook = register_optimizer_step_post_hook(remember)
+
+
+def stage_blocks(stage_module) -> List[tuple]:
+    """(name, module) of a stage module's top-level blocks: its children, a container child
+    (ModuleList, ModuleDict, Sequential) opened one level (torchtitan's `layers.3`). A stage that
+    zbkit.split built names its blocks as the model does (its `_zbkit_block_fqns`)."""
+    fqns: Dict[str, str] = getattr(stage_module, "_zbkit_block_fqns", {})
+    blocks = []
+    for name, child in stage_module.named_children():
+        if child is None:
+            continue
+        if type(child).__name__ in _CONTAINERS and type(stage_module).__name__ not in _CONTAINERS:
+            blocks.extend((f"{name}.{key}", grandchild) for key, grandchild in
+                          child.named_children() if grandchild is not None)  # fmt: skip
+        else:
+            blocks.append((fqns.get(name, name), child))
+    return blocks
+
+
+class Capture:
+    """Forward pre-hooks on every block of the local stages for one step: each block's first
+    inputs (detached copies that keep whether they required grad) and the order blocks ran in."""
+
+    def __init__(self, schedule):
+        self.inputs: Dict[int, tuple] = {}  # id(module) -> (args, kwargs)
+        self.order: Dict[int, int] = {}
+        self.stages: List[tuple] = []  # (stage index, [(name, module)])
+        self.handles = []
+        for stage in local_stages(schedule):
+            blocks = stage_blocks(stage.submod)
+            self.stages.append((stage.stage_index, blocks))
+            for _, module in blocks:
+                self.handles.append(module.register_forward_pre_hook(self._keep, with_kwargs=True))
+
+    def _keep(self, module, args, kwargs):
+        key = id(module)
+        if key not in self.inputs:
+            self.order[key] = len(self.order)
+            self.inputs[key] = (_copy(args), _copy(kwargs))
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+        self.handles = []
+
+
+def _copy(tree):
+    import torch  # noqa: PLC0415
+    from torch.utils._pytree import tree_map  # noqa: PLC0415
+
+    def copy(value):
+        if isinstance(value, torch.Tensor):
+            return value.detach().clone().requires_grad_(value.requires_grad)
+        return value
+
+    return tree_map(copy, tree)
+
+
+def _fresh(tree, leaves: list):
+    """New leaves over the captured inputs (no copy), so each repeat builds its own graph."""
+    import torch  # noqa: PLC0415
+    from torch.utils._pytree import tree_map  # noqa: PLC0415
+
+    def fresh(value):
+        if isinstance(value, torch.Tensor):
+            leaf = value.detach().requires_grad_(value.requires_grad)
+            if leaf.requires_grad:
+                leaves.append(leaf)
+            return leaf
+        return value
+
+    return tree_map(fresh, tree)
+
+
+def _storage_key(tensor) -> Optional[tuple]:
+    try:
+        storage = tensor.untyped_storage()
+        return (storage.device.type, storage.device.index, storage.data_ptr()), storage.nbytes()
+    except (RuntimeError, NotImplementedError):  # no plain storage (sparse, functional ...)
+        return None
+
+
+class _BlockRunner:
+    """Runs one block on its captured inputs and times its F, B and BW."""
+
+    def __init__(self, module, captured):
+        import torch  # noqa: PLC0415
+
+        self.torch = torch
+        self.module, (self.args, self.kwargs) = module, captured
+        self.params = [p for p in module.parameters() if p.requires_grad]
+        self.cuda = any(p.is_cuda for p in module.parameters())
+
+    def _now(self) -> float:
+        if self.cuda:
+            self.torch.cuda.synchronize()
+        return time.perf_counter()
+
+    def forward(self):
+        """(seconds, grad-requiring outputs, their gradient seeds, input leaves)."""
+        from torch.utils._pytree import tree_flatten  # noqa: PLC0415
+
+        leaves: list = []
+        args, kwargs = _fresh(self.args, leaves), _fresh(self.kwargs, leaves)
+        start = self._now()
+        output = self.module(*args, **kwargs)
+        seconds = self._now() - start
+        outputs = [t for t in tree_flatten(output)[0]
+                   if isinstance(t, self.torch.Tensor) and t.grad_fn is not None]  # fmt: skip
+        seeds = [self.torch.ones_like(t) for t in outputs]
+        return seconds, outputs, seeds, leaves, output
+
+    def backward(self, with_weights: bool) -> tuple:
+        """(forward seconds, backward seconds): the gradient of the inputs, and of the
+        parameters too when `with_weights`."""
+        forward, outputs, seeds, leaves, _ = self.forward()
+        wanted = leaves + (self.params if with_weights else [])
+        if not outputs or not wanted:
+            return forward, 0.0
+        start = self._now()
+        self.torch.autograd.grad(outputs, wanted, seeds, allow_unused=True)
+        return forward, self._now() - start
+
+    def memory(self) -> tuple:
+        """(M_B, M_W, send) in bytes, from one forward."""
+        from torch.utils._python_dispatch import TorchDispatchMode  # noqa: PLC0415
+        from torch.utils._pytree import tree_flatten  # noqa: PLC0415
+
+        torch = self.torch
+        parameters = {k[0] for k in map(_storage_key, self.module.parameters()) if k}
+        saved: Dict[tuple, int] = {}
+        weight_inputs = set()
+
+        def pack(tensor):
+            key = _storage_key(tensor)
+            if key is not None and key[0] not in parameters:
+                saved[key[0]] = key[1]
+            return tensor
+
+        class WeightInputs(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                tensors = [t for t in tree_flatten((args, kwargs))[0]
+                           if isinstance(t, torch.Tensor)]  # fmt: skip
+                keys = [_storage_key(t) for t in tensors]
+                if any(k is not None and k[0] in parameters for k in keys):
+                    weight_inputs.update(k[0] for k in keys if k is not None)
+                return func(*args, **kwargs)
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+            with WeightInputs():
+                _, _, _, _, output = self.forward()
+        m_b = sum(saved.values())
+        m_w = sum(size for key, size in saved.items() if key in weight_inputs)
+        send = sum(t.numel() * t.element_size() for t in tree_flatten(output)[0]
+                   if isinstance(t, torch.Tensor))  # fmt: skip
+        return m_b, m_w, send
+
+
+def _state_bytes(module) -> int:
+    """Parameters, their gradients (those that require one) and the optimizer state kept for
+    them, in bytes."""
+    import torch  # noqa: PLC0415
+
+    total = 0
+    for parameter in module.parameters():
+        size = parameter.numel() * parameter.element_size()
+        total += size * (2 if parameter.requires_grad else 1)
+        for optimizer in list(_optimizers):
+            for value in optimizer.state.get(parameter, {}).values():
+                if isinstance(value, torch.Tensor):
+                    total += value.numel() * value.element_size()
+    return total
+
+
+def measure_block(module, captured, repeats: int = REPEATS) -> dict:
+    """F, B, W in ms (medians of `repeats` after one warm-up), M_B, M_W, state, send in bytes."""
+    runner = _BlockRunner(module, captured)
+    runner.backward(with_weights=True)  # warm-up
+    forwards, inputs_only, both = [], [], []
+    for _ in range(repeats):
+        forward, seconds = runner.backward(with_weights=False)
+        forwards.append(forward)
+        inputs_only.append(seconds)
+        forward, seconds = runner.backward(with_weights=True)
+        forwards.append(forward)
+        both.append(seconds)
+    b = statistics.median(inputs_only)
+    bw = statistics.median(both)
+    m_b, m_w, send = runner.memory()
+    return {
+        "F": statistics.median(forwards) * 1e3, "B": b * 1e3, "W": max(0.0, bw - b) * 1e3,
+        "M_B": m_b, "M_W": m_w, "state": _state_bytes(module), "send": send,
+    }  # fmt: skip
+
+
+def measure_and_write(capture: Capture, directory: str) -> None:
+    """Measures every captured block of every local stage and writes rank<R>.blocks.json; one
+    warning per block it could not measure, never an exception."""
+    import torch  # noqa: PLC0415
+
+    stages = []
+    for stage_index, blocks in capture.stages:
+        ran = sorted((capture.order[id(m)], name, m) for name, m in blocks
+                     if id(m) in capture.inputs)  # fmt: skip
+        measured = []
+        for _, name, module in ran:
+            buffers = [(b, b.detach().clone()) for b in module.buffers()]
+            try:
+                with torch.random.fork_rng(devices=_cuda_devices(module)):
+                    measured.append(
+                        {"name": name, **measure_block(module, capture.inputs[id(module)])}
+                    )
+            except Exception as error:  # a block we cannot rerun must not stop the job
+                warn(f"stage {stage_index} block {name!r} not measured: {error}")
+            finally:
+                with torch.no_grad():
+                    for buffer, saved in buffers:
+                        buffer.copy_(saved)
+        stages.append({"stage": stage_index, "blocks": measured})
+    rank = process_rank()
+    os.makedirs(directory, exist_ok=True)
+    target = os.path.join(directory, f"rank{rank}.blocks.json")
+    document = {"format": FORMAT, "rank": rank, "repeats": REPEATS, "stages": stages}
+    with open(target + ".tmp", "w") as handle:
+        json.dump(document, handle)
+        handle.write("\n")
+    os.replace(target + ".tmp", target)
+
+
+def _cuda_devices(module) -> list:
+    return sorted({p.device.index or 0 for p in module.parameters() if p.is_cuda})
+
+
+def warn(message: str) -> None:
+    sys.stderr.write(f"zbkit: warning: per-block costs: {message}\n")
+    sys.stderr.flush()

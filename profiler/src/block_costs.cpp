@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: Apache-2.0
+// Merging the ranks' per-block files into per-layer costs (block_costs.h).
+#include "zbkit/profiler/block_costs.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "zbkit/schemas/json_io.h"
+
+namespace zb::profiler {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+bool EndsWith(const std::string& text, std::string_view suffix) {
+  return text.size() > suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// stage -> its blocks (zb-layers/1 entries, as the hook wrote them), from one rank's file.
+Status ReadRankFile(const fs::path& path, std::map<int, json>& stages) {
+  const std::string where = path.string();
+  std::ifstream in(path);
+  if (!in) return IoError(where + ": cannot read");
+  std::stringstream text;
+  text << in.rdbuf();
+  const json doc = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return InvalidInput(where + ": not valid JSON (torn or truncated?)");
+  if (!doc.is_object() || doc.value("format", "") != kBlockCostsFormat) {
+    return InvalidInput(where + ": format: expected \"" + std::string(kBlockCostsFormat) + "\"");
+  }
+  if (!doc.contains("stages") || !doc["stages"].is_array()) {
+    return InvalidInput(where + ": stages: must be an array");
+  }
+  for (const json& stage : doc["stages"]) {
+    if (!stage.is_object() || !stage.contains("stage") || !stage["stage"].is_number_integer() ||
+        !stage.contains("blocks") || !stage["blocks"].is_array()) {
+      return InvalidInput(where + ": stages[]: each needs an integer stage and a blocks array");
+    }
+    const int index = stage["stage"].get<int>();
+    if (stages.count(index)) {
+      return InvalidInput(where + ": stage " + std::to_string(index) + " is in two files");
+    }
+    stages[index] = stage["blocks"];
+  }
+  return Status::Ok();
+}
+
+// "stage 0 94/97 %, stage 1 ...": the blocks' share of each stage's F and backward (the fused BW
+// where the profile measured it: a block's B + W is its fused backward, W being measured as BW - B;
+// torch's split I + W of a whole stage costs more than its BW).
+std::string Coverage(const CostReport& report, const LayerProfile& layers,
+                     const std::vector<int>& stage_of) {
+  std::vector<double> f(report.num_stages, 0), bw(report.num_stages, 0);
+  for (size_t i = 0; i < layers.layers.size(); ++i) {
+    f[stage_of[i]] += static_cast<double>(layers.layers[i].f);
+    bw[stage_of[i]] += static_cast<double>(layers.layers[i].b + layers.layers[i].w);
+  }
+  auto percent = [](double part, TimeNs whole) {
+    return whole > 0 ? std::to_string(static_cast<int>(100.0 * part / whole + 0.5)) : "-";
+  };
+  std::string text;
+  for (const StageStats& stats : report.stages) {
+    const TimeNs backward =
+        stats.bw.samples > 0 ? stats.bw.median : stats.b.median + stats.w.median;
+    text += (text.empty() ? "stage " : ", stage ") + std::to_string(stats.stage) + " " +
+            percent(f[stats.stage], stats.f.median) + "/" + percent(bw[stats.stage], backward) +
+            " %";
+  }
+  return text;
+}
+
+}  // namespace
+
+bool IsBlockCostsFileName(const std::string& name) {
+  return name.rfind("rank", 0) == 0 && EndsWith(name, ".blocks.json");
+}
+
+BlockCosts ReadBlockCosts(const std::vector<std::string>& dirs, const CostReport& report,
+                          TimeNs comm) {
+  const int num_stages = report.num_stages;
+  BlockCosts result;
+  std::map<int, json> stages;
+  bool any = false;
+  for (const std::string& dir : dirs) {
+    std::error_code error;
+    for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+      if (!IsBlockCostsFileName(it->path().filename().string())) continue;
+      any = true;
+      Status read = ReadRankFile(it->path(), stages);
+      if (!read.ok()) {
+        result.notes.push_back("per-block costs left out: " + read.message());
+        return result;
+      }
+    }
+  }
+  if (!any) return result;  // a job the hook did not measure per block: nothing to say
+  std::vector<json> blocks;
+  std::vector<int> stage_of;
+  for (int s = 0; s < num_stages; ++s) {
+    auto found = stages.find(s);
+    if (found == stages.end() || found->second.empty()) {
+      result.notes.push_back("per-block costs left out: stage " + std::to_string(s) +
+                             " has no measured blocks (rank<R>.blocks.json)");
+      return result;
+    }
+    for (const json& block : found->second) {
+      blocks.push_back(block);
+      stage_of.push_back(s);
+    }
+  }
+  std::set<std::string> names, shared;
+  for (const json& block : blocks) {
+    const std::string name = block.is_object() ? block.value("name", "") : "";
+    if (!names.insert(name).second) shared.insert(name);
+  }
+  if (!shared.empty()) {
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      if (blocks[i].is_object() && blocks[i]["name"].is_string()) {
+        blocks[i]["name"] =
+            "stage" + std::to_string(stage_of[i]) + "." + blocks[i]["name"].get<std::string>();
+      }
+    }
+    result.notes.push_back("per-block names are the stage modules', not the model's (\"" +
+                           *shared.begin() +
+                           "\" is in two stages): they are written stage<S>.<name>");
+  }
+  const json doc = {{"format", kLayersFormat},
+                    {"comm", NsToMs(comm)},
+                    {"source", LayerSourceName(LayerSource::kMeasured)},
+                    {"layers", blocks}};
+  auto layers = ParseLayersJson(doc.dump(), "rank<R>.blocks.json");
+  if (!layers.ok()) {
+    result.notes.push_back("per-block costs left out: " + layers.status().message());
+    return result;
+  }
+  layers->comm = comm;  // exactly the profile's, not its round trip through ms
+  result.notes.push_back("per-block costs: " + std::to_string(layers->num_layers()) +
+                         " blocks; their F and backward are this share of each stage's, measured "
+                         "in the schedule: " +
+                         Coverage(report, *layers, stage_of));
+  result.layers = std::move(*layers);
+  return result;
+}
+
+}  // namespace zb::profiler
