@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// zb costs export --store DB [--profile ID] --format json -o FILE|-
+// zb costs export --store DB [--profile ID] --format json|layers -o FILE|-
 // zb costs list   --store DB [--json]
 // zb costs hops   --store DB [--json]
 // zb costs record-hops --store DB [--cluster C] FILE
@@ -25,20 +25,24 @@ int RunCostsExport(const Args& args, std::ostream& out, std::ostream& err) {
   po::options_description_easy_init add = options.add_options();
   add("store", po::value<std::string>()->required(), "SQLite store");
   add("profile", po::value<int64_t>(), "cost profile id (default: the most recent measured one)");
-  add("format", po::value<std::string>()->default_value("json"), "json (zb-costs/1)");
+  add("format", po::value<std::string>()->default_value("json"),
+      "json (zb-costs/1) or layers (its per-block costs, zb-layers/1, for zb partition)");
   add("output,o", po::value<std::string>()->required(), "file to write ('-' for stdout)");
   po::variables_map values;
   int exit_code = 0;
   const std::string example =
       "example:\n  zb costs export --store zb.db --profile 1 --format json -o costs.json\n"
-      "      a stored profile as zb-costs/1, for zb tune --costs\n";
-  if (!ParseCommandLine(command, "--store DB [--profile ID] --format json -o FILE", args, options,
-                        {}, values, out, err, exit_code, example)) {
+      "      a stored profile as zb-costs/1, for zb tune --costs\n"
+      "  zb costs export --store zb.db --format layers -o layers.json\n"
+      "      its per-block costs (zb profile --torch), for zb partition --layers\n";
+  if (!ParseCommandLine(command, "--store DB [--profile ID] --format json|layers -o FILE", args,
+                        options, {}, values, out, err, exit_code, example)) {
     return exit_code;
   }
   const std::string format = values["format"].as<std::string>();
-  if (format != "json") {
-    return ReportError(err, command, UsageError("--format must be json, got \"" + format + "\""));
+  if (format != "json" && format != "layers") {
+    return ReportError(err, command,
+                       UsageError("--format must be json or layers, got \"" + format + "\""));
   }
   auto store = Store::Open(values["store"].as<std::string>(), Store::Mode::kReadOnly);
   if (!store.ok()) return ReportError(err, command, store.status());
@@ -66,6 +70,19 @@ int RunCostsExport(const Args& args, std::ostream& out, std::ostream& err) {
   if (!valid.ok()) {
     return ReportError(err, command,
                        valid.WithContext(store->path() + ": cost profile " + std::to_string(id)));
+  }
+  if (format == "layers") {
+    if (!details->layers) {
+      return ReportError(
+          err, command,
+          NotFound(store->path() + ": cost profile " + std::to_string(id) +
+                   " has stage totals only, no per-block costs (measured by zb profile --torch; "
+                   "zb partition --costs FILE --blocks N,... shares stage totals out evenly)"));
+    }
+    Status written = WriteToFileOrStdout(values["output"].as<std::string>(),
+                                         LayersToJson(*details->layers), out);
+    if (!written.ok()) return ReportError(err, command, written);
+    return 0;
   }
   bool has_b = false;
   bool has_bw = false;

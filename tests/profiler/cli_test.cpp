@@ -244,6 +244,12 @@ TEST_F(ZbCli, ProfileMergesShardsOfEveryRankStoresAndFeedsTune) {
   Result tune = Zb("tune --costs '" + Path("costs.json") + "' -m 4 --mem-limit none");
   EXPECT_EQ(tune.code, 0) << tune.err;
   EXPECT_NE(tune.out.find("best:"), std::string::npos) << tune.out;
+  // A profile of stage totals only (no per-block costs were measured): --format layers says so.
+  Result layers = Zb("costs export --store '" + store + "' --format layers -o -");
+  EXPECT_EQ(layers.code, 1);
+  EXPECT_TRUE(layers.out.empty());
+  EXPECT_NE(layers.err.find("cost profile 1 has stage totals only"), std::string::npos)
+      << layers.err;
 
   Result list = Zb("costs list --store '" + store + "' --json");
   ASSERT_EQ(list.code, 0) << list.err;

@@ -34,7 +34,8 @@ def profile(tmp_path, *script_args: str, extra=()):
 def test_profiles_an_unmodified_zbv_job_with_measured_memory(tmp_path):
     args = MODEL + ["--batch", "8", "--microbatches", "4", "--iters", "3", "--warmup", "0",
                     "--schedule", "ZBVZeroBubble"]  # fmt: skip
-    done = profile(tmp_path, *args)  # no --layout: the traces' stage numbers say V
+    # no --layout: the traces' stage numbers say V
+    done = profile(tmp_path, *args, extra=("--store", str(tmp_path / "zb.db")))
     assert done.returncode == 0, done.stderr[-3000:]
     # With --json stdout is zb's report alone; the job's own lines are on stderr.
     report = json.loads(done.stdout)
@@ -82,6 +83,11 @@ def test_profiles_an_unmodified_zbv_job_with_measured_memory(tmp_path):
         measured = sum(x["M_B"] for x in blocks_of[stage["stage"]])
         assert measured == pytest.approx(stage["M_B"], rel=0.2), (stage, measured)
     assert any("per-block costs: 6 blocks" in note for note in report["notes"]), report["notes"]
+    # Stored with the profile: zb costs export --format layers gives them back.
+    exported = run([str(require_zb()), "costs", "export", "--store", str(tmp_path / "zb.db"),
+                    "--format", "layers", "-o", "-"], job_env())  # fmt: skip
+    assert exported.returncode == 0, exported.stderr
+    assert json.loads(exported.stdout) == layers
 
 
 def test_the_jobs_exit_code_is_kept_and_nothing_recorded_is_one_warning(tmp_path):
