@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // zb partition --layers FILE --ranks P -m M [--layout L|all] [--mem-limit SIZE] [--json]
-//              [--for torchtitan] [--split-out FILE] [--out FILE]
+//              [--for torchtitan] [--split-out FILE] [--out FILE] [--orders-dir DIR]
 // The layer split chosen with the schedule (docs/partition.md): the even split, torchtitan's
 // heuristic at its best setting, the min-max split and the co-tuned split, each with its best
 // order, side by side; then how to run the fastest.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <vector>
@@ -78,7 +81,7 @@ double Largest(const std::vector<double>& values) {
 }
 
 nlohmann::json RowJson(const LayerProfile& profile, const JobLayout& layout,
-                       const SplitEvaluation& row) {
+                       const SplitEvaluation& row, const std::string& order_file) {
   nlohmann::json value = {{"layout", JobLayoutName(layout)},
                           {"split", row.name},
                           {"detail", row.detail},
@@ -93,7 +96,29 @@ nlohmann::json RowJson(const LayerProfile& profile, const JobLayout& layout,
   value["iteration_ms"] = NsToMs(row.iteration);
   value["state"] = row.state;
   value["peak_memory"] = row.peak;
+  if (!order_file.empty()) value["order_file"] = order_file;
   return value;
+}
+
+// Each compared split's order (--orders-dir), named <split>-<layout>.json ("co-tuned-loop-2"):
+// a zb-schedule/1 whose costs are that split's stages, what `zb rehearse --layers` runs.
+using OrderFiles = std::map<const SplitEvaluation*, std::string>;
+Expected<OrderFiles> WriteOrders(const std::string& dir, const std::vector<LayoutRows>& rows) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) return IoError("--orders-dir " + dir + ": " + error.message());
+  OrderFiles files;
+  for (const LayoutRows& layout_rows : rows) {
+    std::string layout = JobLayoutName(layout_rows.layout);
+    std::replace(layout.begin(), layout.end(), ':', '-');
+    for (const SplitEvaluation& row : layout_rows.result.splits) {
+      if (!row.status.ok()) continue;
+      const std::string path = dir + "/" + row.name + "-" + layout + ".json";
+      ZB_RETURN_IF_ERROR(WriteFileAtomically(path, ScheduleToJson(row.schedule)));
+      files[&row] = path;
+    }
+  }
+  return files;
 }
 
 void PrintTable(const std::vector<LayoutRows>& layouts, std::ostream& out) {
@@ -206,6 +231,8 @@ po::options_description PartitionOptionsDescription() {
   add("for", po::value<std::string>(), "torchtitan: print the settings that run the fastest split");
   add("split-out", po::value<std::string>(), "write the fastest split as zb-split/1");
   add("out", po::value<std::string>(), "write the fastest split's order as zb-schedule/1");
+  add("orders-dir", po::value<std::string>(),
+      "write every compared split's order here, <split>-<layout>.json (for zb rehearse)");
   add("json", "print the comparison as JSON (zb-partition/1)");
   return options;
 }
@@ -213,7 +240,7 @@ po::options_description PartitionOptionsDescription() {
 // The comparison as zb-partition/1; `best` the row of the fastest split, if any.
 nlohmann::json PartitionJson(const LayerProfile& profile, const tuner::PartitionOptions& options,
                              const tuner::MemoryLimit& limit, const std::vector<LayoutRows>& rows,
-                             const SplitEvaluation* best) {
+                             const SplitEvaluation* best, const OrderFiles& orders) {
   nlohmann::json report = {{"format", "zb-partition/1"},
                            {"ranks", options.ranks},
                            {"microbatches", options.microbatches},
@@ -225,7 +252,9 @@ nlohmann::json PartitionJson(const LayerProfile& profile, const tuner::Partition
   for (const LayoutRows& layout_rows : rows) {
     for (const SplitEvaluation& row : layout_rows.result.splits) {
       if (&row == best) report["best"] = report["rows"].size();
-      report["rows"].push_back(RowJson(profile, layout_rows.layout, row));
+      const auto order = orders.find(&row);
+      report["rows"].push_back(
+          RowJson(profile, layout_rows.layout, row, order == orders.end() ? "" : order->second));
     }
   }
   return report;
@@ -330,8 +359,12 @@ int RunPartitionCommand(const Args& args, std::ostream& out, std::ostream& err) 
     }
     const SplitEvaluation* chosen =
         best == nullptr ? nullptr : &best->result.splits[best->result.best];
+    OrderFiles orders;
+    if (values.count("orders-dir") > 0) {
+      ZB_ASSIGN_OR_RETURN(orders, WriteOrders(values["orders-dir"].as<std::string>(), rows));
+    }
     if (values.count("json") > 0) {
-      out << PartitionJson(profile, partition, limit, rows, chosen).dump(2) << "\n";
+      out << PartitionJson(profile, partition, limit, rows, chosen, orders).dump(2) << "\n";
     } else {
       out << "p=" << partition.ranks << " m=" << partition.microbatches << " blocks "
           << profile.num_layers() << " (" << LayerSourceName(profile.source)

@@ -104,6 +104,32 @@ def read_costs(path: Path) -> Tuple[List[StageCost], float]:
     return stages, float(comm)
 
 
+def read_stage_costs(path: Path, num_stages: int, per_rank: int) -> List[StageCost]:
+    """The costs of each of `num_stages` stages, `per_rank` on a rank: from a zb-costs/1 profile
+    (one stage per rank, each split into equal chunks, split_stages), or from the costs a
+    zb-schedule/1 file carries, every stage its own (what `zb partition --orders-dir` writes for
+    a layer split, whose chunks differ)."""
+    where = str(path)
+    doc = read_json(path, RehearsalError)
+    if isinstance(doc, dict) and doc.get("format") == "zb-schedule/1":
+        costs = doc.get("costs")
+        entries = costs.get("stages") if isinstance(costs, dict) else None
+        if not isinstance(entries, list) or len(entries) != num_stages:
+            raise RehearsalError(f"{where}: its costs must give each of the {num_stages} stages")
+        try:
+            return [StageCost(*(float(e.get(k, 0.0)) for k in ("F", "B", "W", "M_B", "M_W")))
+                    for e in entries]  # fmt: skip
+        except (AttributeError, TypeError, ValueError):
+            raise RehearsalError(f"{where}: costs.stages holds something else than costs") from None
+    stages, _comm = read_costs(path)
+    if len(stages) * per_rank != num_stages:
+        raise RehearsalError(
+            f"{where} has {len(stages)} stages; {num_stages} stages on {per_rank} per rank need "
+            f"{num_stages // per_rank}"
+        )
+    return split_stages(stages, per_rank)
+
+
 def split_stages(stages: Sequence[StageCost], chunks: int) -> List[StageCost]:
     """Each profiled stage as `chunks` consecutive equal parts: the rule of docs/cost-model.md §5
     (C++ `CostProfile::SplitStages`), which every interleaved and V schedule the tuner predicts

@@ -37,11 +37,11 @@ from zbkit_harness.emulated_stages import (
     DEVICES,
     EmulatedStage,
     Emulation,
+    RehearsalError,
     batch,
     loss_fn,
     message_width,
-    read_costs,
-    split_stages,
+    read_stage_costs,
     stamp_sends,
     targets,
 )
@@ -53,7 +53,9 @@ PR_SET_TIMERSLACK = 29  # <linux/prctl.h>
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--costs", required=True, help="zb-costs/1: one stage per rank")
+    parser.add_argument("--costs",
+                        help="zb-costs/1 (one stage per rank), or a zb-schedule/1 whose costs "
+                        "give every stage its own; all but --probe need it")  # fmt: skip
     parser.add_argument("--microbatches", type=int, required=True)
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--schedule", choices=[name for name, _, _ in CLASSES])
@@ -75,7 +77,10 @@ def parse_args(argv=None):
     parser.add_argument("--store", default="", help="with --record-dir: merge the run here")
     parser.add_argument("--schedule-id", type=int, default=0)
     parser.add_argument("--timeout-s", type=float, default=300.0)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if not args.probe and not args.costs:
+        parser.error("the following arguments are required: --costs")
+    return args
 
 
 def width_of(args) -> int:
@@ -108,13 +113,10 @@ def probe(args, rank: int, ranks: int) -> Dict[str, Any]:
 
 
 def stage_costs(args, num_stages: int, per_rank: int):
-    stages, _comm = read_costs(Path(args.costs))
-    if len(stages) * per_rank != num_stages:
-        raise SystemExit(
-            f"rehearsal_job: {args.costs} has {len(stages)} stages; {num_stages} stages on "
-            f"{per_rank} per rank need {num_stages // per_rank}"
-        )
-    return split_stages(stages, per_rank)
+    try:
+        return read_stage_costs(Path(args.costs), num_stages, per_rank)
+    except RehearsalError as error:
+        raise SystemExit(f"rehearsal_job: {error}") from None
 
 
 def torch_stepper(args, rank: int, ranks: int, emulation: Emulation):

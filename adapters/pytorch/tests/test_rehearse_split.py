@@ -1,0 +1,85 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`zb rehearse --layers` (zbkit_harness.rehearse_split): every split `zb partition` compares runs
+with its order on real ranks whose emulated stages take the sums of their blocks' costs. Asserted
+exactly, whatever the machine's noise: each split's order file carries its stages' block sums,
+every split runs as scheduled, every emulated F lasts its stage's F, no iteration is shorter than
+a rank's work, peaks are the predicted ones. The measured/predicted figures are in
+docs/partition.md §5 (a benchmark, not a timed test)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_rehearse import _rehearse
+
+pytest.importorskip("torch")
+
+# An embedding, 6 equal blocks, a norm and a head worth two blocks: uneven on purpose.
+BLOCK = {"F": 2.0, "B": 2.0, "W": 1.0, "M_B": 100, "M_W": 40, "state": 10, "send": 1}
+LAYERS = {
+    "format": "zb-layers/1", "comm": 0.2, "source": "measured",
+    "layers": [{"name": "tok_embeddings", "F": 0.5, "B": 0, "W": 1.0, "M_B": 10, "M_W": 10,
+                "state": 30, "send": 1}]
+    + [{"name": f"layers.{i}", **BLOCK} for i in range(6)]
+    + [{"name": "norm", "F": 0.1, "B": 0.1, "W": 0.05, "M_B": 5, "M_W": 2, "state": 1, "send": 1},
+       {"name": "output", "F": 4.0, "B": 4.0, "W": 2.0, "M_B": 60, "M_W": 60, "state": 30,
+        "send": 1}],
+}  # fmt: skip
+
+
+def _layers(tmp_path: Path) -> Path:
+    path = tmp_path / "layers.json"
+    path.write_text(json.dumps(LAYERS))
+    return path
+
+
+def test_every_split_runs_its_order_with_its_blocks_costs(tmp_path: Path) -> None:
+    done = _rehearse(tmp_path, "--layers", str(_layers(tmp_path)), "-p", "2", "-m", "4",
+                     "--layout", "v", "--iters", "2", "--rounds", "1", "--evaluations", "200",
+                     "--json", timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads(done.stdout.strip().splitlines()[-1])
+    assert doc["format"] == "zb-rehearse/1" and doc["layout"] == "v" and doc["ranks"] == 2
+    rows = {row["schedule"]: row for row in doc["rows"]}
+    assert set(rows) == {"split:even", "split:torchtitan", "split:min-max", "split:co-tuned"}
+    work = tmp_path / "zbkit-rehearse"
+    names = [layer["name"] for layer in LAYERS["layers"]]
+    for name, row in rows.items():
+        assert row["runtime"] == "executor" and row["order"] == "as scheduled", row
+        assert row["peak_bytes"] == row["predicted_peak"], row
+        split = name.split(":", 1)[1]
+        order = json.loads((work / "orders" / f"{split}-v.json").read_text())
+        assert order["predicted"]["makespan"] == pytest.approx(row["predicted_ms"], abs=1e-3)
+        # The order's stages cost the sums of the split's blocks (V: rank 0 holds 0 and 3).
+        stage_costs = order["costs"]["stages"]
+        for stage, blocks in enumerate(doc["splits"][name]):
+            members = [LAYERS["layers"][names.index(b)] for b in blocks]
+            assert stage_costs[stage]["F"] == pytest.approx(sum(m["F"] for m in members))
+            assert stage_costs[stage]["M_B"] == pytest.approx(sum(m["M_B"] for m in members))
+        # Every emulated F lasted its stage's F, and no iteration beat a rank's work.
+        timeline = work / "summaries" / f"split-{split}-executor-round0" / "timeline.rank0.json"
+        ops = json.loads(timeline.read_text())["ops"]
+        for op in (op for op in ops if op["type"] == "F"):
+            assert (op["end_ns"] - op["start_ns"]) / 1e6 == pytest.approx(
+                stage_costs[op["stage"]]["F"], abs=1e-3
+            )
+        rank_work = 4 * sum(stage_costs[s][k] for s in (0, 3) for k in ("F", "B", "W"))
+        assert row["measured_ms"] >= rank_work, row
+    assert any(line.startswith("split:co-tuned vs split:even") for line in doc["gains"]), doc
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    layers = _layers(tmp_path)
+    for args, says in (
+        (["--layers", str(tmp_path / "none.json"), "-p", "2", "-m", "4"], "no such file"),
+        (["--layers", str(layers), "-p", "2", "-m", "4", "--layout", "all"], "one layout"),
+        (["--layers", str(layers), "-p", "9", "-m", "4", "--layout", "v"], "blocks"),
+        (["--layers", str(layers), "-p", "2", "-m", "4", "--mem-limit", "2x"], "--mem-limit"),
+        (["--layers", str(layers), "-p", "0", "-m", "4"], "--ranks must be >= 1"),
+    ):  # fmt: skip
+        done = _rehearse(tmp_path, *args)
+        assert done.returncode == 2, (args, done.stderr)
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and says in lines[0], done.stderr

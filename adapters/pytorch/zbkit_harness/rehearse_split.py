@@ -1,0 +1,266 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`zb rehearse --layers FILE -p P`: every layer split `zb partition` compares, each with its best
+order, run by zbkit's executor on P real ranks whose stages take their blocks' F, B and W (the
+sums over the split's blocks) as timed waits, measured against the prediction (docs/partition.md
+§5, docs/rehearse.md).
+
+    zb rehearse --layers FILE -p P -m M [--layout loop:1|loop:V|v] [--mem-limit SIZE|none]
+                [--iters K] [--rounds R] [--dir DIR] [--evaluations N] [--splits N] [--json]
+
+1. probe the hop time between neighbouring ranks, as `zb rehearse --costs` does;
+2. predict: `zb partition` on the per-block costs with that hop time as their comm, for zbkit's
+   runtime (the executor runs the first stage's backward as any other), each compared split's
+   order written with its own per-stage costs (`--orders-dir`);
+3. run: R rounds, each running every split once in turn (alternating direction);
+4. report: per split the measured iteration time against the predicted one, and how much of each
+   predicted gain of the co-tuned split over the others the measurement realises.
+
+Exit 0 when every split ran as scheduled, 1 otherwise, 2 for usage."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Dict, List, Optional, Sequence, Tuple
+
+from zbkit import locate
+from zbkit._json_file import read_json
+from zbkit.errors import ZbkitError
+
+from .emulated_stages import DEVICES, RehearsalError
+from .rehearse import AS_SCHEDULED, Rehearsal, Row, UsageError, note
+from .rehearse_report import WITHIN, document, table, targets
+from .torchrun_jobs import Jobs
+
+
+@dataclass
+class SplitSettings:
+    layers: Path
+    ranks: int
+    microbatches: int
+    layout: str = "loop:1"
+    mem_limit: str = "none"
+    iters: int = 4
+    warmup: int = 1
+    rounds: int = 2
+    dir: Path = Path("zbkit-rehearse")
+    message_bytes: int = 4096
+    comm: str = "measured"
+    device: str = "async"
+    time_scale: float = 1.0
+    evaluations: int = 2000
+    splits: int = 300
+    json: bool = False
+    store: str = ""  # the rows record nothing in a store
+
+    @property
+    def costs(self) -> Path:  # what the report names as the costs rehearsed
+        return self.layers
+
+
+class SplitRehearsal(Rehearsal):
+    """A rehearsal whose rows are the splits of one layout: the probe, the runs, the order check
+    and the report are Rehearsal's; the costs and predictions come from `zb partition`."""
+
+    def __init__(self, settings: SplitSettings, environment: Dict[str, str]) -> None:
+        import os  # noqa: PLC0415
+
+        self.s = settings  # type: ignore[assignment]
+        doc = read_json(settings.layers, RehearsalError)
+        if not isinstance(doc, dict) or doc.get("format") != "zb-layers/1":
+            raise UsageError(f"--layers {settings.layers}: not a zb-layers/1 file")
+        self.layers_doc = doc
+        self.profile_comm = float(doc.get("comm", 0.0))
+        self.ranks = settings.ranks
+        env = {"OMP_NUM_THREADS": "1", "ZBKIT_ZB_BINARY": environment["zb"]}
+        if environment.get("zbrt"):
+            env["ZBKIT_ZBRT_LIBRARY"] = environment["zbrt"]
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(locate.package_root()), os.environ.get("PYTHONPATH")])
+        )
+        settings.dir.mkdir(parents=True, exist_ok=True)
+        self.jobs = Jobs(settings.dir, self.ranks, environment["python"], environment["zb"], env)
+        self.hop_ms: Dict[str, float] = {}
+        self.rows: List[Row] = []
+        self.failed = False
+        self.max_memory = 0.0
+        self.split_stages: Dict[str, List[List[str]]] = {}  # row -> its stages' blocks
+        self.check_request(environment["zb"])
+
+    def common_args(self) -> List[str]:
+        # Activation tensors of at most 1 MiB each: the account stays in the costs' units.
+        memory_scale = min(1.0, float(1 << 20) / self.max_memory) if self.max_memory else 1.0
+        return ["--microbatches", str(self.s.microbatches), "--message-bytes",
+                str(self.s.message_bytes), "--memory-scale", repr(memory_scale), "--device",
+                self.s.device, "--hop-ms", repr(self.comm_ms())]  # fmt: skip
+
+    def partition_args(self, layers: Path) -> List[str]:
+        return ["partition", "--layers", str(layers), "-p", str(self.ranks), "-m",
+                str(self.s.microbatches), "--layout", self.s.layout, "--mem-limit",
+                self.s.mem_limit, "--runtime", "zbkit"]  # fmt: skip
+
+    def check_request(self, zb: str) -> None:
+        """`zb partition` judges the file, p, m, the layout and the cap before anything runs: its
+        usage errors (exit 2) are this command's, its other failures too (exit 1)."""
+        import subprocess  # noqa: PLC0415
+
+        command = [zb, *self.partition_args(self.s.layers), "--evaluations", "0", "--splits", "1"]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True)
+        except OSError as error:
+            raise RehearsalError(f"cannot run {zb}: {error.strerror}") from None
+        if done.returncode != 0:
+            said = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+            said = said.removeprefix("zb partition: ")
+            raise (UsageError if done.returncode == 2 else RehearsalError)(said)
+
+    def partition(self, layers: Path, orders: Path) -> Dict[str, Any]:
+        return self.jobs.zb_json("partition", *self.partition_args(layers), "--evaluations",
+                                 str(self.s.evaluations), "--splits", str(self.s.splits),
+                                 "--orders-dir", str(orders))  # fmt: skip
+
+    def rehearsed_layers(self) -> Path:
+        """The per-block costs as rehearsed: times --time-scale, the probed hop time as comm."""
+        doc = json.loads(json.dumps(self.layers_doc))
+        doc["comm"] = self.comm_ms()
+        for layer in doc.get("layers", []):
+            for key in ("F", "B", "W"):
+                layer[key] = layer.get(key, 0.0) * self.s.time_scale
+        path = self.s.dir / "layers-rehearsed.json"
+        path.write_text(json.dumps(doc) + "\n")
+        return path
+
+    def predict(self) -> None:
+        report = self.partition(self.rehearsed_layers(), self.s.dir / "orders")
+        for entry in report["rows"]:
+            name = f"split:{entry['split']}"
+            if not entry.get("ok"):
+                note(f"{name}: {entry.get('reason', 'no order')}; not rehearsed")
+                continue
+            path = Path(entry["order_file"])
+            row = Row(name, "executor", ["--schedule-file", str(path), "--costs", str(path)])
+            row.schedule_file = path
+            row.predicted_ms = float(entry["iteration_ms"])
+            self.split_stages[name] = entry["stages"]
+            schedule = json.loads(path.read_text())
+            row.predicted_peak = max(schedule.get("predicted", {}).get("peak_memory") or [0.0])
+            self.max_memory = max(
+                [self.max_memory] + [float(st.get("M_B", 0)) for st in schedule["costs"]["stages"]]
+            )
+            self.rows.append(row)
+        if not self.rows:
+            raise RehearsalError("no compared split has an order that fits --mem-limit")
+
+
+def gains(rows: List[Row]) -> List[str]:
+    """How much of the co-tuned split's predicted gain over each other split was measured."""
+    ran = {row.schedule: row for row in rows if not row.error and row.measured.iteration_s}
+    chosen = ran.get("split:co-tuned")
+    lines = []
+    for name, row in ran.items():
+        if chosen is None or row is chosen or row.predicted_ms <= chosen.predicted_ms:
+            continue
+        predicted = 1 - chosen.predicted_ms / row.predicted_ms
+        measured = 1 - chosen.measured_ms() / row.measured_ms()
+        lines.append(
+            f"split:co-tuned vs {name}: {measured:.1%} faster measured, {predicted:.1%} predicted"
+        )
+    return lines
+
+
+def report(rehearsal: SplitRehearsal, out: IO[str]) -> None:
+    s = rehearsal.s
+    out.write(
+        f"p={rehearsal.ranks} m={s.microbatches} layout={s.layout} mem-limit={s.mem_limit} "
+        f"layers={s.layers} comm={rehearsal.comm_ms():.3f} ms ({s.comm}) device={s.device} "
+        f"time-scale={s.time_scale:g} iterations={s.iters}x{s.rounds} rounds\n"
+    )
+    out.write("\n".join(table(rehearsal.rows)) + "\n\n")
+    out.write("\n".join(targets(rehearsal.rows, WITHIN, 0.0) + gains(rehearsal.rows)) + "\n")
+    out.write(f"logs, orders and timelines: {s.dir}\n")
+    if s.json:
+        doc = document(rehearsal)
+        doc.update(layout=s.layout, layers=str(s.layers), gains=gains(rehearsal.rows),
+                   splits=rehearsal.split_stages)  # fmt: skip
+        out.write(json.dumps(doc) + "\n")
+    out.flush()
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    try:
+        settings, environment = parse(argv)
+        rehearsal = SplitRehearsal(settings, environment)
+        note(f"1/3 probing the hop time of {settings.message_bytes} B between {settings.ranks} "
+             "ranks")  # fmt: skip
+        rehearsal.probe()
+        note("2/3 predicting (zb partition)")
+        rehearsal.predict()
+        rehearsal.run()
+    except UsageError as error:
+        sys.stderr.write(f"zb rehearse: {error}\n")
+        return 2
+    except ZbkitError as error:
+        sys.stderr.write(f"zb rehearse: {error}\n")
+        return 1
+    report(rehearsal, sys.stdout)
+    failed = rehearsal.failed or any(row.order != AS_SCHEDULED for row in rehearsal.rows)
+    return 1 if failed else 0
+
+
+def parse(argv: Optional[Sequence[str]]) -> Tuple[SplitSettings, Dict[str, str]]:
+    parser = argparse.ArgumentParser(
+        prog="zb rehearse --layers",
+        description="Run every layer split zb partition compares, with its order, on real ranks "
+        "whose stages take their blocks' F, B and W as timed waits, and report each measured "
+        "against its prediction (docs/partition.md).",
+        epilog="example: zb rehearse --layers tests/data/layers/llm19.json -p 4 -m 8 --layout v",
+    )
+    parser.add_argument("--layers", required=True, help="zb-layers/1: per-block costs")
+    parser.add_argument("-p", "--ranks", type=int, required=True)
+    parser.add_argument("-m", "--microbatches", type=int, required=True)
+    parser.add_argument("--layout", default="loop:1", help="loop:1, loop:V or v (one layout)")
+    parser.add_argument("--mem-limit", default="none", help="as zb partition: a size, or none")
+    parser.add_argument("--iters", type=int, default=4, help="measured iterations per job")
+    parser.add_argument("--warmup", type=int, default=1, help="iterations before the measured")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="each runs every split once, alternating the order")  # fmt: skip
+    parser.add_argument("--dir", default="zbkit-rehearse", help="logs, orders, timelines")
+    parser.add_argument("--message-bytes", type=int, default=4096)
+    parser.add_argument("--comm", choices=("measured", "profile"), default="measured")
+    parser.add_argument("--device", choices=DEVICES, default="async")
+    parser.add_argument("--time-scale", type=float, default=1.0, help="factor on every duration")
+    parser.add_argument("--evaluations", type=int, default=2000,
+                        help="order-search simulations per split (zb partition)")  # fmt: skip
+    parser.add_argument("--splits", type=int, default=300, help="splits the co-tuning judges")
+    parser.add_argument("--json", action="store_true", help="end with one zb-rehearse/1 object")
+
+    def fail(message: str) -> None:
+        raise UsageError(message)
+
+    parser.error = fail  # type: ignore[method-assign]
+    args = parser.parse_args(argv)
+    for name in ("ranks", "microbatches", "iters", "rounds", "message_bytes", "splits"):
+        if getattr(args, name) < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be >= 1")
+    if args.layout == "all":
+        raise UsageError("--layout: one layout (loop:1, loop:V or v): its splits run side by side")
+    if args.warmup < 0 or args.evaluations < 0 or not args.time_scale > 0:
+        raise UsageError("--warmup and --evaluations must be >= 0, --time-scale > 0")
+    if not Path(args.layers).is_file():
+        raise UsageError(f"--layers {args.layers}: no such file")
+    settings = SplitSettings(
+        layers=Path(args.layers), ranks=args.ranks, microbatches=args.microbatches,
+        layout=args.layout, mem_limit=args.mem_limit, iters=args.iters, warmup=args.warmup,
+        rounds=args.rounds, dir=Path(args.dir), message_bytes=args.message_bytes, comm=args.comm,
+        device=args.device, time_scale=args.time_scale, evaluations=args.evaluations,
+        splits=args.splits, json=args.json,
+    )  # fmt: skip
+    environment = {  # zbkit.locate: what `zb rehearse` set, else PATH
+        "python": locate.python(),
+        "zb": locate.zb_binary(),
+        "zbrt": str(locate.zbrt_library()),
+    }
+    return settings, environment
