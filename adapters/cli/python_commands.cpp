@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // zb demo [--store DB] [--dir DIR] [--iters K] [--rounds R] [--mem-limit L|auto] [--quick] [--json]
 // zb rehearse --costs FILE -m M --mem-limit L [--schedules LIST] [--iters K] [--store DB] [--json]
+// zb rehearse --layers FILE -p P -m M [--layout L] [--mem-limit SIZE|none] [--iters K] [--json]
 //
 // Both orchestrate Python jobs, so they live in Python: the modules zbkit_harness.demo and
-// zbkit_harness.rehearse (adapters/pytorch/zbkit_harness/demo.py and rehearse.py say what they do).
+// zbkit_harness.rehearse, or zbkit_harness.rehearse_split for the splits of a per-block profile
+// (adapters/pytorch/zbkit_harness/demo.py, rehearse.py and rehearse_split.py say what they do).
 // These commands run them with the project's interpreter (ZBKIT_PYTHON, else the .venv
 // scripts/setup.sh made, else python3) and tell them where this build's parts are: ZBKIT_ZB_BINARY
 // (this zb), ZBKIT_ZBRT_LIBRARY, ZBKIT_ZBVIEW_BINARY (when built) and ZBKIT_TORCH_EXAMPLES; the
@@ -73,6 +75,11 @@ int RunDemoCommand(const Args& args, std::ostream& out, std::ostream& err) {
 }
 
 int RunRehearseCommand(const Args& args, std::ostream& out, std::ostream& err) {
+  for (const std::string& arg : args) {
+    if (arg == "--layers" || arg.rfind("--layers=", 0) == 0) {
+      return RunPythonModule("rehearse", "zbkit_harness.rehearse_split", args, out, err);
+    }
+  }
   return RunPythonModule("rehearse", "zbkit_harness.rehearse", args, out, err);
 }
 

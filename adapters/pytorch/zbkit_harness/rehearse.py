@@ -497,11 +497,6 @@ class Rehearsal:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    if any(a == "--layers" or a.startswith("--layers=") for a in arguments):
-        from . import rehearse_split  # noqa: PLC0415
-
-        return rehearse_split.main(arguments)
     try:
         settings, environment = parse(argv)
         rehearsal = Rehearsal(settings, environment)

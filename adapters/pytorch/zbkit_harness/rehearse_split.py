@@ -264,3 +264,7 @@ def parse(argv: Optional[Sequence[str]]) -> Tuple[SplitSettings, Dict[str, str]]
         "zbrt": str(locate.zbrt_library()),
     }
     return settings, environment
+
+
+if __name__ == "__main__":
+    sys.exit(main())
