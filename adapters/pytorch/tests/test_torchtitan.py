@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import List
 
 import pytest
-from test_shim import free_port, job_env, require_zb, run
+from test_shim import job_env, require_zb, run
 
 pytest.importorskip("torch")
 if __import__("importlib").util.find_spec("torchtitan") is None:
@@ -26,8 +26,8 @@ if __import__("importlib").util.find_spec("torchtitan") is None:
     )
 
 HERE = Path(__file__).resolve().parent
-LAUNCH = HERE / "titan" / "launch.py"
 sys.path.insert(0, str(HERE / "titan"))
+import jobs  # noqa: E402
 from assets import make_assets  # noqa: E402
 from torchtitan.distributed.pipeline_parallel import generate_llm_fqn_per_model_part  # noqa: E402
 
@@ -44,19 +44,10 @@ def assets(tmp_path_factory) -> List[str]:
 
 
 def titan_command(out: Path, assets: List[str], *extra: str, flavor: str = "debugmodel") -> list:
-    """torchrun of torchtitan's trainer: llama3 debug model (or another `flavor`), 2 pipeline
-    ranks, BATCH samples in MICROBATCHES microbatches, STEPS steps, fixed seed."""
-    return [
-        sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-        "--master-addr", "127.0.0.1", "--master-port", str(free_port()), str(LAUNCH),
-        "--model.name", "llama3", "--model.flavor", flavor, *assets,
-        "--training.dataset", "c4_test", "--training.local_batch_size", str(BATCH),
-        "--training.seq_len", "32", "--training.steps", str(STEPS),
-        "--parallelism.pipeline_parallel_degree", "2",
-        "--parallelism.pipeline_parallel_microbatch_size", str(BATCH // MICROBATCHES),
-        "--activation_checkpoint.mode", "none", "--debug.seed", "42", "--metrics.log_freq", "1",
-        "--comm.init_timeout_seconds", "60", "--job.dump_folder", str(out), *extra,
-    ]  # fmt: skip
+    """torchrun of torchtitan's trainer (tests/titan/jobs.py): 2 pipeline ranks, BATCH samples
+    in MICROBATCHES microbatches, STEPS steps, fixed seed."""
+    return jobs.titan_command(out, assets, *extra, flavor=flavor, batch=BATCH,
+                              microbatches=MICROBATCHES, steps=STEPS)  # fmt: skip
 
 
 def losses(output: str) -> List[float]:
@@ -239,13 +230,7 @@ def seed_checkpoint(tmp_path: Path, assets: List[str], flavor: str) -> List[str]
     """torchtitan's seed checkpoint (one process, no parallelism) of the model, and the flags
     that make a run start from it without saving any of its own."""
     out = tmp_path / "seed"
-    command = titan_command(out, assets, "--checkpoint.enable", "--checkpoint.create_seed_checkpoint",
-                            flavor=flavor)  # fmt: skip
-    command[command.index("--nproc-per-node") + 1] = "1"
-    command[command.index("--parallelism.pipeline_parallel_degree") + 1] = "1"
-    done = run(command, job_env())
+    done = run(jobs.seed_checkpoint_command(out, assets, flavor), job_env())
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-    step0 = out / "checkpoint" / "step-0"
-    assert step0.is_dir(), (done.stdout + done.stderr)[-3000:]
-    return ["--checkpoint.enable", "--checkpoint.load_only", "--checkpoint.initial_load_path",
-            str(step0)]  # fmt: skip
+    assert (out / "checkpoint" / "step-0").is_dir(), (done.stdout + done.stderr)[-3000:]
+    return jobs.from_seed_checkpoint(out)
