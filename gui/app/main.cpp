@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // zbview [STORE] [--schedule ID] [--compare ID2] [--frontier ID]
 // zbview --screenshot OUT.png STORE [--schedule ID] [--compare ID2] [--frontier ID] [--size WxH]
+// zbview [--screenshot OUT.png] --splits PARTITION.json [--layout L] [--size WxH]
 //
 // The window, or (with --screenshot) no window at all: the store is read, the item drawn into a
 // composed picture meant for a person (title, legend, timeline with bubbles and wait links,
 // memory track with the cap, summary figures; or a frontier's plot and summary) and written to
-// OUT. The store may also be given as --store STORE. Exit codes as every zbkit command: 0
+// OUT. The store may also be given as --store STORE. --splits shows, instead of a store, the layer
+// splits `zb partition --json` compared (SplitView). Exit codes as every zbkit command: 0
 // success, 2 usage error, 1 anything else, with one line "zbview: <reason>" on stderr.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QRegularExpression>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -19,6 +22,7 @@
 #include "loader.h"
 #include "main_window.h"
 #include "report_view.h"
+#include "zbkit/gui/split_view.h"
 
 #ifndef ZBKIT_VERSION
 #define ZBKIT_VERSION "unknown"
@@ -30,6 +34,7 @@ constexpr const char* kUsage =
     "usage: zbview [STORE] [--schedule ID] [--compare ID2] [--frontier ID]\n"
     "       zbview --screenshot OUT.png STORE [--schedule ID] [--compare ID2] [--frontier ID]\n"
     "              [--size WxH]\n"
+    "       zbview [--screenshot OUT.png] --splits PARTITION.json [--layout L] [--size WxH]\n"
     "\n"
     "Shows the schedules, timelines (predicted and measured) and memory-vs-bubble frontiers of a\n"
     "zbkit store.\n"
@@ -39,6 +44,9 @@ constexpr const char* kUsage =
     "                    default: the most recent schedule, run or frontier in the store\n"
     "  --frontier ID     show frontier ID: bubble rate against the memory cap\n"
     "  --compare ID2     compare it with schedule (or timeline) ID2, one pane above the other\n"
+    "  --splits FILE     the layer splits zb partition --json compared (no store): per split\n"
+    "                    its stages' F/B/W and its ranks' memory, side by side\n"
+    "  --layout L        with --splits: which layout's splits (default: the chosen split's)\n"
     "  --screenshot OUT  draw into OUT (.png; .svg and .pdf also work) without a window, exit\n"
     "  --size WxH        size of the screenshot in pixels (default 1600x900)\n"
     "  -h, --help        this text\n"
@@ -49,7 +57,9 @@ constexpr const char* kUsage =
     "\n"
     "example:\n"
     "  zbview --screenshot tuned-vs-1f1b.png zb.db --schedule 1 --compare 2\n"
-    "      schedule 1 above schedule 2 (e.g. a tuned order and 1F1B), drawn without a window\n";
+    "      schedule 1 above schedule 2 (e.g. a tuned order and 1F1B), drawn without a window\n"
+    "  zb partition --layers layers.json -p 4 -m 8 --json > splits.json\n"
+    "  zbview --screenshot splits.png --splits splits.json --layout v\n";
 
 int Fail(int code, const std::string& message) {
   std::fprintf(stderr, "zbview: %s\n", message.c_str());
@@ -66,6 +76,8 @@ struct Arguments {
   std::optional<zb::gui::ItemRef> compare;
   QString screenshot;
   QSize size{1600, 900};
+  QString splits;  // a zb-partition/1 file: show it instead of a store
+  QString layout;  // with splits: the layout shown
 };
 
 // Returns an exit code when the command line is not something to run (usage error, --help).
@@ -81,7 +93,10 @@ std::optional<int> Parse(const QStringList& argv, Arguments& out) {
   const QCommandLineOption size(QStringLiteral("size"), QString(), QStringLiteral("WxH"));
   const QCommandLineOption frontier(QStringLiteral("frontier"), QString(), QStringLiteral("ID"));
   const QCommandLineOption store(QStringLiteral("store"), QString(), QStringLiteral("STORE"));
-  parser.addOptions({help, version, screenshot, schedule, compare, size, frontier, store});
+  const QCommandLineOption splits(QStringLiteral("splits"), QString(), QStringLiteral("FILE"));
+  const QCommandLineOption layout(QStringLiteral("layout"), QString(), QStringLiteral("L"));
+  parser.addOptions(
+      {help, version, screenshot, schedule, compare, size, frontier, store, splits, layout});
   parser.addPositionalArgument(QStringLiteral("STORE"), QString());
   if (!parser.parse(argv)) return UsageFail(parser.errorText());
   if (parser.isSet(help)) {
@@ -151,6 +166,18 @@ std::optional<int> Parse(const QStringList& argv, Arguments& out) {
   if ((out.schedule || out.compare) && out.store.isEmpty()) {
     return UsageFail(QStringLiteral("--schedule, --frontier and --compare need a STORE"));
   }
+  if (parser.isSet(splits)) {
+    out.splits = parser.value(splits);
+    if (out.splits.isEmpty()) return UsageFail(QStringLiteral("--splits needs a file name"));
+    if (!out.store.isEmpty() || out.schedule || out.compare) {
+      return UsageFail(
+          QStringLiteral("--splits shows a zb partition file, not a store: give "
+                         "one or the other"));
+    }
+    out.layout = parser.value(layout);
+  } else if (parser.isSet(layout)) {
+    return UsageFail(QStringLiteral("--layout goes with --splits"));
+  }
   if (parser.isSet(screenshot)) {
     out.screenshot = parser.value(screenshot);
     if (out.screenshot.isEmpty())
@@ -159,7 +186,9 @@ std::optional<int> Parse(const QStringList& argv, Arguments& out) {
       return UsageFail(QStringLiteral("--screenshot %1: unknown format (use .png, .svg or .pdf)")
                            .arg(out.screenshot));
     }
-    if (out.store.isEmpty()) return UsageFail(QStringLiteral("--screenshot needs a STORE"));
+    if (out.store.isEmpty() && out.splits.isEmpty()) {
+      return UsageFail(QStringLiteral("--screenshot needs a STORE (or --splits FILE)"));
+    }
   }
   if (parser.isSet(size)) {
     if (out.screenshot.isEmpty()) return UsageFail(QStringLiteral("--size needs --screenshot"));
@@ -189,6 +218,56 @@ void QuietHandler(QtMsgType type, const QMessageLogContext& context, const QStri
 
 bool HaveDisplay() {
   return !qEnvironmentVariableIsEmpty("DISPLAY") || !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY");
+}
+
+// --splits: the file is read before Qt's platform starts (one line on failure); then either the
+// picture (--screenshot) or a window.
+int RunSplits(int argc, char** argv, const Arguments& args) {
+  auto comparison = zb::gui::ReadSplitComparison(args.splits);
+  if (!comparison.ok()) return Fail(1, comparison.status().message());
+  const std::string layout =
+      args.layout.isEmpty() ? comparison->best_layout : args.layout.toStdString();
+  if (std::find(comparison->layouts.begin(), comparison->layouts.end(), layout) ==
+      comparison->layouts.end()) {
+    std::string known;
+    for (const std::string& name : comparison->layouts)
+      known += (known.empty() ? "" : ", ") + name;
+    return Fail(2, "--layout " + layout + ": " + args.splits.toStdString() + " has splits of " +
+                       known + " only");
+  }
+  const bool picture = !args.screenshot.isEmpty();
+  if (picture && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+    qputenv("QT_QPA_PLATFORM", "offscreen");
+  }
+  if (!picture && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && !HaveDisplay()) {
+    return Fail(1, "no display (DISPLAY and WAYLAND_DISPLAY are unset); use --screenshot");
+  }
+  qInstallMessageHandler(QuietHandler);
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName(QStringLiteral("zbkit"));
+  QApplication::setApplicationName(QStringLiteral("zbview"));
+  zb::gui::SplitView view;
+  view.setComparison(std::make_shared<const zb::gui::SplitComparison>(std::move(*comparison)));
+  view.setLayout(layout);
+  if (!picture) {
+    view.setWindowTitle(QStringLiteral("zbview: %1").arg(args.splits));
+    view.show();
+    return QApplication::exec();
+  }
+  view.resize(args.size);
+  zb::Status written;
+  if (zb::gui::ExportFormatForPath(args.screenshot) == zb::gui::ExportFormat::kPng) {
+    QImage image(args.size, QImage::Format_ARGB32);
+    image.fill(Qt::white);
+    view.render(&image);
+    written = zb::gui::SavePng(image, args.screenshot);
+  } else {
+    written = zb::gui::ExportWidget(&view, args.screenshot);
+  }
+  if (!written.ok()) return Fail(1, written.message());
+  std::printf("wrote %s (%dx%d): %s\n", args.screenshot.toLocal8Bit().constData(),
+              args.size.width(), args.size.height(), view.titleText().toStdString().c_str());
+  return 0;
 }
 
 int RunScreenshot(int argc, char** argv, const Arguments& args) {
@@ -260,6 +339,7 @@ int main(int argc, char** argv) {
   Arguments args;
   if (const std::optional<int> exit_code = Parse(argv_list, args)) return *exit_code;
 
+  if (!args.splits.isEmpty()) return RunSplits(argc, argv, args);
   if (!args.screenshot.isEmpty()) return RunScreenshot(argc, argv, args);
 
   // Without a display the xcb plugin aborts; say so instead.

@@ -94,6 +94,20 @@ nlohmann::json RowJson(const LayerProfile& profile, const JobLayout& layout,
   }
   value["family"] = row.schedule.family;
   value["iteration_ms"] = NsToMs(row.iteration);
+  // Each stage's blocks summed, and the rank that holds it: what zbview's split view draws.
+  const int ranks = static_cast<int>(row.state.size());
+  nlohmann::json stage_costs = nlohmann::json::array();
+  const CostProfile stages = tuner::StageCostsOf(profile, row.split);
+  for (int s = 0; s < stages.num_stages(); ++s) {
+    const StageCost& cost = stages.stages[s];
+    stage_costs.push_back({{"rank", RankOfStage(layout.placement, ranks, s)},
+                           {"F", NsToMs(cost.f)},
+                           {"B", NsToMs(cost.b)},
+                           {"W", NsToMs(cost.w)},
+                           {"M_B", cost.m_b},
+                           {"M_W", cost.m_w}});
+  }
+  value["stage_costs"] = stage_costs;
   value["state"] = row.state;
   value["peak_memory"] = row.peak;
   if (!order_file.empty()) value["order_file"] = order_file;
