@@ -2,6 +2,7 @@
 // Merging the ranks' per-block files into per-layer costs (block_costs.h).
 #include "zbkit/profiler/block_costs.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -22,8 +23,16 @@ bool EndsWith(const std::string& text, std::string_view suffix) {
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// stage -> its blocks (zb-layers/1 entries, as the hook wrote them), from one rank's file.
-Status ReadRankFile(const fs::path& path, std::map<int, json>& stages) {
+// What the ranks' files hold: per stage its blocks (zb-layers/1 entries, as the hook wrote them)
+// and, for the last stage, the loss measured apart.
+struct RankFiles {
+  std::map<int, json> stages;
+  std::map<int, json> losses;
+};
+
+// One rank's file into `files`.
+Status ReadRankFile(const fs::path& path, RankFiles& files) {
+  std::map<int, json>& stages = files.stages;
   const std::string where = path.string();
   std::ifstream in(path);
   if (!in) return IoError(where + ": cannot read");
@@ -47,8 +56,33 @@ Status ReadRankFile(const fs::path& path, std::map<int, json>& stages) {
       return InvalidInput(where + ": stage " + std::to_string(index) + " is in two files");
     }
     stages[index] = stage["blocks"];
+    if (stage.contains("loss")) files.losses[index] = stage["loss"];
   }
   return Status::Ok();
+}
+
+// The loss runs on the last stage, after its last block, whatever the split: its F, B and saved
+// activations are counted with that block (the head), so that a split's last stage costs what the
+// schedule measures. A malformed loss entry: left out, said.
+std::string FoldLoss(const json& loss, json& last_block) {
+  for (const char* key : {"F", "B", "M_B"}) {
+    if (!loss.is_object() || !loss.contains(key) || !loss[key].is_number() ||
+        loss[key].get<double>() < 0) {
+      return std::string("the loss's measurement left out: ") + key + " must be a number >= 0";
+    }
+  }
+  if (!last_block.is_object()) return "the loss's measurement left out: no last block";
+  for (const char* key : {"F", "B", "M_B"}) {
+    if (last_block.contains(key) && last_block[key].is_number()) {
+      last_block[key] = last_block[key].get<double>() + loss[key].get<double>();
+    }
+  }
+  char figures[160];
+  std::snprintf(figures, sizeof(figures),
+                "the loss (F %.3f ms, B %.3f ms, M_B %.0f) is counted in ", loss["F"].get<double>(),
+                loss["B"].get<double>(), loss["M_B"].get<double>());
+  return figures + last_block.value("name", std::string("the last block")) +
+         ", the last stage's last block (the loss runs after it, whatever the split)";
 }
 
 // "stage 0 94/97 %, stage 1 ...": the blocks' share of each stage's F and backward (the fused BW
@@ -85,14 +119,15 @@ BlockCosts ReadBlockCosts(const std::vector<std::string>& dirs, const CostReport
                           TimeNs comm) {
   const int num_stages = report.num_stages;
   BlockCosts result;
-  std::map<int, json> stages;
+  RankFiles files;
+  std::map<int, json>& stages = files.stages;
   bool any = false;
   for (const std::string& dir : dirs) {
     std::error_code error;
     for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
       if (!IsBlockCostsFileName(it->path().filename().string())) continue;
       any = true;
-      Status read = ReadRankFile(it->path(), stages);
+      Status read = ReadRankFile(it->path(), files);
       if (!read.ok()) {
         result.notes.push_back("per-block costs left out: " + read.message());
         return result;
@@ -129,6 +164,9 @@ BlockCosts ReadBlockCosts(const std::vector<std::string>& dirs, const CostReport
     result.notes.push_back("per-block names are the stage modules', not the model's (\"" +
                            *shared.begin() +
                            "\" is in two stages): they are written stage<S>.<name>");
+  }
+  if (auto loss = files.losses.find(num_stages - 1); loss != files.losses.end()) {
+    result.notes.push_back(FoldLoss(loss->second, blocks.back()));
   }
   const json doc = {{"format", kLayersFormat},
                     {"comm", NsToMs(comm)},

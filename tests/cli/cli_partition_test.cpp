@@ -73,8 +73,21 @@ TEST_F(PartitionCliTest, JsonRowsAndTheCoTunedSplitIsNeverSlower) {
     for (const auto& count : row["blocks_per_stage"])
       blocks += count.get<int>();
     EXPECT_EQ(blocks, 19);
+    // Each stage's summed costs, on the rank its layout places it (what zbview draws).
+    ASSERT_EQ(row["stage_costs"].size(), row["blocks_per_stage"].size()) << row.dump();
+    EXPECT_EQ(row["stage_costs"][0]["rank"], 0);
   }
   EXPECT_EQ(layouts, (std::set<std::string>{"loop:1", "loop:2", "v"}));
+  EXPECT_FALSE(report.contains("torchtitan"));  // only with --for torchtitan
+
+  // With --for torchtitan, the JSON carries the settings the text prints.
+  Result titan =
+      Zb("partition --layers " + Layers() + " -p 4 -m 8 --evaluations 300 --json --for torchtitan");
+  ASSERT_EQ(titan.exit_code, 0) << titan.err;
+  const auto settings = nlohmann::json::parse(titan.out)["torchtitan"];
+  EXPECT_EQ(settings["pipeline_parallel_degree"], 4);
+  EXPECT_EQ(settings["module_fqns_per_model_part"], best["stages"]);
+  EXPECT_TRUE(settings["pipeline_parallel_schedule"].is_string());
 }
 
 TEST_F(PartitionCliTest, StageTotalsAreSharedOutAndSaySo) {

@@ -150,6 +150,37 @@ TEST(BlockCosts, WhatCannotBeUsedIsANoteAndNoLayers) {
   }
 }
 
+// The loss, measured apart on the last stage, is counted with that stage's last block (it runs
+// after it whatever the split); a malformed one is left out, said, and the blocks stand.
+TEST(BlockCosts, TheLossCountsWithTheLastBlock) {
+  for (const bool malformed : {false, true}) {
+    TempDir dir;
+    WriteVJob(dir);
+    const std::string loss = malformed ? "{\"F\": -1, \"B\": 1, \"M_B\": 8}"
+                                       : "{\"F\": 0.25, \"B\": 0.5, \"M_B\": 8192}";
+    Write(dir.Path("rank0.blocks.json"),
+          RankFile(0, "{\"stage\": 0, \"blocks\": [" + Block("tok_embeddings", 0.5) + ", " +
+                          Block("layers.0", 2) + "]}, {\"stage\": 3, \"blocks\": [" +
+                          Block("norm", 0.1) + ", " + Block("output", 3) + "], \"loss\": " + loss +
+                          "}"));
+    BlockCosts costs = ReadBlockCosts({dir.Path("")}, FourStages(), 0);
+    ASSERT_TRUE(costs.layers.has_value()) << malformed;
+    const LayerCost& output = costs.layers->layers.back();
+    EXPECT_EQ(output.name, "output");
+    EXPECT_EQ(output.f, malformed ? 3'000'000 : 3'250'000);
+    EXPECT_EQ(output.b, malformed ? 1'500'000 : 2'000'000);
+    EXPECT_EQ(output.w, 500'000);  // a loss has no weights
+    EXPECT_EQ(output.m_b, malformed ? 4096 : 4096 + 8192);
+    EXPECT_EQ(costs.layers->layers[4].f, 100'000);  // norm: untouched
+    ASSERT_EQ(costs.notes.size(), 2u);
+    EXPECT_NE(costs.notes[0].find(malformed ? "the loss's measurement left out: F"
+                                            : "the loss (F 0.250 ms, B 0.500 ms, M_B 8192) is "
+                                              "counted in output"),
+              std::string::npos)
+        << costs.notes[0];
+  }
+}
+
 TEST(BlockCosts, BlockFilesAreNotTraces) {
   EXPECT_TRUE(IsBlockCostsFileName("rank3.blocks.json"));
   EXPECT_FALSE(IsChromeTraceFileName("rank3.blocks.json"));

@@ -163,17 +163,26 @@ void PrintTable(const std::vector<LayoutRows>& layouts, std::ostream& out) {
 }
 
 // The torchtitan settings that run `row` with no code change (docs/partition.md §3).
-std::string TorchtitanToml(const LayerProfile& profile, const JobLayout& layout, int ranks,
-                           const SplitEvaluation& row) {
-  std::ostringstream out;
-  out << "[parallelism]\n";
-  out << "pipeline_parallel_degree = " << ranks << "\n";
+// torchtitan's [parallelism] settings of `row`, as key -> value (the TOML below, and --json).
+nlohmann::json TorchtitanSettings(const LayerProfile& profile, const JobLayout& layout, int ranks,
+                                  const SplitEvaluation& row) {
   const std::string torch_class = tuner::TorchClassFor(layout);
   const std::string name =
       torch_class.rfind("Schedule", 0) == 0 ? torch_class.substr(8) : torch_class;
-  out << "pipeline_parallel_schedule = \"" << name << "\"\n";
-  out << "module_fqns_per_model_part = " << nlohmann::json(StageNames(profile, row.split)).dump()
-      << "\n";
+  return {{"pipeline_parallel_degree", ranks},
+          {"pipeline_parallel_schedule", name},
+          {"module_fqns_per_model_part", StageNames(profile, row.split)}};
+}
+
+std::string TorchtitanToml(const LayerProfile& profile, const JobLayout& layout, int ranks,
+                           const SplitEvaluation& row) {
+  const nlohmann::json settings = TorchtitanSettings(profile, layout, ranks, row);
+  std::ostringstream out;
+  out << "[parallelism]\n";
+  for (const char* key :
+       {"pipeline_parallel_degree", "pipeline_parallel_schedule", "module_fqns_per_model_part"}) {
+    out << key << " = " << settings[key].dump() << "\n";
+  }
   out << "# the name gives torchtitan's own order of this layout; zbkit's (" << row.schedule.family
       << ", predicted above): --out FILE, then zb export FILE --format "
          "torch-csv -o order.csv --for torchtitan (pipeline_parallel_schedule_csv)\n";
@@ -378,7 +387,11 @@ int RunPartitionCommand(const Args& args, std::ostream& out, std::ostream& err) 
       ZB_ASSIGN_OR_RETURN(orders, WriteOrders(values["orders-dir"].as<std::string>(), rows));
     }
     if (values.count("json") > 0) {
-      out << PartitionJson(profile, partition, limit, rows, chosen, orders).dump(2) << "\n";
+      nlohmann::json report = PartitionJson(profile, partition, limit, rows, chosen, orders);
+      if (values.count("for") > 0 && chosen != nullptr) {
+        report["torchtitan"] = TorchtitanSettings(profile, best->layout, partition.ranks, *chosen);
+      }
+      out << report.dump(2) << "\n";
     } else {
       out << "p=" << partition.ranks << " m=" << partition.microbatches << " blocks "
           << profile.num_layers() << " (" << LayerSourceName(profile.source)

@@ -125,3 +125,27 @@ def test_a_block_that_cannot_run_again_is_one_warning_and_the_rest_is_kept(tmp_p
     assert len(warnings) == 1 and "block '0' not measured: this block runs once" in warnings[0]
     (written,) = tmp_path.glob("rank*.blocks.json")
     assert [b["name"] for b in json.loads(written.read_text())["stages"][0]["blocks"]] == ["1"]
+
+
+def test_the_loss_is_measured_apart_on_the_last_stage(tmp_path, monkeypatch):
+    # The schedule's loss runs on the last stage after its last block, in no block: its first
+    # inputs are kept while the capture is on, then it is measured alone (F the loss, B its
+    # gradient, M_B what it saves: at least the log-softmax of the logits).
+    def loss_fn(logits, target):
+        return torch.nn.functional.cross_entropy(logits.flatten(0, 1), target.flatten())
+
+    head = torch.nn.Linear(DIM, 512)
+    stage = SimpleNamespace(stage_index=1, is_last=True, submod=torch.nn.Sequential(head))
+    schedule = SimpleNamespace(_stages=[stage], _loss_fn=loss_fn)
+    capture = _blocks.Capture(schedule)
+    assert schedule._loss_fn is not loss_fn  # kept while capturing
+    logits = stage.submod(torch.randn(4, 8, DIM))
+    schedule._loss_fn(logits, torch.randint(0, 512, (4, 8))).backward()
+    capture.remove()
+    assert schedule._loss_fn is loss_fn
+    monkeypatch.setenv("RANK", "1")
+    _blocks.measure_and_write(capture, str(tmp_path))
+    (entry,) = json.loads((tmp_path / "rank1.blocks.json").read_text())["stages"]
+    assert entry["loss"]["F"] > 0 and entry["loss"]["B"] > 0, entry
+    assert entry["loss"]["M_B"] >= 4 * 8 * 512 * 4, entry  # the log-softmax, float32
+    assert [b["name"] for b in entry["blocks"]] == ["0"]

@@ -83,6 +83,9 @@ def test_profiles_an_unmodified_zbv_job_with_measured_memory(tmp_path):
         measured = sum(x["M_B"] for x in blocks_of[stage["stage"]])
         assert measured == pytest.approx(stage["M_B"], rel=0.2), (stage, measured)
     assert any("per-block costs: 6 blocks" in note for note in report["notes"]), report["notes"]
+    # The loss, measured apart on the last stage, counts with its last block (the head).
+    assert any(note.startswith("the loss (F ") and "counted in stage3.head" in note
+               for note in report["notes"]), report["notes"]  # fmt: skip
     # Stored with the profile: zb costs export --format layers gives them back.
     exported = run([str(require_zb()), "costs", "export", "--store", str(tmp_path / "zb.db"),
                     "--format", "layers", "-o", "-"], job_env())  # fmt: skip

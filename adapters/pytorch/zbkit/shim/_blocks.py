@@ -5,17 +5,20 @@ inputs it got in the job, so that `zb partition` can choose a layer split (docs/
 
 During the first profiled step, a forward pre-hook on every block keeps a copy of the inputs of
 its first call (and the order the blocks ran in). After the window, with the profiler off, each
-block is run again on those inputs, alone: F its forward, B the gradient of its inputs only, BW
-the gradients of inputs and parameters in one pass, W = BW - B (the weight gradient's own work,
-the input gradient's share of the graph not counted twice). Each is the median of a few repeats
-after a warm-up. Memory, from one forward: M_B the bytes autograd saves (each storage once, the
-block's parameters left out), M_W the part of it that is an argument of an op with one of the
-block's parameters (what the weight gradient needs, as in the paper's 32·s·b·h); `state` the
-parameters, their gradients and the optimizer's state for them; `send` the bytes of the output.
+block is run again on those inputs, alone: F its forward, then its backward split as torch's
+pipelining runtime splits it, B the input gradient (`stage_backward_input`) and W the weight
+gradient from the intermediate gradients B kept (`stage_backward_weight`), each timed on its own.
+Each is the median of a few repeats after a warm-up. The schedule's loss, which runs on the last
+stage in no block, is measured apart (F, B, saved bytes) from its first inputs.
 
-The measurement leaves the job as it was: its gradients (`torch.autograd.grad` accumulates
-nothing), its random state (forked) and the blocks' buffers (BatchNorm statistics, put back).
-A block it cannot run is left out with one warning; nothing it does can stop the job.
+Memory, from one forward: M_B the bytes autograd saves (each storage once, the block's parameters
+left out), M_W the part of it that is an argument of an op with one of the block's parameters
+(what the weight gradient needs, as in the paper's 32·s·b·h); `state` the parameters, their
+gradients and the optimizer's state for them; `send` the bytes of the output.
+
+The measurement leaves the job as it was: its gradients (each parameter's .grad put back), its
+random state (forked) and the blocks' buffers (BatchNorm statistics, put back). A block it cannot
+run is left out with one warning; nothing it does can stop the job.
 
 Each rank writes <dir>/rank<R>.blocks.json (zb-block-costs/1, docs/formats.md §6), which `zb
 profile --torch` and `zb import <dir>` read into the profile's per-layer costs."""
@@ -80,11 +83,27 @@ class Capture:
         self.order: Dict[int, int] = {}
         self.stages: List[tuple] = []  # (stage index, [(name, module)])
         self.handles = []
+        self.last_stage: Optional[int] = None  # the local stage that computes the loss
         for stage in local_stages(schedule):
             blocks = stage_blocks(stage.submod)
             self.stages.append((stage.stage_index, blocks))
+            if getattr(stage, "is_last", False):
+                self.last_stage = stage.stage_index
             for _, module in blocks:
                 self.handles.append(module.register_forward_pre_hook(self._keep, with_kwargs=True))
+        # The loss runs on the last stage, in no block: its first inputs are kept too.
+        self.loss_fn = getattr(schedule, "_loss_fn", None)
+        self.loss_inputs: Optional[tuple] = None
+        self.schedule = schedule
+        if self.last_stage is not None and callable(self.loss_fn):
+            original = self.loss_fn
+
+            def keep_loss(output, target, *args, **kwargs):
+                if self.loss_inputs is None:
+                    self.loss_inputs = (_copy(output), _copy(target), args, kwargs)
+                return original(output, target, *args, **kwargs)
+
+            schedule._loss_fn = keep_loss
 
     def _keep(self, module, args, kwargs):
         key = id(module)
@@ -96,6 +115,8 @@ class Capture:
         for handle in self.handles:
             handle.remove()
         self.handles = []
+        if self.last_stage is not None and callable(self.loss_fn):
+            self.schedule._loss_fn = self.loss_fn
 
 
 def _copy(tree):
@@ -175,6 +196,38 @@ class _BlockRunner:
         self.torch.autograd.grad(outputs, wanted, seeds, allow_unused=True)
         return forward, self._now() - start
 
+    def split_backward(self) -> tuple:
+        """(forward, B, W) seconds of one forward and its backward split as torch's pipelining
+        runtime splits it (`stage_backward_input`, then `stage_backward_weight` from the
+        intermediate gradients it kept): W timed on its own, not as a difference. A block whose
+        inputs need no gradient has B = 0 and all of its backward in W, as torch runs a first
+        stage. The parameters' .grad is put back as it was (torch's calls accumulate into it)."""
+        from torch.distributed.pipelining import _backward  # noqa: PLC0415
+
+        forward, outputs, seeds, leaves, _ = self.forward()
+        if not outputs:
+            return forward, 0.0, 0.0
+        # stage_backward_input detaches its outputs in place, which a view refuses.
+        outputs = [t.clone() if t._base is not None else t for t in outputs]
+        kept = [p.grad for p in self.params]
+        for parameter in self.params:
+            parameter.grad = None
+        try:
+            if not leaves:
+                start = self._now()
+                if self.params:
+                    self.torch.autograd.grad(outputs, self.params, seeds, allow_unused=True)
+                return forward, 0.0, self._now() - start
+            start = self._now()
+            _, groups = _backward.stage_backward_input(outputs, seeds, leaves, iter(self.params))
+            b = self._now() - start
+            start = self._now()
+            _backward.stage_backward_weight(iter(self.params), groups)
+            return forward, b, self._now() - start
+        finally:
+            for parameter, grad in zip(self.params, kept):
+                parameter.grad = grad
+
     def memory(self) -> tuple:
         """(M_B, M_W, send) in bytes, from one forward."""
         from torch.utils._python_dispatch import TorchDispatchMode  # noqa: PLC0415
@@ -230,22 +283,60 @@ def _state_bytes(module) -> int:
 def measure_block(module, captured, repeats: int = REPEATS) -> dict:
     """F, B, W in ms (medians of `repeats` after one warm-up), M_B, M_W, state, send in bytes."""
     runner = _BlockRunner(module, captured)
-    runner.backward(with_weights=True)  # warm-up
-    forwards, inputs_only, both = [], [], []
+    runner.split_backward()  # warm-up
+    times = [runner.split_backward() for _ in range(repeats)]
+    f, b, w = (statistics.median(column) * 1e3 for column in zip(*times))
+    m_b, m_w, send = runner.memory()
+    return {"F": f, "B": b, "W": w, "M_B": m_b, "M_W": m_w, "state": _state_bytes(module),
+            "send": send}  # fmt: skip
+
+
+class _LossRunner(_BlockRunner):
+    """The schedule's loss on the last stage's captured output: F the loss, B its gradient with
+    respect to the output (a loss has no parameters, so no W)."""
+
+    def __init__(self, loss_fn, captured):
+        import torch  # noqa: PLC0415
+
+        self.torch = torch
+        output, target, args, kwargs = captured
+        self.loss_fn, self.output, self.target = loss_fn, output, target
+        self.extra_args, self.extra_kwargs = args, kwargs
+        self.params = []
+        self.cuda = isinstance(output, torch.Tensor) and output.is_cuda
+
+    def forward(self):
+        leaves: list = []
+        output = _fresh(self.output, leaves)
+        start = self._now()
+        loss = self.loss_fn(output, self.target, *self.extra_args, **self.extra_kwargs)
+        seconds = self._now() - start
+        outputs = [loss] if getattr(loss, "grad_fn", None) is not None else []
+        return seconds, outputs, [self.torch.ones_like(t) for t in outputs], leaves, loss
+
+
+def measure_loss(loss_fn, captured, repeats: int = REPEATS) -> dict:
+    """F and B in ms (medians of `repeats` after one warm-up), and M_B, the bytes the loss saves
+    for its backward (with a large vocabulary, the logits' softmax)."""
+    runner = _LossRunner(loss_fn, captured)
+    runner.backward(with_weights=False)  # warm-up
+    forwards, backwards = [], []
     for _ in range(repeats):
         forward, seconds = runner.backward(with_weights=False)
         forwards.append(forward)
-        inputs_only.append(seconds)
-        forward, seconds = runner.backward(with_weights=True)
-        forwards.append(forward)
-        both.append(seconds)
-    b = statistics.median(inputs_only)
-    bw = statistics.median(both)
-    m_b, m_w, send = runner.memory()
-    return {
-        "F": statistics.median(forwards) * 1e3, "B": b * 1e3, "W": max(0.0, bw - b) * 1e3,
-        "M_B": m_b, "M_W": m_w, "state": _state_bytes(module), "send": send,
-    }  # fmt: skip
+        backwards.append(seconds)
+    saved: Dict[tuple, int] = {}
+
+    def pack(tensor):
+        key = _storage_key(tensor)
+        if key is not None:
+            saved[key[0]] = key[1]
+        return tensor
+
+    with runner.torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        runner.forward()
+    return {"F": statistics.median(forwards) * 1e3, "B": statistics.median(backwards) * 1e3,
+            "M_B": sum(saved.values())}  # fmt: skip
 
 
 def measure_and_write(capture: Capture, directory: str) -> None:
@@ -271,7 +362,14 @@ def measure_and_write(capture: Capture, directory: str) -> None:
                 with torch.no_grad():
                     for buffer, saved in buffers:
                         buffer.copy_(saved)
-        stages.append({"stage": stage_index, "blocks": measured})
+        entry = {"stage": stage_index, "blocks": measured}
+        if stage_index == capture.last_stage and capture.loss_inputs is not None:
+            try:
+                with torch.random.fork_rng(devices=[]):
+                    entry["loss"] = measure_loss(capture.loss_fn, capture.loss_inputs)
+            except Exception as error:  # the stage totals keep it
+                warn(f"stage {stage_index}: the loss not measured: {error}")
+        stages.append(entry)
     rank = process_rank()
     os.makedirs(directory, exist_ok=True)
     target = os.path.join(directory, f"rank{rank}.blocks.json")
