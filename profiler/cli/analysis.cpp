@@ -255,7 +255,8 @@ void PrintLayout(const CostProfile& costs, std::ostream& out) {
 }
 
 void PrintText(const Analysis& analysis, const AnalysisSettings& settings,
-               const std::optional<StoredAnalysis>& stored, std::ostream& out) {
+               const std::optional<StoredAnalysis>& stored, bool layers_written,
+               std::ostream& out) {
   PrintHeadline(analysis, out);
   PrintStageTable(analysis.report, out);
   if (analysis.layers) PrintLayerTable(*analysis.layers, out);
@@ -270,7 +271,7 @@ void PrintText(const Analysis& analysis, const AnalysisSettings& settings,
         << stored->profile_id << ", timeline " << stored->timeline_id << "\n";
   }
   if (settings.costs_out) out << "wrote " << *settings.costs_out << "\n";
-  if (settings.layers_out) out << "wrote " << *settings.layers_out << "\n";
+  if (settings.layers_out && layers_written) out << "wrote " << *settings.layers_out << "\n";
 }
 
 std::string BaseName(const std::string& path) {
@@ -373,14 +374,6 @@ Status AnalyzeAndReport(const AnalysisInput& input, const AnalysisSettings& sett
                                  blocks.notes.end());
   }
   const std::string name = settings.name ? *settings.name : input.default_name;
-  if (settings.layers_out) {
-    if (!analysis.layers) {
-      return InvalidInput("--layers-out " + *settings.layers_out +
-                          ": no per-block costs were measured (zb profile --torch measures them; "
-                          "zb partition --costs P --blocks N,... shares stage totals out evenly)");
-    }
-    ZB_RETURN_IF_ERROR(WriteFileAtomically(*settings.layers_out, LayersToJson(*analysis.layers)));
-  }
   if (settings.costs_out) {
     Status valid = ValidateCostProfile(analysis.costs);
     if (!valid.ok()) return valid.WithContext("--out " + *settings.costs_out);
@@ -392,12 +385,23 @@ Status AnalyzeAndReport(const AnalysisInput& input, const AnalysisSettings& sett
                         profiler::StoreAnalysis(analysis, {*settings.store, settings.cluster, name},
                                                 {input.run_kind, input.command, input.exit_code}));
   }
+  // Last, so that a profile without per-block costs still reports and stores what it measured.
+  Status layers_written = Status::Ok();
+  if (settings.layers_out) {
+    layers_written =
+        analysis.layers
+            ? WriteFileAtomically(*settings.layers_out, LayersToJson(*analysis.layers))
+            : InvalidInput("--layers-out " + *settings.layers_out +
+                           ": no per-block costs were measured (zb profile --torch measures "
+                           "them; zb partition --costs FILE --blocks N,... shares stage totals "
+                           "out evenly)");
+  }
   if (settings.json) {
     out << ReportJson(analysis, settings, name, stored).dump(2) << "\n";
   } else {
-    PrintText(analysis, settings, stored, out);
+    PrintText(analysis, settings, stored, layers_written.ok(), out);
   }
-  return Status::Ok();
+  return layers_written;
 }
 
 std::string DefaultNameFor(const std::string& path) {

@@ -465,6 +465,19 @@ TEST_F(ZbCli, ImportRecordsTheJobsLayoutAndTuneKeepsToIt) {
       written["stages"].size() * (written.contains("count") ? written["count"].get<int>() : 1),
       2u);  // one entry per rank
 
+  // --layers-out of traces without per-block files: one line naming it, exit 1, and what was
+  // measured is still reported and stored.
+  const std::string store = Path("layers.db");
+  Result no_layers = Zb("import '" + dir + "' --format chrome --pp 2 --store '" + store +
+                        "' --layers-out '" + Path("layers.json") + "'");
+  EXPECT_EQ(no_layers.code, 1);
+  EXPECT_NE(no_layers.err.find("--layers-out " + Path("layers.json") +
+                               ": no per-block costs were measured"),
+            std::string::npos)
+      << no_layers.err;
+  EXPECT_NE(no_layers.out.find("stored in"), std::string::npos) << no_layers.out;
+  EXPECT_FALSE(fs::exists(Path("layers.json")));
+
   // A multi-host job keeps each host's ranks in a directory of its own: one import of both.
   const std::string host0 = Path("host0");
   const std::string host1 = Path("host1");

@@ -156,7 +156,7 @@ def _storage_key(tensor) -> Optional[tuple]:
 
 
 class _BlockRunner:
-    """Runs one block on its captured inputs and times its F, B and BW."""
+    """Runs one block on its captured inputs and times its F, B and W."""
 
     def __init__(self, module, captured):
         import torch  # noqa: PLC0415
@@ -172,7 +172,7 @@ class _BlockRunner:
         return time.perf_counter()
 
     def forward(self):
-        """(seconds, grad-requiring outputs, their gradient seeds, input leaves)."""
+        """(seconds, grad-requiring outputs, their gradient seeds, input leaves, the output)."""
         from torch.utils._pytree import tree_flatten  # noqa: PLC0415
 
         leaves: list = []
@@ -185,15 +185,13 @@ class _BlockRunner:
         seeds = [self.torch.ones_like(t) for t in outputs]
         return seconds, outputs, seeds, leaves, output
 
-    def backward(self, with_weights: bool) -> tuple:
-        """(forward seconds, backward seconds): the gradient of the inputs, and of the
-        parameters too when `with_weights`."""
+    def input_backward(self) -> tuple:
+        """(forward seconds, backward seconds) of a forward and the gradient of its inputs."""
         forward, outputs, seeds, leaves, _ = self.forward()
-        wanted = leaves + (self.params if with_weights else [])
-        if not outputs or not wanted:
+        if not outputs or not leaves:
             return forward, 0.0
         start = self._now()
-        self.torch.autograd.grad(outputs, wanted, seeds, allow_unused=True)
+        self.torch.autograd.grad(outputs, leaves, seeds, allow_unused=True)
         return forward, self._now() - start
 
     def split_backward(self) -> tuple:
@@ -319,10 +317,10 @@ def measure_loss(loss_fn, captured, repeats: int = REPEATS) -> dict:
     """F and B in ms (medians of `repeats` after one warm-up), and M_B, the bytes the loss saves
     for its backward (with a large vocabulary, the logits' softmax)."""
     runner = _LossRunner(loss_fn, captured)
-    runner.backward(with_weights=False)  # warm-up
+    runner.input_backward()  # warm-up
     forwards, backwards = [], []
     for _ in range(repeats):
-        forward, seconds = runner.backward(with_weights=False)
+        forward, seconds = runner.input_backward()
         forwards.append(forward)
         backwards.append(seconds)
     saved: Dict[tuple, int] = {}
