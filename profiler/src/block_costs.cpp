@@ -40,7 +40,8 @@ Status ReadRankFile(const fs::path& path, RankFiles& files) {
   text << in.rdbuf();
   const json doc = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return InvalidInput(where + ": not valid JSON (torn or truncated?)");
-  if (!doc.is_object() || doc.value("format", "") != kBlockCostsFormat) {
+  if (!doc.is_object() || !doc.contains("format") || !doc["format"].is_string() ||
+      doc["format"].get<std::string>() != kBlockCostsFormat) {
     return InvalidInput(where + ": format: expected \"" + std::string(kBlockCostsFormat) + "\"");
   }
   if (!doc.contains("stages") || !doc["stages"].is_array()) {
@@ -59,6 +60,14 @@ Status ReadRankFile(const fs::path& path, RankFiles& files) {
     if (stage.contains("loss")) files.losses[index] = stage["loss"];
   }
   return Status::Ok();
+}
+
+// A block's name, "" when it has none (ParseLayersJson then says so): the files are the job's,
+// read without trusting them.
+std::string NameOf(const json& block) {
+  return block.is_object() && block.contains("name") && block["name"].is_string()
+             ? block["name"].get<std::string>()
+             : std::string();
 }
 
 // The loss runs on the last stage, after its last block, whatever the split: its F, B and saved
@@ -81,13 +90,12 @@ std::string FoldLoss(const json& loss, json& last_block) {
   std::snprintf(figures, sizeof(figures),
                 "the loss (F %.3f ms, B %.3f ms, M_B %.0f) is counted in ", loss["F"].get<double>(),
                 loss["B"].get<double>(), loss["M_B"].get<double>());
-  return figures + last_block.value("name", std::string("the last block")) +
+  return figures + NameOf(last_block) +
          ", the last stage's last block (the loss runs after it, whatever the split)";
 }
 
 // "stage 0 94/97 %, stage 1 ...": the blocks' share of each stage's F and backward (the fused BW
-// where the profile measured it: a block's B + W is its fused backward, W being measured as BW - B;
-// torch's split I + W of a whole stage costs more than its BW).
+// where the profile measured it, else B + W).
 std::string Coverage(const CostReport& report, const LayerProfile& layers,
                      const std::vector<int>& stage_of) {
   std::vector<double> f(report.num_stages, 0), bw(report.num_stages, 0);
@@ -151,7 +159,7 @@ BlockCosts ReadBlockCosts(const std::vector<std::string>& dirs, const CostReport
   }
   std::set<std::string> names, shared;
   for (const json& block : blocks) {
-    const std::string name = block.is_object() ? block.value("name", "") : "";
+    const std::string name = NameOf(block);
     if (!names.insert(name).second) shared.insert(name);
   }
   if (!shared.empty()) {

@@ -113,6 +113,10 @@ TEST(BlockCosts, WhatCannotBeUsedIsANoteAndNoLayers) {
       {"a block the format refuses", Block("layers.2", -1), "F"},
       {"M_W above M_B", Block("layers.2", 2, 10, 20), "M_W"},
       {"a name twice", Block("layers.1", 2), "stage2.layers.1"},
+      {"a name that is a number",
+       "{\"name\": 5, \"F\": 1, \"B\": 1, \"W\": 1, \"M_B\": 1, "
+       "\"M_W\": 0}",
+       "name"},
   };
   for (const Case& c : cases) {
     TempDir dir;
@@ -131,6 +135,11 @@ TEST(BlockCosts, WhatCannotBeUsedIsANoteAndNoLayers) {
   {
     TempDir dir;
     WriteVJob(dir);
+    Write(dir.Path("rank1.blocks.json"), "{\"format\": 1, \"stages\": []}");
+    BlockCosts numbered = ReadBlockCosts({dir.Path("")}, FourStages(), 0);
+    EXPECT_FALSE(numbered.layers.has_value());
+    ASSERT_EQ(numbered.notes.size(), 1u);
+    EXPECT_NE(numbered.notes[0].find("format: expected"), std::string::npos) << numbered.notes[0];
     Write(dir.Path("rank1.blocks.json"), "{\"format\": \"zb-block-costs/1\", \"stag");
     BlockCosts costs = ReadBlockCosts({dir.Path("")}, FourStages(), 0);
     EXPECT_FALSE(costs.layers.has_value());
