@@ -9,6 +9,8 @@
 #include <QFontDatabase>
 #include <QImage>
 #include <QMouseEvent>
+#include <QProcess>
+#include <QProcessEnvironment>
 #include <QWheelEvent>
 #include <QtTest>
 #include <cstdio>
@@ -22,6 +24,33 @@
 #include "zbkit/tuner/simulator.h"
 
 namespace zb::gui::testing {
+
+// A program run to its end (two minutes at most): its exit code (-1 when it crashed or timed
+// out) and what it printed.
+struct ProgramRun {
+  int exit_code = -1;
+  QString out;
+  QString err;
+};
+
+inline ProgramRun RunProgram(
+    const QString& program, const QStringList& arguments,
+    const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment()) {
+  QProcess process;
+  process.setProcessEnvironment(env);
+  process.start(program, arguments);
+  ProgramRun run;
+  if (!process.waitForFinished(120000)) {
+    process.kill();
+    process.waitForFinished();
+    run.err = QStringLiteral("timed out");
+    return run;
+  }
+  run.exit_code = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
+  run.out = QString::fromLocal8Bit(process.readAllStandardOutput());
+  run.err = QString::fromLocal8Bit(process.readAllStandardError());
+  return run;
+}
 
 inline std::shared_ptr<const TimelineIndex> MakeIndex(const Timeline& timeline, TimeNs comm = 0) {
   return std::make_shared<TimelineIndex>(timeline, comm);

@@ -6,7 +6,6 @@
 // headless.
 #include <QCheckBox>
 #include <QImage>
-#include <QProcess>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTableWidget>
@@ -129,26 +128,10 @@ QColor HeuristicColour() {
   return zb::gui::FrontierSeriesColor("heuristic", 1);
 }
 
-struct Run {
-  int exit_code = -1;
-  QString out;
-  QString err;
-};
+using Run = zb::gui::testing::ProgramRun;
 
 Run RunZbview(const QStringList& arguments) {
-  QProcess process;
-  process.start(QStringLiteral(ZBKIT_ZBVIEW_BINARY), arguments);
-  Run run;
-  if (!process.waitForFinished(120000)) {
-    process.kill();
-    process.waitForFinished();
-    run.err = QStringLiteral("timed out");
-    return run;
-  }
-  run.exit_code = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
-  run.out = QString::fromLocal8Bit(process.readAllStandardOutput());
-  run.err = QString::fromLocal8Bit(process.readAllStandardError());
-  return run;
+  return zb::gui::testing::RunProgram(QStringLiteral(ZBKIT_ZBVIEW_BINARY), arguments);
 }
 
 }  // namespace

@@ -3,25 +3,20 @@
 // The picture must show the F/B/W blocks and the bubble tint; failures exit 1 with one line on
 // stderr, usage errors exit 2.
 #include <QImage>
-#include <QProcess>
 #include <QProcessEnvironment>
 #include <QSet>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include "app_test_support.h"
+#include "gui_test_support.h"
 #include "zbkit/gui/palette.h"
 
 namespace {
 
-struct Run {
-  int exit_code = -1;
-  QString out;
-  QString err;
-};
+using Run = zb::gui::testing::ProgramRun;
 
 Run RunZbview(const QStringList& arguments, bool without_platform = false) {
-  QProcess process;
   QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
   if (without_platform) {
     // As on a bare CI machine: no display and no platform chosen.
@@ -29,19 +24,7 @@ Run RunZbview(const QStringList& arguments, bool without_platform = false) {
     env.remove(QStringLiteral("DISPLAY"));
     env.remove(QStringLiteral("WAYLAND_DISPLAY"));
   }
-  process.setProcessEnvironment(env);
-  process.start(QStringLiteral(ZBKIT_ZBVIEW_BINARY), arguments);
-  Run run;
-  if (!process.waitForFinished(120000)) {
-    process.kill();
-    process.waitForFinished();
-    run.err = QStringLiteral("timed out");
-    return run;
-  }
-  run.exit_code = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
-  run.out = QString::fromLocal8Bit(process.readAllStandardOutput());
-  run.err = QString::fromLocal8Bit(process.readAllStandardError());
-  return run;
+  return zb::gui::testing::RunProgram(QStringLiteral(ZBKIT_ZBVIEW_BINARY), arguments, env);
 }
 
 QSet<QRgb> Colours(const QImage& image) {

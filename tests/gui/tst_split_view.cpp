@@ -7,11 +7,11 @@
 // naming it; `zbview --screenshot --splits` draws it headless, and a layout the file lacks is a
 // usage error.
 #include <QImage>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
 #include <cmath>
 
+#include "gui_test_support.h"
 #include "zbkit/gui/palette.h"
 #include "zbkit/gui/split_view.h"
 
@@ -21,26 +21,10 @@ using zb::gui::SplitView;
 
 namespace {
 
-struct Run {
-  int exit_code = -1;
-  QByteArray out;
-  QString err;
-};
+using Run = zb::gui::testing::ProgramRun;
 
 Run RunProgram(const QString& program, const QStringList& arguments) {
-  QProcess process;
-  process.start(program, arguments);
-  Run run;
-  if (!process.waitForFinished(120000)) {
-    process.kill();
-    process.waitForFinished();
-    run.err = QStringLiteral("timed out");
-    return run;
-  }
-  run.exit_code = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
-  run.out = process.readAllStandardOutput();
-  run.err = QString::fromLocal8Bit(process.readAllStandardError());
-  return run;
+  return zb::gui::testing::RunProgram(program, arguments);
 }
 
 constexpr double kCap = 160;
@@ -74,7 +58,7 @@ void SplitViewTest::initTestCase() {
        QStringLiteral("--mem-limit"), QString::number(kCap), QStringLiteral("--evaluations"),
        QStringLiteral("200"), QStringLiteral("--json")});
   QCOMPARE(run.exit_code, 0);
-  partition_ = run.out;
+  partition_ = run.out.toUtf8();
   partition_path_ = dir_.filePath(QStringLiteral("splits.json"));
   QFile file(partition_path_);
   QVERIFY(file.open(QIODevice::WriteOnly));
@@ -220,7 +204,7 @@ void SplitViewTest::zbviewDrawsTheSplitsHeadless() {
                                 partition_path_, QStringLiteral("--layout"), QStringLiteral("v"),
                                 QStringLiteral("--size"), QStringLiteral("1200x700")});
   QCOMPARE(drawn.exit_code, 0);
-  QVERIFY2(drawn.out.contains("layout v, p=4 m=8"), drawn.out.constData());
+  QVERIFY2(drawn.out.contains(QStringLiteral("layout v, p=4 m=8")), qPrintable(drawn.out));
   const QImage image(png);
   QCOMPARE(image.size(), QSize(1200, 700));
   const Run wrong =

@@ -240,20 +240,45 @@ def torch_class_for(chunks: int, placement: str) -> Tuple[str, List[str]]:
     raise RehearsalError(f"no torch schedule class builds {chunks} stages per rank in {placement}")
 
 
+def check_with_zb(command: List[str]) -> None:
+    """Runs a zb command that judges the request before anything runs: its usage error (exit 2)
+    is a UsageError, any other failure a RehearsalError, with zb's own last line."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True)
+    except OSError as error:
+        raise RehearsalError(f"cannot run {command[0]}: {error.strerror}") from None
+    if done.returncode != 0:
+        said = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+        said = said.removeprefix(f"zb {command[1]}: ")
+        raise (UsageError if done.returncode == 2 else RehearsalError)(said)
+
+
+def make_jobs(directory: Path, ranks: int, environment: Dict[str, str]) -> Jobs:
+    """The rehearsal's jobs: one thread each, this build's zb and libzbrt, the package first on
+    PYTHONPATH."""
+    env = {"OMP_NUM_THREADS": "1", "ZBKIT_ZB_BINARY": environment["zb"]}
+    if environment.get("zbrt"):
+        env["ZBKIT_ZBRT_LIBRARY"] = environment["zbrt"]
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(locate.package_root()), os.environ.get("PYTHONPATH")])
+    )
+    return Jobs(directory, ranks, environment["python"], environment["zb"], env)
+
+
+def located() -> Dict[str, str]:
+    """zbkit.locate: what `zb rehearse` set, else PATH."""
+    return {"python": locate.python(), "zb": locate.zb_binary(),
+            "zbrt": str(locate.zbrt_library())}  # fmt: skip
+
+
 class Rehearsal:
     def __init__(self, settings: Settings, environment: Dict[str, str]) -> None:
         self.s = settings
         stages, self.profile_comm = read_costs(settings.costs)
         self.ranks = len(stages)
         self.max_memory = max((st.m_b for st in stages), default=0.0)
-        env = {"OMP_NUM_THREADS": "1", "ZBKIT_ZB_BINARY": environment["zb"]}
-        if environment.get("zbrt"):
-            env["ZBKIT_ZBRT_LIBRARY"] = environment["zbrt"]
-        env["PYTHONPATH"] = os.pathsep.join(
-            filter(None, [str(locate.package_root()), os.environ.get("PYTHONPATH")])
-        )
         self.check_request(environment["zb"])
-        self.jobs = Jobs(settings.dir, self.ranks, environment["python"], environment["zb"], env)
+        self.jobs = make_jobs(settings.dir, self.ranks, environment)
         self.costs_path = settings.costs  # the rehearsed costs once predict() has written them
         self.hop_ms: Dict[str, float] = {}
         self.rows: List[Row] = []
@@ -272,17 +297,9 @@ class Rehearsal:
         """`zb tune` judges the costs, m and the cap before anything runs or is written: its
         usage errors (exit 2) are this command's, its other failures too (exit 1)."""
         # A check of the inputs, not of a layout: 1f1b under any layout the profile recorded.
-        command = [zb, "tune", "--costs", str(self.s.costs), "-m", str(self.s.microbatches),
-                   "--mem-limit", self.s.mem_limit, "--family", "1f1b",
-                   "--layout", "any"]  # fmt: skip
-        try:
-            done = subprocess.run(command, capture_output=True, text=True)
-        except OSError as error:
-            raise RehearsalError(f"cannot run {zb}: {error.strerror}") from None
-        if done.returncode != 0:
-            said = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
-            said = said.removeprefix("zb tune: ")
-            raise (UsageError if done.returncode == 2 else RehearsalError)(said)
+        check_with_zb([zb, "tune", "--costs", str(self.s.costs), "-m", str(self.s.microbatches),
+                       "--mem-limit", self.s.mem_limit, "--family", "1f1b",
+                       "--layout", "any"])  # fmt: skip
 
     def probe(self) -> None:
         folder = self.jobs.summaries("probe")
@@ -496,15 +513,16 @@ class Rehearsal:
         return most
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def rehearse(argv, parse_args, make, predicting: str, write_report) -> int:
+    """The command's steps, whatever its rows: probe, predict, run, report; its exit code."""
     try:
-        settings, environment = parse(argv)
-        rehearsal = Rehearsal(settings, environment)
+        settings, environment = parse_args(argv)
+        rehearsal = make(settings, environment)
         note(f"1/3 probing the hop time of {settings.message_bytes} B between {rehearsal.ranks} "
              "ranks")  # fmt: skip
         rehearsal.probe()
         rehearsal.record_hops()
-        note("2/3 predicting (zb tune, torch's orders)")
+        note(f"2/3 predicting ({predicting})")
         rehearsal.predict()
         rehearsal.run()
     except UsageError as error:
@@ -513,8 +531,35 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ZbkitError as error:
         sys.stderr.write(f"zb rehearse: {error}\n")
         return 1
-    report(rehearsal, sys.stdout)
+    write_report(rehearsal, sys.stdout)
     return 1 if rehearsal.failed else 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    return rehearse(argv, parse, Rehearsal, "zb tune, torch's orders", report)
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options of how the rows run, the same with --costs and --layers."""
+    parser.add_argument("--iters", type=int, default=4, help="measured iterations per job")
+    parser.add_argument("--warmup", type=int, default=1, help="iterations before the measured")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="each runs every row once, alternating the order")  # fmt: skip
+    parser.add_argument("--dir", default="zbkit-rehearse", help="logs, schedules, timelines")
+    parser.add_argument("--message-bytes", type=int, default=4096,
+                        help="bytes each hop carries per microbatch")  # fmt: skip
+    parser.add_argument("--comm", choices=("measured", "profile"), default="measured",
+                        help="the per-hop time predicted and emulated: the probed one or the "
+                        "costs file's")  # fmt: skip
+    parser.add_argument("--device", choices=DEVICES, default="async",
+                        help="async: a GPU stream the host enqueues to; sync: the host waits")  # fmt: skip
+    parser.add_argument("--time-scale", type=float, default=1.0, help="factor on every duration")
+    parser.add_argument("--json", action="store_true", help="end with one zb-rehearse/1 object")
+
+    def fail(message: str) -> None:
+        raise UsageError(message)
+
+    parser.error = fail  # type: ignore[method-assign]
 
 
 def parse(argv: Optional[Sequence[str]]) -> Tuple[Settings, Dict[str, str]]:
@@ -531,28 +576,10 @@ def parse(argv: Optional[Sequence[str]]) -> Tuple[Settings, Dict[str, str]]:
     parser.add_argument("--mem-limit", required=True, help="as zb tune: Nx, a size, none")
     parser.add_argument("--schedules", default="torch,zbkit:search",
                         help="torch, torch:<Class>, zbkit, zbkit:<family>, comma-separated")  # fmt: skip
-    parser.add_argument("--iters", type=int, default=4, help="measured iterations per job")
-    parser.add_argument("--warmup", type=int, default=1, help="iterations before the measured")
-    parser.add_argument("--rounds", type=int, default=2,
-                        help="each runs every schedule once, alternating the order")  # fmt: skip
     parser.add_argument("--store", default="", help="SQLite store: hops, schedules, runs")
     parser.add_argument("--cluster", default="local", help="cluster name in the store")
-    parser.add_argument("--dir", default="zbkit-rehearse", help="logs, schedules, timelines")
-    parser.add_argument("--message-bytes", type=int, default=4096,
-                        help="bytes each hop carries per microbatch")  # fmt: skip
-    parser.add_argument("--comm", choices=("measured", "profile"), default="measured",
-                        help="the per-hop time predicted and emulated: the probed one or the "
-                        "costs file's")  # fmt: skip
-    parser.add_argument("--device", choices=DEVICES, default="async",
-                        help="async: a GPU stream the host enqueues to; sync: the host waits")  # fmt: skip
-    parser.add_argument("--time-scale", type=float, default=1.0, help="factor on every duration")
     parser.add_argument("--search-time", type=float, default=3.0, help="seconds for the search")
-    parser.add_argument("--json", action="store_true", help="end with one zb-rehearse/1 object")
-
-    def fail(message: str) -> None:
-        raise UsageError(message)
-
-    parser.error = fail  # type: ignore[method-assign]
+    add_run_options(parser)
     args = parser.parse_args(argv)
     for name in ("microbatches", "iters", "rounds", "message_bytes"):
         if getattr(args, name) < 1:
@@ -572,12 +599,7 @@ def parse(argv: Optional[Sequence[str]]) -> Tuple[Settings, Dict[str, str]]:
         device=args.device,
         time_scale=args.time_scale, search_time=args.search_time, json=args.json,
     )  # fmt: skip
-    environment = {  # zbkit.locate: what `zb rehearse` set, else PATH
-        "python": locate.python(),
-        "zb": locate.zb_binary(),
-        "zbrt": str(locate.zbrt_library()),
-    }
-    return settings, environment
+    return settings, located()
 
 
 if __name__ == "__main__":

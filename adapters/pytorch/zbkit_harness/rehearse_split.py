@@ -26,14 +26,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Dict, List, Optional, Sequence, Tuple
 
-from zbkit import locate
 from zbkit._json_file import read_json
-from zbkit.errors import ZbkitError
 
-from .emulated_stages import DEVICES, RehearsalError
-from .rehearse import AS_SCHEDULED, Rehearsal, Row, UsageError, note
+from .emulated_stages import RehearsalError
+from .rehearse import (
+    Rehearsal,
+    Row,
+    UsageError,
+    add_run_options,
+    check_with_zb,
+    located,
+    make_jobs,
+    note,
+    rehearse,
+)
 from .rehearse_report import WITHIN, document, table, targets
-from .torchrun_jobs import Jobs
 
 
 @dataclass
@@ -66,8 +73,6 @@ class SplitRehearsal(Rehearsal):
     and the report are Rehearsal's; the costs and predictions come from `zb partition`."""
 
     def __init__(self, settings: SplitSettings, environment: Dict[str, str]) -> None:
-        import os  # noqa: PLC0415
-
         self.s = settings  # type: ignore[assignment]
         doc = read_json(settings.layers, RehearsalError)
         if not isinstance(doc, dict) or doc.get("format") != "zb-layers/1":
@@ -75,14 +80,8 @@ class SplitRehearsal(Rehearsal):
         self.layers_doc = doc
         self.profile_comm = float(doc.get("comm", 0.0))
         self.ranks = settings.ranks
-        env = {"OMP_NUM_THREADS": "1", "ZBKIT_ZB_BINARY": environment["zb"]}
-        if environment.get("zbrt"):
-            env["ZBKIT_ZBRT_LIBRARY"] = environment["zbrt"]
-        env["PYTHONPATH"] = os.pathsep.join(
-            filter(None, [str(locate.package_root()), os.environ.get("PYTHONPATH")])
-        )
         settings.dir.mkdir(parents=True, exist_ok=True)
-        self.jobs = Jobs(settings.dir, self.ranks, environment["python"], environment["zb"], env)
+        self.jobs = make_jobs(settings.dir, self.ranks, environment)
         self.hop_ms: Dict[str, float] = {}
         self.rows: List[Row] = []
         self.failed = False
@@ -105,17 +104,8 @@ class SplitRehearsal(Rehearsal):
     def check_request(self, zb: str) -> None:
         """`zb partition` judges the file, p, m, the layout and the cap before anything runs: its
         usage errors (exit 2) are this command's, its other failures too (exit 1)."""
-        import subprocess  # noqa: PLC0415
-
-        command = [zb, *self.partition_args(self.s.layers), "--evaluations", "0", "--splits", "1"]
-        try:
-            done = subprocess.run(command, capture_output=True, text=True)
-        except OSError as error:
-            raise RehearsalError(f"cannot run {zb}: {error.strerror}") from None
-        if done.returncode != 0:
-            said = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
-            said = said.removeprefix("zb partition: ")
-            raise (UsageError if done.returncode == 2 else RehearsalError)(said)
+        check_with_zb([zb, *self.partition_args(self.s.layers), "--evaluations", "0", "--splits",
+                       "1"])  # fmt: skip
 
     def partition(self, layers: Path, orders: Path) -> Dict[str, Any]:
         return self.jobs.zb_json("partition", *self.partition_args(layers), "--evaluations",
@@ -190,24 +180,7 @@ def report(rehearsal: SplitRehearsal, out: IO[str]) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    try:
-        settings, environment = parse(argv)
-        rehearsal = SplitRehearsal(settings, environment)
-        note(f"1/3 probing the hop time of {settings.message_bytes} B between {settings.ranks} "
-             "ranks")  # fmt: skip
-        rehearsal.probe()
-        note("2/3 predicting (zb partition)")
-        rehearsal.predict()
-        rehearsal.run()
-    except UsageError as error:
-        sys.stderr.write(f"zb rehearse: {error}\n")
-        return 2
-    except ZbkitError as error:
-        sys.stderr.write(f"zb rehearse: {error}\n")
-        return 1
-    report(rehearsal, sys.stdout)
-    failed = rehearsal.failed or any(row.order != AS_SCHEDULED for row in rehearsal.rows)
-    return 1 if failed else 0
+    return rehearse(argv, parse, SplitRehearsal, "zb partition", report)
 
 
 def parse(argv: Optional[Sequence[str]]) -> Tuple[SplitSettings, Dict[str, str]]:
@@ -223,24 +196,10 @@ def parse(argv: Optional[Sequence[str]]) -> Tuple[SplitSettings, Dict[str, str]]
     parser.add_argument("-m", "--microbatches", type=int, required=True)
     parser.add_argument("--layout", default="loop:1", help="loop:1, loop:V or v (one layout)")
     parser.add_argument("--mem-limit", default="none", help="as zb partition: a size, or none")
-    parser.add_argument("--iters", type=int, default=4, help="measured iterations per job")
-    parser.add_argument("--warmup", type=int, default=1, help="iterations before the measured")
-    parser.add_argument("--rounds", type=int, default=2,
-                        help="each runs every split once, alternating the order")  # fmt: skip
-    parser.add_argument("--dir", default="zbkit-rehearse", help="logs, orders, timelines")
-    parser.add_argument("--message-bytes", type=int, default=4096)
-    parser.add_argument("--comm", choices=("measured", "profile"), default="measured")
-    parser.add_argument("--device", choices=DEVICES, default="async")
-    parser.add_argument("--time-scale", type=float, default=1.0, help="factor on every duration")
     parser.add_argument("--evaluations", type=int, default=2000,
                         help="order-search simulations per split (zb partition)")  # fmt: skip
     parser.add_argument("--splits", type=int, default=300, help="splits the co-tuning judges")
-    parser.add_argument("--json", action="store_true", help="end with one zb-rehearse/1 object")
-
-    def fail(message: str) -> None:
-        raise UsageError(message)
-
-    parser.error = fail  # type: ignore[method-assign]
+    add_run_options(parser)
     args = parser.parse_args(argv)
     for name in ("ranks", "microbatches", "iters", "rounds", "message_bytes", "splits"):
         if getattr(args, name) < 1:
@@ -258,12 +217,7 @@ def parse(argv: Optional[Sequence[str]]) -> Tuple[SplitSettings, Dict[str, str]]
         device=args.device, time_scale=args.time_scale, evaluations=args.evaluations,
         splits=args.splits, json=args.json,
     )  # fmt: skip
-    environment = {  # zbkit.locate: what `zb rehearse` set, else PATH
-        "python": locate.python(),
-        "zb": locate.zb_binary(),
-        "zbrt": str(locate.zbrt_library()),
-    }
-    return settings, environment
+    return settings, located()
 
 
 if __name__ == "__main__":
