@@ -12,8 +12,9 @@
 #      exit code unchanged;
 #   4. the bundled pipelining job (adapters/pytorch/examples/train_pipelining.py, ZBVZeroBubble)
 #      on CUDA/NCCL under `zb profile --torch`: every stage's F/B/W measured, kernels attributed,
-#      the V layout and the class recorded. It needs one GPU per rank (NCCL refuses two ranks on
-#      one device): with one GPU it is skipped, and says so;
+#      the V layout and the class recorded, per-block costs for every block. It needs one GPU per
+#      rank (NCCL refuses two ranks on one device): with one GPU it is skipped, and says so; on
+#      any GPU, one block's per-block costs timed with CUDA synchronisation;
 #   5. zbkit's CSV in this machine's torch (which need not be the 2.13.0 the CPU suite pins): the
 #      shim and export tests (pytest, where this PYTHON has it) and `zb rehearse` on the committed
 #      4-rank profile (emulated compute over gloo: it needs no GPU; it checks the orders, the
@@ -193,6 +194,11 @@ if kernels["attributed"] == 0:
     failures.append("no kernel attributed to a pipeline op")
 if report["layout"] != "v" or report["schedule_class"] != "ScheduleZBVZeroBubble":
     failures.append("the profile did not record the V layout and the class")
+layers = (report.get("layers") or {}).get("layers", [])
+print("per-block costs (docs/partition.md §4): "
+      + ", ".join(f"{b['name']} {b['F']:.3f}/{b['B']:.3f}/{b['W']:.3f} ms" for b in layers))
+if len(layers) != 6 or any(b["F"] <= 0 for b in layers):
+    failures.append("no per-block costs for the 6 blocks of the 4 stages")
 for f in failures:
     print("  - " + f)
 sys.exit(1 if failures else 0)
@@ -202,6 +208,25 @@ else
   echo "  on one device are not a pipeline); checked on this GPU: the injection library above,"
   echo "  this machine's torch below"
 fi
+
+# ---- 4b. Per-block costs on this GPU: one block timed with CUDA synchronisation ----------------
+echo "gpu-check: per-block costs of a block on CUDA (zbkit.shim._blocks.measure_block)"
+PYTHONPATH="$root/adapters/pytorch${PYTHONPATH:+:$PYTHONPATH}" "$python" - <<'EOF' || status=1
+import sys
+import torch
+from zbkit.shim import _blocks
+
+block = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(),
+                            torch.nn.Linear(4096, 1024)).cuda()
+x = torch.randn(8, 512, 1024, device="cuda", requires_grad=True)
+measured = _blocks.measure_block(block, ((x,), {}))
+print("  " + ", ".join(f"{k} {measured[k]:.3f}" for k in ("F", "B", "W")) + " ms; "
+      + ", ".join(f"{k} {measured[k]}" for k in ("M_B", "M_W", "send")))
+ok = min(measured[k] for k in ("F", "B", "W", "M_B", "M_W")) > 0
+ok = ok and all(p.grad is None for p in block.parameters())
+print("  per-block costs on CUDA: " + ("ok" if ok else "FAILED"))
+sys.exit(0 if ok else 1)
+EOF
 
 # ---- 5. zbkit's CSV in this machine's torch ---------------------------------------------------
 echo "gpu-check: torch $("$python" -c 'import torch; print(torch.__version__)'): shim and export tests"
