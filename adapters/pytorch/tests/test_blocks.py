@@ -149,3 +149,22 @@ def test_the_loss_is_measured_apart_on_the_last_stage(tmp_path, monkeypatch):
     assert entry["loss"]["F"] > 0 and entry["loss"]["B"] > 0, entry
     assert entry["loss"]["M_B"] >= 4 * 8 * 512 * 4, entry  # the log-softmax, float32
     assert [b["name"] for b in entry["blocks"]] == ["0"]
+
+
+def test_a_forward_under_autocast_is_measured_under_it(tmp_path, monkeypatch):
+    # A job that runs its forward under torch.autocast (torchtitan without FSDP, in bf16): its
+    # blocks are measured under the same autocast, so what they save is bf16, not float32.
+    monkeypatch.setenv("RANK", "0")
+    saved = {}
+    for name, autocast in (("plain", False), ("bf16", True)):
+        stage = SimpleNamespace(stage_index=0, submod=torch.nn.Sequential(_mlp()))
+        capture = _blocks.Capture(SimpleNamespace(_stages=[stage]))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            stage.submod(torch.randn(8, 16, DIM, requires_grad=True))
+        capture.remove()
+        _blocks.measure_and_write(capture, str(tmp_path / name))
+        (block,) = json.loads((tmp_path / name / "rank0.blocks.json").read_text())["stages"][0][
+            "blocks"
+        ]
+        saved[name] = block["M_B"]
+    assert saved["bf16"] < 0.75 * saved["plain"], saved

@@ -25,6 +25,7 @@ profile --torch` and `zb import <dir>` read into the profile's per-layer costs."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import statistics
@@ -80,6 +81,7 @@ class Capture:
 
     def __init__(self, schedule):
         self.inputs: Dict[int, tuple] = {}  # id(module) -> (args, kwargs)
+        self.autocast: Dict[int, list] = {}  # id(module) -> the autocast it ran under
         self.order: Dict[int, int] = {}
         self.stages: List[tuple] = []  # (stage index, [(name, module)])
         self.handles = []
@@ -100,7 +102,8 @@ class Capture:
 
             def keep_loss(output, target, *args, **kwargs):
                 if self.loss_inputs is None:
-                    self.loss_inputs = (_copy(output), _copy(target), args, kwargs)
+                    self.loss_inputs = (_copy(output), _copy(target), args, kwargs,
+                                        autocast_state())  # fmt: skip
                 return original(output, target, *args, **kwargs)
 
             schedule._loss_fn = keep_loss
@@ -110,6 +113,7 @@ class Capture:
         if key not in self.inputs:
             self.order[key] = len(self.order)
             self.inputs[key] = (_copy(args), _copy(kwargs))
+            self.autocast[key] = autocast_state()
 
     def remove(self) -> None:
         for handle in self.handles:
@@ -117,6 +121,16 @@ class Capture:
         self.handles = []
         if self.last_stage is not None and callable(self.loss_fn):
             self.schedule._loss_fn = self.loss_fn
+
+
+def autocast_state() -> list:
+    """(device type, dtype) of every autocast on where a block is called: a job that runs its
+    forward under torch.autocast (torchtitan without FSDP does, in bf16) gets its blocks
+    measured under the same."""
+    import torch  # noqa: PLC0415
+
+    return [(device, torch.get_autocast_dtype(device)) for device in ("cuda", "cpu")
+            if torch.is_autocast_enabled(device)]  # fmt: skip
 
 
 def _copy(tree):
@@ -158,13 +172,21 @@ def _storage_key(tensor) -> Optional[tuple]:
 class _BlockRunner:
     """Runs one block on its captured inputs and times its F, B and W."""
 
-    def __init__(self, module, captured):
+    def __init__(self, module, captured, autocast: Optional[list] = None):
         import torch  # noqa: PLC0415
 
         self.torch = torch
         self.module, (self.args, self.kwargs) = module, captured
         self.params = [p for p in module.parameters() if p.requires_grad]
         self.cuda = any(p.is_cuda for p in module.parameters())
+        self.autocast = autocast or []
+
+    def autocasting(self) -> contextlib.ExitStack:
+        """The autocast the job's forward ran under, entered again."""
+        contexts = contextlib.ExitStack()
+        for device, dtype in self.autocast:
+            contexts.enter_context(self.torch.autocast(device, dtype=dtype))
+        return contexts
 
     def _now(self) -> float:
         if self.cuda:
@@ -177,9 +199,10 @@ class _BlockRunner:
 
         leaves: list = []
         args, kwargs = _fresh(self.args, leaves), _fresh(self.kwargs, leaves)
-        start = self._now()
-        output = self.module(*args, **kwargs)
-        seconds = self._now() - start
+        with self.autocasting():
+            start = self._now()
+            output = self.module(*args, **kwargs)
+            seconds = self._now() - start
         outputs = [t for t in tree_flatten(output)[0]
                    if isinstance(t, self.torch.Tensor) and t.grad_fn is not None]  # fmt: skip
         seeds = [self.torch.ones_like(t) for t in outputs]
@@ -278,9 +301,12 @@ def _state_bytes(module) -> int:
     return total
 
 
-def measure_block(module, captured, repeats: int = REPEATS) -> dict:
-    """F, B, W in ms (medians of `repeats` after one warm-up), M_B, M_W, state, send in bytes."""
-    runner = _BlockRunner(module, captured)
+def measure_block(
+    module, captured, repeats: int = REPEATS, autocast: Optional[list] = None
+) -> dict:
+    """F, B, W in ms (medians of `repeats` after one warm-up), M_B, M_W, state, send in bytes;
+    the forward under `autocast` (autocast_state()) as the job ran it."""
+    runner = _BlockRunner(module, captured, autocast)
     runner.split_backward()  # warm-up
     times = [runner.split_backward() for _ in range(repeats)]
     f, b, w = (statistics.median(column) * 1e3 for column in zip(*times))
@@ -297,7 +323,7 @@ class _LossRunner(_BlockRunner):
         import torch  # noqa: PLC0415
 
         self.torch = torch
-        output, target, args, kwargs = captured
+        output, target, args, kwargs, self.autocast = captured
         self.loss_fn, self.output, self.target = loss_fn, output, target
         self.extra_args, self.extra_kwargs = args, kwargs
         self.params = []
@@ -306,9 +332,10 @@ class _LossRunner(_BlockRunner):
     def forward(self):
         leaves: list = []
         output = _fresh(self.output, leaves)
-        start = self._now()
-        loss = self.loss_fn(output, self.target, *self.extra_args, **self.extra_kwargs)
-        seconds = self._now() - start
+        with self.autocasting():
+            start = self._now()
+            loss = self.loss_fn(output, self.target, *self.extra_args, **self.extra_kwargs)
+            seconds = self._now() - start
         outputs = [loss] if getattr(loss, "grad_fn", None) is not None else []
         return seconds, outputs, [self.torch.ones_like(t) for t in outputs], leaves, loss
 
@@ -351,9 +378,9 @@ def measure_and_write(capture: Capture, directory: str) -> None:
             buffers = [(b, b.detach().clone()) for b in module.buffers()]
             try:
                 with torch.random.fork_rng(devices=_cuda_devices(module)):
-                    measured.append(
-                        {"name": name, **measure_block(module, capture.inputs[id(module)])}
-                    )
+                    costs = measure_block(module, capture.inputs[id(module)],
+                                          autocast=capture.autocast.get(id(module)))  # fmt: skip
+                    measured.append({"name": name, **costs})
             except Exception as error:  # a block we cannot rerun must not stop the job
                 warn(f"stage {stage_index} block {name!r} not measured: {error}")
             finally:
