@@ -168,3 +168,30 @@ def test_a_forward_under_autocast_is_measured_under_it(tmp_path, monkeypatch):
         ]
         saved[name] = block["M_B"]
     assert saved["bf16"] < 0.75 * saved["plain"], saved
+
+
+def test_inputs_that_cannot_be_kept_never_reach_the_job(tmp_path, monkeypatch, capsys):
+    # The pre-hook runs inside the job's forward: a failure there is one warning and an
+    # unmeasured block, and the forward computes what it computes without zbkit.
+    model = torch.nn.Sequential(_mlp(), _mlp())
+    x = torch.randn(4, DIM)
+    expected = model(x)
+    stage = SimpleNamespace(stage_index=0, submod=model)
+    capture = _blocks.Capture(SimpleNamespace(_stages=[stage]))
+    real_copy, calls = _blocks._copy, []
+
+    def copy_fails_once(tree):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("cannot copy this input")
+        return real_copy(tree)
+
+    monkeypatch.setattr(_blocks, "_copy", copy_fails_once)
+    assert torch.equal(stage.submod(x), expected)
+    capture.remove()
+    monkeypatch.setenv("RANK", "0")
+    _blocks.measure_and_write(capture, str(tmp_path))
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "per-block" in line]
+    assert len(warnings) == 1 and "cannot copy this input" in warnings[0], warnings
+    (entry,) = json.loads((tmp_path / "rank0.blocks.json").read_text())["stages"]
+    assert [b["name"] for b in entry["blocks"]] == ["1"]

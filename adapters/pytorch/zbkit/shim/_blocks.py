@@ -82,6 +82,7 @@ class Capture:
     def __init__(self, schedule):
         self.inputs: Dict[int, tuple] = {}  # id(module) -> (args, kwargs)
         self.autocast: Dict[int, list] = {}  # id(module) -> the autocast it ran under
+        self.failed: set = set()  # id(module) of blocks whose inputs could not be kept
         self.order: Dict[int, int] = {}
         self.stages: List[tuple] = []  # (stage index, [(name, module)])
         self.handles = []
@@ -102,18 +103,30 @@ class Capture:
 
             def keep_loss(output, target, *args, **kwargs):
                 if self.loss_inputs is None:
-                    self.loss_inputs = (_copy(output), _copy(target), args, kwargs,
-                                        autocast_state())  # fmt: skip
+                    try:
+                        self.loss_inputs = (_copy(output), _copy(target), args, kwargs,
+                                            autocast_state())  # fmt: skip
+                    except Exception as error:  # the loss then stays with the stage totals
+                        self.loss_inputs = ()
+                        warn(f"the loss's inputs could not be kept: {error}")
                 return original(output, target, *args, **kwargs)
 
             schedule._loss_fn = keep_loss
 
     def _keep(self, module, args, kwargs):
+        # Runs inside the job's forward: whatever goes wrong here stays here (the block is then
+        # not measured, said once), never in the job.
         key = id(module)
-        if key not in self.inputs:
-            self.order[key] = len(self.order)
+        if key in self.inputs or key in self.failed:
+            return
+        try:
             self.inputs[key] = (_copy(args), _copy(kwargs))
             self.autocast[key] = autocast_state()
+            self.order[key] = len(self.order)
+        except Exception as error:
+            self.inputs.pop(key, None)
+            self.failed.add(key)
+            warn(f"a block's inputs could not be kept ({type(module).__name__}): {error}")
 
     def remove(self) -> None:
         for handle in self.handles:
@@ -388,7 +401,7 @@ def measure_and_write(capture: Capture, directory: str) -> None:
                     for buffer, saved in buffers:
                         buffer.copy_(saved)
         entry = {"stage": stage_index, "blocks": measured}
-        if stage_index == capture.last_stage and capture.loss_inputs is not None:
+        if stage_index == capture.last_stage and capture.loss_inputs:
             try:
                 with torch.random.fork_rng(devices=[]):
                     entry["loss"] = measure_loss(capture.loss_fn, capture.loss_inputs)
