@@ -16,6 +16,10 @@
 // --torch-iters steps after --torch-skip, and the traces are analysed as `zb import <dir>
 // --format chrome` does (PyTorch's PP:<action> ranges; the hook labels the schedules that
 // record none).
+//
+// Either way, a PyTorch pipelining job's per-block costs are measured by the hook beside the
+// traces (rank<R>.blocks.json, zbkit/profiler/block_costs.h; ZBKIT_BLOCKS_DIR under the injection
+// library, in step --skip-iters).
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -177,6 +181,13 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
   } else if (!library.empty()) {
     env.emplace_back("CUDA_INJECTION64_PATH", library);
     env.emplace_back("NVTX_INJECTION64_PATH", library);
+    // A PyTorch pipelining job gets its per-block costs measured by the hook too (nothing
+    // happens in a process that never runs a pipelining step); without the hook, stage totals.
+    if (auto hook = TorchHookDirectory(); hook.ok()) {
+      env.emplace_back("ZBKIT_BLOCKS_DIR", shard_dir);
+      env.emplace_back("ZBKIT_PROFILE_SKIP", std::to_string(settings->analyze.costs.skip_iters));
+      env.push_back(PythonPathWithHook(*hook));
+    }
   } else {
     err << "zb profile: warning: " << why << "; running the command without profiling\n";
     err.flush();
@@ -226,7 +237,7 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
   input.exit_code = child_code;
   input.default_name = NameFromCommand(command);
   input.traces = std::move(*traces);
-  if (torch) input.block_costs_dirs = {shard_dir};
+  input.block_costs_dirs = {shard_dir};
   for (const std::string& problem : skipped) {
     err << "zb profile: warning: skipped shard: " << problem << "\n";
   }

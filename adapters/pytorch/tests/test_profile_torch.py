@@ -123,3 +123,28 @@ def test_profiling_1f1b_leaves_the_trained_parameters_alone(trace_dir_1f1b, tmp_
         for name, value in reference["params"].items():
             assert torch.allclose(profiled["params"][name], value, rtol=1e-5), name
         assert profiled["losses"] == pytest.approx(reference["losses"], rel=1e-5)
+
+
+def test_blocks_alone_beside_another_profiler_leave_the_training_as_it_was(tmp_path):
+    # ZBKIT_BLOCKS_DIR without ZBKIT_TORCH_PROFILE, as `zb profile` sets it beside the injection
+    # library (which records the stages itself): per-block costs only, measured right after step
+    # ZBKIT_PROFILE_SKIP, no trace, and the trained parameters those of a plain run.
+    blocks = tmp_path / "blocks"
+    env = job_env(PYTHONPATH=str(HOOK_DIR), ZBKIT_BLOCKS_DIR=str(blocks), ZBKIT_PROFILE_SKIP="1")
+    done = run(torchrun_command(*ONE_F_ONE_B, "--dump", str(tmp_path / "measured")), env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted(p.name for p in blocks.iterdir()) == ["rank0.blocks.json", "rank1.blocks.json"]
+    for rank, first, last in ((0, "embed", "blocks.1"), (1, "blocks.0", "head")):
+        (stage,) = json.loads((blocks / f"rank{rank}.blocks.json").read_text())["stages"]
+        names = [b["name"] for b in stage["blocks"]]
+        assert names[0] == first and names[-1] == last, names
+        assert ("loss" in stage) == (rank == 1), stage
+    plain = tmp_path / "plain"
+    alone = run(torchrun_command(*ONE_F_ONE_B, "--dump", str(plain)), job_env())
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    for rank in range(2):
+        measured = torch.load(f"{tmp_path / 'measured'}.rank{rank}.pt")
+        reference = torch.load(f"{plain}.rank{rank}.pt")
+        for name, value in reference["params"].items():
+            assert torch.equal(measured["params"][name], value), name
+        assert measured["losses"] == reference["losses"]

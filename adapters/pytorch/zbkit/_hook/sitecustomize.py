@@ -2,8 +2,8 @@
 """zbkit's startup hook. Only `zb replay` (and a user who wants the same) puts this directory on
 PYTHONPATH; Python then imports this module at startup in every process of the job, torchrun's
 workers included (they inherit the environment). It does nothing unless ZBKIT_SCHEDULE,
-ZBKIT_TORCH_PROFILE or ZBKIT_MEMORY_REPORT is set (see zbkit/shim/__init__.py), and then only registers an
-import hook.
+ZBKIT_TORCH_PROFILE, ZBKIT_MEMORY_REPORT or ZBKIT_BLOCKS_DIR is set (see zbkit/shim/__init__.py),
+and then only registers an import hook.
 
 Taking the name sitecustomize hides any other sitecustomize further down the path (Debian ships
 one), so that one is run afterwards, as Python would have run it.
@@ -29,7 +29,7 @@ def _run_next_sitecustomize() -> None:
 def _activate() -> None:
     # The names of shim.ACTIVATING, repeated: importing the shim to read them would cost every
     # Python process on the path the import.
-    names = ("ZBKIT_SCHEDULE", "ZBKIT_TORCH_PROFILE", "ZBKIT_MEMORY_REPORT")
+    names = ("ZBKIT_SCHEDULE", "ZBKIT_TORCH_PROFILE", "ZBKIT_MEMORY_REPORT", "ZBKIT_BLOCKS_DIR")
     if not any(os.environ.get(name) for name in names):
         return
     # <adapters/pytorch>/zbkit/_hook/sitecustomize.py: make the zbkit package importable.

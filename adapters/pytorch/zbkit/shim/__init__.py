@@ -29,6 +29,10 @@ nothing unless one of these is set:
   LoopedBFS) get the same split in the window: every even microbatch's `B` action runs as `I` then
   `W` (the order lowered again by the runtime, and put back after each step), so that the profile
   has B and W apart, and BW, whatever schedule the job runs.
+- `ZBKIT_BLOCKS_DIR=DIR` (without ZBKIT_TORCH_PROFILE, as `zb profile` sets it beside the
+  injection library): the per-block costs alone (zbkit.shim._blocks), the blocks' inputs kept in
+  step ZBKIT_PROFILE_SKIP (default 1) and measured right after it, into DIR/rank<R>.blocks.json.
+  With ZBKIT_TORCH_PROFILE the profiling window measures them (into its own DIR).
 - `ZBKIT_MEMORY_REPORT=DIR`: every `step()` runs under `saved_tensors_hooks` that track the bytes
   of the tensors autograd saves (parameters and leaves that require grad left out; each storage
   counted once while a saved reference to it lives), and at exit each rank writes
@@ -117,7 +121,7 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
         return spec
 
 
-ACTIVATING = ("ZBKIT_SCHEDULE", "ZBKIT_TORCH_PROFILE", "ZBKIT_MEMORY_REPORT")
+ACTIVATING = ("ZBKIT_SCHEDULE", "ZBKIT_TORCH_PROFILE", "ZBKIT_MEMORY_REPORT", "ZBKIT_BLOCKS_DIR")
 
 
 def install() -> bool:

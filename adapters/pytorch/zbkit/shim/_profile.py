@@ -117,11 +117,47 @@ def _env_int(name: str, default: int) -> int:
         return default
 
 
+class _BlocksOnly:
+    """Per-block costs without torch.profiler (ZBKIT_BLOCKS_DIR: `zb profile` through the
+    injection library, which records the stages itself): the blocks' inputs kept in step
+    ZBKIT_PROFILE_SKIP, the blocks measured right after it."""
+
+    def __init__(self, directory: str, skip: int):
+        self.directory, self.skip, self.steps = directory, skip, 0
+
+    def step(self, target, step_function, args, kwargs):
+        capture = None
+        if self.steps == self.skip:
+            try:
+                _blocks.watch_optimizers()
+                capture = _blocks.Capture(target)
+            except Exception as error:
+                _blocks.warn(f"not measured: {error}")
+        try:
+            return step_function(target, *args, **kwargs)
+        finally:
+            self.steps += 1
+            if capture is not None:
+                capture.remove()
+                try:
+                    _blocks.measure_and_write(capture, self.directory)
+                except Exception as error:  # the job goes on without per-block costs
+                    _blocks.warn(f"not measured: {error}")
+
+
+_blocks_only: Optional[_BlocksOnly] = None
+
+
 def profiled(target, step_function, args, kwargs):
-    global _window
+    global _window, _blocks_only
     directory = os.environ.get("ZBKIT_TORCH_PROFILE")
     if not directory:
-        return step_function(target, *args, **kwargs)
+        blocks_dir = os.environ.get("ZBKIT_BLOCKS_DIR")
+        if not blocks_dir:
+            return step_function(target, *args, **kwargs)
+        if _blocks_only is None:
+            _blocks_only = _BlocksOnly(blocks_dir, _env_int("ZBKIT_PROFILE_SKIP", 1))
+        return _blocks_only.step(target, step_function, args, kwargs)
     if _window is None:
         _window = _ProfileWindow(
             directory, _env_int("ZBKIT_PROFILE_SKIP", 1), _env_int("ZBKIT_PROFILE_ITERS", 3)
