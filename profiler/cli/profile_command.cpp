@@ -120,6 +120,23 @@ Expected<ShardDirectory> PrepareShardDirectory(const po::variables_map& values) 
   return ShardDirectory{pattern, true};
 }
 
+// What a job profiled through the injection library gets: the shard directory, the library for
+// CUDA and NVTX, and for a PyTorch pipelining job the hook that measures its per-block costs in
+// step `skip_iters` (nothing happens in a process that never runs a pipelining step; without the
+// hook, stage totals only).
+EnvironmentOverrides InjectionEnvironment(const std::string& library, const std::string& shard_dir,
+                                          int skip_iters) {
+  EnvironmentOverrides env = {{"ZBKIT_SHARD_DIR", shard_dir},
+                              {"CUDA_INJECTION64_PATH", library},
+                              {"NVTX_INJECTION64_PATH", library}};
+  if (auto hook = TorchHookDirectory(); hook.ok()) {
+    env.emplace_back("ZBKIT_BLOCKS_DIR", shard_dir);
+    env.emplace_back("ZBKIT_PROFILE_SKIP", std::to_string(skip_iters));
+    env.push_back(PythonPathWithHook(*hook));
+  }
+  return env;
+}
+
 }  // namespace
 
 int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
@@ -170,7 +187,7 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
   }
   std::string why;
   const std::string library = torch ? std::string() : FindInjectionLibrary(why);
-  EnvironmentOverrides env = {{"ZBKIT_SHARD_DIR", shard_dir}};
+  EnvironmentOverrides env;
   if (torch) {
     auto hook = TorchHookDirectory();
     if (!hook.ok()) return ReportError(err, command_name, hook.status());
@@ -179,16 +196,9 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
            {"ZBKIT_PROFILE_ITERS", std::to_string(torch_iters)},
            PythonPathWithHook(*hook)};
   } else if (!library.empty()) {
-    env.emplace_back("CUDA_INJECTION64_PATH", library);
-    env.emplace_back("NVTX_INJECTION64_PATH", library);
-    // A PyTorch pipelining job gets its per-block costs measured by the hook too (nothing
-    // happens in a process that never runs a pipelining step); without the hook, stage totals.
-    if (auto hook = TorchHookDirectory(); hook.ok()) {
-      env.emplace_back("ZBKIT_BLOCKS_DIR", shard_dir);
-      env.emplace_back("ZBKIT_PROFILE_SKIP", std::to_string(settings->analyze.costs.skip_iters));
-      env.push_back(PythonPathWithHook(*hook));
-    }
+    env = InjectionEnvironment(library, shard_dir, settings->analyze.costs.skip_iters);
   } else {
+    env = {{"ZBKIT_SHARD_DIR", shard_dir}};
     err << "zb profile: warning: " << why << "; running the command without profiling\n";
     err.flush();
   }
