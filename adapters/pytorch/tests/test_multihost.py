@@ -135,9 +135,11 @@ def test_profile_and_replay_across_two_hosts(tmp_path, hosts):
         zb, "profile", "--torch", "--torch-skip", "1", "--torch-iters", "2", "--pp", "2",
         "--shard-dir", str(shards[h]), "--", *hosts.torchrun(h, port(1), "profile", *args),
     ])  # fmt: skip
-    # Each host kept only its own rank's trace.
+    # Each host kept only its own rank's trace, and its per-block costs.
     for h in range(2):
-        assert sorted(p.name for p in shards[h].iterdir()) == [f"rank{h}.json.gz"]
+        assert sorted(p.name for p in shards[h].iterdir()) == [
+            f"rank{h}.blocks.json", f"rank{h}.json.gz",
+        ]  # fmt: skip
     costs = tmp_path / "costs.json"
     imported = run([zb, "import", str(shards[0]), str(shards[1]), "--format", "chrome", "--pp",
                     "2", "--json", "--out", str(costs)], job_env())  # fmt: skip
@@ -148,6 +150,9 @@ def test_profile_and_replay_across_two_hosts(tmp_path, hosts):
     for stage in report["stages"]:
         assert stage["F"]["samples"] == 4 * 2, stage
     assert report["costs"]["layout"]["schedule"] == "Schedule1F1B"
+    # One import of both hosts' directories merges their blocks in stage order.
+    names = [layer["name"] for layer in report["layers"]["layers"]]
+    assert names[0] == "stage0.embed" and names[-1] == "stage1.head", names
 
     # A zbkit order replayed across the two hosts trains as on one host.
     schedule, _ = tune_uniform(tmp_path, "zb-h1")
