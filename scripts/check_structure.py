@@ -45,7 +45,7 @@ LAYERS: List[Tuple[int, str, Tuple[str, ...]]] = [
     (
         5,
         "commands and the zbview app",
-        ("tuner/cli/", "profiler/cli/", "adapters/cli/", "gui/app/"),
+        ("tuner/cli/", "profiler/cli/", "adapters/cli/", "runtime/doctor/cli/", "gui/app/"),
     ),  # fmt: skip
     (4, "the command kit and the GUI widgets", ("cli/kit/", "gui/src/", "gui/include/")),
     (3, "the runtime", ("runtime/",)),

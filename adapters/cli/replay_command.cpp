@@ -9,6 +9,9 @@
 //   PYTHONPATH          the hook directory first: its sitecustomize installs zbkit.shim
 //   ZBKIT_ZB_BINARY     this zb, for the shim's own conversions
 //   ZBKIT_TORCH_PROFILE, ZBKIT_SHARD_DIR   with --shard-dir: where each rank writes its trace
+//   ZBKIT_PROGRESS_DIR, ZBKIT_PROGRESS_JOB  where each rank keeps its progress record, which zb
+//                       replay watches for stalls (--run-dir, --stall-timeout, --on-stall;
+//                       docs/stalls.md)
 // The exit code is CMD's (128 + signal if it was killed), so that a scheduler sees the job's.
 // Only problems before CMD starts are zb's own: 2 for usage, 1 otherwise.
 #include <errno.h>
@@ -26,6 +29,7 @@
 #include "zbkit/cli/child_process.h"
 #include "zbkit/cli/options.h"
 #include "zbkit/cli/schedule_source.h"
+#include "zbkit/cli/stall_supervision.h"
 #include "zbkit/cli/torch_hook.h"
 #include "zbkit/tuner/torch_export.h"
 
@@ -35,7 +39,9 @@ namespace fs = std::filesystem;
 
 int RunReplayCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const std::string command_name = "replay";
-  const std::string usage = "(FILE | --store DB --schedule ID) [--shard-dir D] -- CMD ARGS...";
+  const std::string usage =
+      "(FILE | --store DB --schedule ID) [--shard-dir D] [--run-dir D] [--stall-timeout S] "
+      "[--on-stall report|kill] -- CMD ARGS...";
   const auto [own_args, command] = SplitAtSeparator(args);
   po::options_description options("options");
   po::positional_options_description positional;
@@ -43,6 +49,7 @@ int RunReplayCommand(const Args& args, std::ostream& out, std::ostream& err) {
   options.add_options()("shard-dir", po::value<std::string>(),
                         "also record the run: each rank writes its PyTorch profiler trace "
                         "(rank<R>.json.gz) here, for zb import D --format chrome");
+  AddStallOptions(options);
   po::variables_map values;
   int exit_code = 0;
   const std::string epilogue =
@@ -58,7 +65,9 @@ int RunReplayCommand(const Args& args, std::ostream& out, std::ostream& err) {
       "      run train.py with the order in tuned.json (zb tune --out)\n"
       "  zb replay --store zb.db --schedule 3 --shard-dir run1 -- torchrun --nproc-per-node 2 "
       "train.py\n"
-      "      a stored schedule, recording each rank's trace for zb import run1 --format chrome\n";
+      "      a stored schedule, recording each rank's trace for zb import run1 --format chrome\n"
+      "  zb replay tuned.json --stall-timeout 60 --on-stall kill -- torchrun ... train.py\n"
+      "      end the job when no rank makes progress for 60 s, after naming the culprit\n";
   if (!ParseCommandLine(command_name, usage, own_args, options, positional, values, out, err,
                         exit_code, epilogue)) {
     return exit_code;
@@ -77,6 +86,8 @@ int RunReplayCommand(const Args& args, std::ostream& out, std::ostream& err) {
   if (!hook.ok()) return ReportError(err, command_name, hook.status());
 
   EnvironmentOverrides env;
+  auto supervision = StallSupervision::Start(command_name, values, env);
+  if (!supervision.ok()) return ReportError(err, command_name, supervision.status());
   if (values.count("shard-dir")) {
     const std::string dir = values["shard-dir"].as<std::string>();
     std::error_code error;
@@ -108,8 +119,10 @@ int RunReplayCommand(const Args& args, std::ostream& out, std::ostream& err) {
   env.emplace_back("ZBKIT_SCHEDULE_NAME", ScheduleSourceName(values));
   env.push_back(PythonPathWithHook(*hook));
   env.emplace_back("ZBKIT_ZB_BINARY", SelfPath());
-  const int code = RunChildCommand(command_name, command, env);
+  const int code =
+      RunChildCommand(command_name, command, env, "", nullptr, false, (*supervision)->Watch(err));
   unlink(path.c_str());
+  (*supervision)->Finish(code, err);
   return code;
 }
 

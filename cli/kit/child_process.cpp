@@ -7,9 +7,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
+#include <thread>
 
 extern char** environ;
 
@@ -55,6 +58,40 @@ std::vector<char*> NullTerminated(std::vector<std::string>& strings) {
   return pointers;
 }
 
+// Waits for `child`, running the watch's tick on the way; ends the child when the tick says so.
+pid_t WaitForChild(pid_t child, int& status, const ChildWatch* watch) {
+  if (watch == nullptr || !watch->tick) {
+    pid_t done;
+    do {
+      done = waitpid(child, &status, 0);
+    } while (done < 0 && errno == EINTR);
+    return done;
+  }
+  using Clock = std::chrono::steady_clock;
+  const auto interval = std::chrono::duration<double>(watch->interval_s);
+  auto next_tick = Clock::now() + interval;
+  std::optional<Clock::time_point> kill_at;  // set once the tick ended the job
+  bool killed = false;
+  for (;;) {
+    const pid_t done = waitpid(child, &status, WNOHANG);
+    if (done != 0 && !(done < 0 && errno == EINTR)) return done;
+    const auto now = Clock::now();
+    if (kill_at && !killed && now >= *kill_at) {
+      kill(child, SIGKILL);
+      killed = true;
+    }
+    if (!kill_at && now >= next_tick) {
+      next_tick = now + interval;
+      if (watch->tick()) {
+        kill(child, SIGTERM);
+        kill_at = now + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(watch->grace_s));
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
 int ExitCodeOf(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
   if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
@@ -93,7 +130,7 @@ std::string SelfPath() {
 
 int RunChildCommand(const std::string& who, const std::vector<std::string>& command,
                     const EnvironmentOverrides& overrides, const std::string& output_path,
-                    int* killed_by, bool stdout_to_stderr) {
+                    int* killed_by, bool stdout_to_stderr, const ChildWatch* watch) {
   if (killed_by != nullptr) *killed_by = 0;
   int output_fd = -1;
   if (!output_path.empty()) {
@@ -151,10 +188,7 @@ int RunChildCommand(const std::string& who, const std::vector<std::string>& comm
     g_child_pid = child;
     sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
     int status = 0;
-    pid_t done;
-    do {
-      done = waitpid(child, &status, 0);
-    } while (done < 0 && errno == EINTR);
+    const pid_t done = WaitForChild(child, status, watch);
     if (done == child) {
       exit_code = ExitCodeOf(status);
       if (killed_by != nullptr && WIFSIGNALED(status)) *killed_by = WTERMSIG(status);

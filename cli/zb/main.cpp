@@ -2,14 +2,15 @@
 // `zb`: the zbkit command-line front end, the top layer: it includes the commands and only
 // dispatches; each subcommand lives with its component (tuner/cli: tune, partition, export, show,
 // list, bench;
-// profiler/cli: profile, import, costs; adapters/cli: replay, demo, rehearse), which build on the
-// kit below them (cli/kit: what every command shares).
+// profiler/cli: profile, import, costs; adapters/cli: replay, demo, rehearse; runtime/doctor/cli:
+// doctor), which build on the kit below them (cli/kit: what every command shares).
 #include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "adapter_commands.h"
+#include "doctor_commands.h"
 #include "profiler_commands.h"
 #include "tuner_commands.h"
 #include "zbkit/cli/options.h"
@@ -43,6 +44,8 @@ constexpr Subcommand kSubcommands[] = {
      "profile -> tune -> replay -> measure the bundled PyTorch job against torch's schedules"},
     {"rehearse", zb::cli::RunRehearseCommand,
      "run schedules on real ranks with emulated compute: measured against predicted"},
+    {"doctor", zb::cli::RunDoctorCommand,
+     "name the rank, op and chain of waits where a job stalled or failed (zb doctor RUN_DIR)"},
 };
 
 void PrintUsage(std::ostream& out) {

@@ -25,12 +25,14 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
 #include "analysis.h"
 #include "profiler_commands.h"
 #include "zbkit/cli/child_process.h"
+#include "zbkit/cli/stall_supervision.h"
 #include "zbkit/cli/torch_hook.h"
 #include "zbkit/profiler/import.h"
 #include "zbkit/profiler/shard.h"
@@ -137,6 +139,36 @@ EnvironmentOverrides InjectionEnvironment(const std::string& library, const std:
   return env;
 }
 
+// What the job needs to be profiled: torch.profiler through the hook (--torch), else the
+// injection library; without either the command runs unprofiled, with a warning.
+Expected<EnvironmentOverrides> ProfilingEnvironment(const po::variables_map& values,
+                                                    const AnalysisSettings& settings,
+                                                    const std::string& shard_dir,
+                                                    std::ostream& err) {
+  const bool torch = values["torch"].as<bool>();
+  const int torch_skip = values["torch-skip"].as<int>();
+  const int torch_iters = values["torch-iters"].as<int>();
+  if (torch_skip < 0 || torch_iters < 1) {
+    return UsageError("--torch-skip must be >= 0 and --torch-iters >= 1");
+  }
+  if (torch) {
+    auto hook = TorchHookDirectory();
+    if (!hook.ok()) return hook.status();
+    return EnvironmentOverrides{{"ZBKIT_TORCH_PROFILE", shard_dir},
+                                {"ZBKIT_PROFILE_SKIP", std::to_string(torch_skip)},
+                                {"ZBKIT_PROFILE_ITERS", std::to_string(torch_iters)},
+                                PythonPathWithHook(*hook)};
+  }
+  std::string why;
+  const std::string library = FindInjectionLibrary(why);
+  if (!library.empty()) {
+    return InjectionEnvironment(library, shard_dir, settings.analyze.costs.skip_iters);
+  }
+  err << "zb profile: warning: " << why << "; running the command without profiling\n";
+  err.flush();
+  return EnvironmentOverrides{{"ZBKIT_SHARD_DIR", shard_dir}};
+}
+
 }  // namespace
 
 int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
@@ -151,6 +183,7 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
       "profile a PyTorch job with torch.profiler (CPU jobs) instead of the injection library")(
       "torch-skip", po::value<int>()->default_value(1), "with --torch: steps before the window")(
       "torch-iters", po::value<int>()->default_value(3), "with --torch: steps in the window");
+  AddStallOptions(options);
   po::variables_map values;
   int exit_code = 0;
   const std::string epilogue =
@@ -173,40 +206,28 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
   auto settings = ReadAnalysisSettings(values);
   if (!settings.ok()) return ReportError(err, command_name, settings.status());
 
+  EnvironmentOverrides stall_env;
+  auto supervision = StallSupervision::Start(command_name, values, stall_env);
+  if (!supervision.ok()) return ReportError(err, command_name, supervision.status());
   auto shards = PrepareShardDirectory(values);
   if (!shards.ok()) return ReportError(err, command_name, shards.status());
   const std::string shard_dir = shards->path;
   const bool temporary = shards->temporary;
 
   const bool torch = values["torch"].as<bool>();
-  const int torch_skip = values["torch-skip"].as<int>();
-  const int torch_iters = values["torch-iters"].as<int>();
-  if (torch_skip < 0 || torch_iters < 1) {
-    return ReportError(err, command_name,
-                       UsageError("--torch-skip must be >= 0 and --torch-iters >= 1"));
-  }
-  std::string why;
-  const std::string library = torch ? std::string() : FindInjectionLibrary(why);
-  EnvironmentOverrides env;
-  if (torch) {
-    auto hook = TorchHookDirectory();
-    if (!hook.ok()) return ReportError(err, command_name, hook.status());
-    env = {{"ZBKIT_TORCH_PROFILE", shard_dir},
-           {"ZBKIT_PROFILE_SKIP", std::to_string(torch_skip)},
-           {"ZBKIT_PROFILE_ITERS", std::to_string(torch_iters)},
-           PythonPathWithHook(*hook)};
-  } else if (!library.empty()) {
-    env = InjectionEnvironment(library, shard_dir, settings->analyze.costs.skip_iters);
-  } else {
-    env = {{"ZBKIT_SHARD_DIR", shard_dir}};
-    err << "zb profile: warning: " << why << "; running the command without profiling\n";
-    err.flush();
-  }
+  auto job_env = ProfilingEnvironment(values, *settings, shard_dir, err);
+  if (!job_env.ok()) return ReportError(err, command_name, job_env.status());
+  EnvironmentOverrides env = std::move(*job_env);
+  const bool profiled_by_library = std::any_of(env.begin(), env.end(), [](const auto& entry) {
+    return entry.first == "CUDA_INJECTION64_PATH";
+  });
+  env.insert(env.end(), stall_env.begin(), stall_env.end());
 
   int killed_by = 0;
   // With --json, zb's stdout is the report alone: the job's own output goes to stderr.
-  const int child_code =
-      RunChildCommand(command_name, command, env, "", &killed_by, settings->json);
+  const int child_code = RunChildCommand(command_name, command, env, "", &killed_by, settings->json,
+                                         (*supervision)->Watch(err));
+  (*supervision)->Finish(child_code, err);
   if (killed_by != 0) {
     // Said first: the report below (if any) covers a run cut short.
     err << "zb profile: the job was killed by " << SignalName(killed_by) << " (exit code "
@@ -231,7 +252,7 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
       err << "zb profile: warning: nothing was recorded (no process of the command ran "
              "torch.distributed.pipelining steps through the torch hook"
           << (traces.ok() ? "" : ": " + traces.status().message()) << ")\n";
-    } else if (library.empty()) {
+    } else if (!profiled_by_library) {
       (settings->json ? err : out) << "zb profile: nothing was recorded (no injection library)\n";
     } else {
       err << "zb profile: warning: nothing was recorded (no process of the command initialized "

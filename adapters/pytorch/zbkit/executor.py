@@ -25,6 +25,7 @@ import torch.distributed as dist
 from torch import nn
 
 from . import _p2p as p2p
+from . import progress as progress_record
 from ._p2p import ACT, GRAD, one_line
 from ._schedule_checks import validate_schedule
 from .bw_split import BackwardSplit, SplitStats
@@ -186,6 +187,10 @@ class PipelineExecutor:
         }
         #: iterations restarted after a failed validation
         self.restarts = 0
+        #: where this rank is, for `zb doctor` (zbkit.progress; on when ZBKIT_PROGRESS_DIR is set)
+        self.progress = progress_record.open_from_environment(
+            rank, schedule.ranks, [(o.kind, o.stage, o.microbatch) for o in self._ops], m, self._n
+        )
         # torch.autograd.grad imports this (and sympy) lazily on its first call with output
         # gradients: seconds on a slow machine. Pay for it here rather than inside the first B,
         # where the peer waiting for that B's gradient would count it against its timeout.
@@ -308,6 +313,9 @@ class PipelineExecutor:
         self._targets = targets
         pv = self.post_validation
         validating = pv is not None and pv.pending
+        progress = self.progress
+        if progress is not None:
+            progress.iteration_begin()
         try:
             # Until validated, only what a restart would drain is received.
             self._begin_attempt(dict(self._stale_in) if validating else None)
@@ -315,8 +323,14 @@ class PipelineExecutor:
                 self._restart()
                 validating = False
             self._wire.finish_sends()
+        except BaseException as error:
+            if progress is not None:
+                progress.raised(error)
+            raise
         finally:
             self._wire.abandon_sends()
+        if progress is not None:
+            progress.iteration_end()
         return [self._losses[mb] for mb in sorted(self._losses)]
 
     def _begin_attempt(self, hold: Optional[Dict[int, int]]) -> None:
@@ -349,6 +363,7 @@ class PipelineExecutor:
         rec = self.recorder
         report_memory = getattr(rec, "memory", None) if rec is not None else None
         deadline = self.post_validation_deadline
+        progress = self.progress
         for i, op in enumerate(self._ops):
             if validating:
                 if i == deadline:
@@ -357,6 +372,8 @@ class PipelineExecutor:
                         return False
                 else:
                     self.post_validation.poll()
+            if progress is not None:
+                progress.begin(i)
             if rec is not None:
                 rec.begin(i)
             try:
@@ -372,6 +389,8 @@ class PipelineExecutor:
                 raise
             except Exception as e:  # noqa: BLE001 - name the op for any failure inside it
                 raise _fail(f"zbkit executor rank {self.rank} op {i} ({op}): {one_line(e)}") from e
+            if progress is not None:
+                progress.end(i)
             if rec is not None:
                 rec.end(i)
                 if report_memory is not None:

@@ -29,7 +29,8 @@ def _run_next_sitecustomize() -> None:
 def _activate() -> None:
     # The names of shim.ACTIVATING, repeated: importing the shim to read them would cost every
     # Python process on the path the import.
-    names = ("ZBKIT_SCHEDULE", "ZBKIT_TORCH_PROFILE", "ZBKIT_MEMORY_REPORT", "ZBKIT_BLOCKS_DIR")
+    names = ("ZBKIT_SCHEDULE", "ZBKIT_TORCH_PROFILE", "ZBKIT_MEMORY_REPORT", "ZBKIT_BLOCKS_DIR",
+             "ZBKIT_PROGRESS_DIR")  # fmt: skip
     if not any(os.environ.get(name) for name in names):
         return
     # <adapters/pytorch>/zbkit/_hook/sitecustomize.py: make the zbkit package importable.

@@ -33,6 +33,9 @@ nothing unless one of these is set:
   injection library): the per-block costs alone (zbkit.shim._blocks), the blocks' inputs kept in
   step ZBKIT_PROFILE_SKIP (default 1) and measured right after it, into DIR/rank<R>.blocks.json.
   With ZBKIT_TORCH_PROFILE the profiling window measures them (into its own DIR).
+- `ZBKIT_PROGRESS_DIR=DIR` (`zb replay` and `zb profile` set it): each rank keeps
+  DIR/rank<R>.progress, the action torch's runtime is in, for `zb doctor` (zbkit.shim._progress,
+  docs/stalls.md).
 - `ZBKIT_MEMORY_REPORT=DIR`: every `step()` runs under `saved_tensors_hooks` that track the bytes
   of the tensors autograd saves (parameters and leaves that require grad left out; each storage
   counted once while a saved reference to it lives), and at exit each rank writes
@@ -54,12 +57,23 @@ import os
 import sys
 
 from ._memory import measured
+from ._progress import patch_action_names, tracked
 from ._replay import Refusal, check_fit, prepare, read_shape, refuse, schedule_csv
 
 __all__ = ["ACTIVATING", "Refusal", "check_fit", "install", "patch_schedules", "read_shape",
            "schedule_csv"]  # fmt: skip
 
 SCHEDULES_MODULE = "torch.distributed.pipelining.schedules"
+
+
+def _with_progress(step_function):
+    """`step_function` with the rank's progress recorded (innermost, so that the record's program
+    is the order the step really runs, after the profiling window changed it)."""
+
+    def step(schedule, /, *args, **kwargs):  # the script may pass `target=`
+        return tracked(schedule, lambda: step_function(schedule, *args, **kwargs))
+
+    return step
 
 
 def _wrap_step(original_step):
@@ -79,8 +93,8 @@ def _wrap_step(original_step):
                 # The delegate's own step is this wrapper too: run the unwrapped one.
                 inner = type(runtime).step
                 inner = getattr(inner, "__wrapped__", inner)
-                return measured(runtime, inner, args, kwargs)
-        return measured(self, original_step, args, kwargs)
+                return measured(runtime, _with_progress(inner), args, kwargs)
+        return measured(self, _with_progress(original_step), args, kwargs)
 
     step._zbkit_patched = True
     return step
@@ -88,7 +102,9 @@ def _wrap_step(original_step):
 
 def patch_schedules(module) -> None:
     """Wraps `step` of the schedule base classes (every pipelining schedule inherits one of them)
-    and of any class in the module that defines its own."""
+    and of any class in the module that defines its own; and the runtime's action names, which
+    the progress record follows."""
+    patch_action_names(module)
     for name in dir(module):
         cls = getattr(module, name)
         if not isinstance(cls, type) or "step" not in cls.__dict__:
@@ -121,7 +137,8 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
         return spec
 
 
-ACTIVATING = ("ZBKIT_SCHEDULE", "ZBKIT_TORCH_PROFILE", "ZBKIT_MEMORY_REPORT", "ZBKIT_BLOCKS_DIR")
+ACTIVATING = ("ZBKIT_SCHEDULE", "ZBKIT_TORCH_PROFILE", "ZBKIT_MEMORY_REPORT", "ZBKIT_BLOCKS_DIR",
+              "ZBKIT_PROGRESS_DIR")  # fmt: skip
 
 
 def install() -> bool:

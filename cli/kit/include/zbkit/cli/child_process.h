@@ -6,6 +6,7 @@
 #ifndef ZBKIT_CLI_CHILD_PROCESS_H_
 #define ZBKIT_CLI_CHILD_PROCESS_H_
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,9 +41,18 @@ using EnvironmentOverrides = std::vector<std::pair<std::string, std::string>>;
 // With `killed_by`, the signal that killed the job goes there (0 when it exited): 139 from a job
 // that called exit(139) and from one killed by SIGSEGV are not the same story. With
 // `stdout_to_stderr` the job's stdout goes to zb's stderr, leaving zb's stdout to zb (--json).
+// With `watch`, its `tick` runs about every `interval_s` while the job runs (zb's stall watch,
+// docs/stalls.md); when it returns true the job is ended: SIGTERM, and SIGKILL after
+// `grace_s` if it is still there.
+struct ChildWatch {
+  double interval_s = 1.0;
+  double grace_s = 10.0;
+  std::function<bool()> tick;
+};
 int RunChildCommand(const std::string& who, const std::vector<std::string>& command,
                     const EnvironmentOverrides& overrides, const std::string& output_path = "",
-                    int* killed_by = nullptr, bool stdout_to_stderr = false);
+                    int* killed_by = nullptr, bool stdout_to_stderr = false,
+                    const ChildWatch* watch = nullptr);
 
 // "SIGSEGV" for 11; "signal N" for a number without a name.
 std::string SignalName(int signal_number);

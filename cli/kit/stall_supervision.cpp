@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "zbkit/cli/stall_supervision.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "zbkit/doctor/progress.h"
+
+namespace zb::cli {
+
+namespace fs = std::filesystem;
+
+void AddStallOptions(po::options_description& options) {
+  options.add_options()("run-dir", po::value<std::string>(),
+                        "where each rank keeps its progress record for zb doctor (default: a "
+                        "fresh directory under $TMPDIR, kept only when the job stalls or fails)")(
+      "stall-timeout", po::value<double>()->default_value(30.0),
+      "seconds without progress, ranks inside a step, before the job is diagnosed as stalled "
+      "(0: no live watch)")("on-stall", po::value<std::string>()->default_value("report"),
+                            "report: print the diagnosis and keep waiting; kill: print it and end "
+                            "the job");
+}
+
+StallSupervision::StallSupervision(std::string who, std::string directory, bool made,
+                                   doctor::StallWatchOptions options)
+    : who_(std::move(who)), directory_(std::move(directory)), made_(made), watch_(options) {}
+
+Expected<std::unique_ptr<StallSupervision>> StallSupervision::Start(const std::string& who,
+                                                                    const po::variables_map& values,
+                                                                    EnvironmentOverrides& env) {
+  const double timeout = values["stall-timeout"].as<double>();
+  if (!(timeout >= 0)) return UsageError("--stall-timeout must be >= 0 seconds (0: no watch)");
+  auto on_stall = doctor::ParseOnStall(values["on-stall"].as<std::string>());
+  if (!on_stall.ok()) return on_stall.status();
+  std::string directory;
+  bool made = false;
+  std::error_code error;
+  if (values.count("run-dir")) {
+    directory = values["run-dir"].as<std::string>();
+    fs::create_directories(directory, error);
+    if (error) return IoError("--run-dir " + directory + ": " + error.message());
+    // Records of an earlier run in the same directory would mix with this one's.
+    for (const auto& entry : fs::directory_iterator(directory, error)) {
+      if (entry.path().extension() == ".progress") fs::remove(entry.path(), error);
+    }
+  } else {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/zbkit-run-XXXXXX";
+    if (mkdtemp(pattern.data()) == nullptr) {
+      return IoError("cannot create a run directory " + pattern + ": " + std::strerror(errno));
+    }
+    directory = pattern;
+    made = true;
+  }
+  directory = fs::absolute(directory, error).string();
+  std::random_device random;
+  char job[17];
+  std::snprintf(job, sizeof(job), "%08x%08x", random(), random());
+  env.emplace_back("ZBKIT_PROGRESS_DIR", directory);
+  env.emplace_back("ZBKIT_PROGRESS_JOB", job);
+  doctor::StallWatchOptions options;
+  options.who = who;
+  options.directory = directory;
+  options.timeout_s = timeout;
+  options.on_stall = *on_stall;
+  return std::unique_ptr<StallSupervision>(
+      new StallSupervision(who, directory, made, std::move(options)));
+}
+
+const ChildWatch* StallSupervision::Watch(std::ostream& err) {
+  child_watch_.interval_s = 1.0;
+  child_watch_.tick = [this, &err] { return watch_.Check(err, doctor::NowNs()); };
+  return &child_watch_;
+}
+
+StallSupervision::~StallSupervision() {
+  std::error_code error;
+  if (made_ && !finished_) fs::remove_all(directory_, error);
+}
+
+void StallSupervision::Finish(int exit_code, std::ostream& err) {
+  finished_ = true;
+  std::error_code error;
+  bool has_records = false;
+  for (const auto& entry : fs::directory_iterator(directory_, error))
+    has_records = has_records || entry.path().extension() == ".progress";
+  const bool keep = has_records && (exit_code != 0 || watch_.stalled());
+  if (keep) {
+    if (exit_code != 0) watch_.AfterFailure(err, doctor::NowNs());
+    err << "zb " << who_ << ": the ranks' progress records are in " << directory_ << " (zb doctor "
+        << directory_ << ")\n";
+  } else if (made_) {
+    // Nothing to diagnose: a job that went well, or one with no rank under zbkit.
+    fs::remove_all(directory_, error);
+  }
+}
+
+}  // namespace zb::cli

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+// zb doctor RUN_DIR [--json] [--stall-timeout S]: the diagnosis of a job from its ranks' progress
+// records (docs/stalls.md). Exit 0 when every rank's record was read, 1 when some are missing or
+// unreadable (the diagnosis of the others is printed all the same) or none is there.
+#include "doctor_commands.h"
+#include "zbkit/doctor/diagnosis.h"
+#include "zbkit/doctor/progress.h"
+
+namespace zb::cli {
+
+int RunDoctorCommand(const Args& args, std::ostream& out, std::ostream& err) {
+  const std::string command_name = "doctor";
+  const std::string usage = "RUN_DIR [--json] [--stall-timeout S]";
+  po::options_description options("options");
+  options.add_options()("run-dir", po::value<std::string>()->required(),
+                        "the job's run directory: its ranks' rank<R>.progress records")(
+      "json", po::bool_switch(), "print zb-diagnosis/1 JSON")(
+      "stall-timeout", po::value<double>()->default_value(30.0),
+      "seconds without a mark, ranks inside a step, that make a job stalled");
+  po::positional_options_description positional;
+  positional.add("run-dir", 1);
+  po::variables_map values;
+  int exit_code = 0;
+  const std::string epilogue =
+      "Every rank run by zb replay, zb profile, zbkit's executor or the shim keeps its\n"
+      "progress record in the run directory (zb replay --run-dir, else the directory it names\n"
+      "when a job stalls or fails). zb doctor reads them, also while the job hangs, and names\n"
+      "the culprit rank and op and the chain of waits that leads to it.\n\n"
+      "examples:\n"
+      "  zb doctor /tmp/zbkit-run-Ab12Cd\n"
+      "  zb doctor run1 --json\n";
+  if (!ParseCommandLine(command_name, usage, args, options, positional, values, out, err, exit_code,
+                        epilogue)) {
+    return exit_code;
+  }
+  const double timeout = values["stall-timeout"].as<double>();
+  if (!(timeout > 0)) {
+    return ReportError(err, command_name, UsageError("--stall-timeout must be > 0 seconds"));
+  }
+  auto run = doctor::ReadRunProgress(values["run-dir"].as<std::string>());
+  if (!run.ok()) return ReportError(err, command_name, run.status());
+  doctor::DiagnoseOptions diagnose;
+  diagnose.now_ns = doctor::NowNs();
+  diagnose.stall_timeout_s = timeout;
+  const doctor::Diagnosis diagnosis = doctor::Diagnose(*run, diagnose);
+  out << (values["json"].as<bool>() ? doctor::DiagnosisJson(diagnosis)
+                                    : doctor::FormatDiagnosis(diagnosis));
+  if (!run->problems.empty()) {
+    err << "zb doctor: " << run->problems.front()
+        << (run->problems.size() > 1 ? " (and " + std::to_string(run->problems.size() - 1) +
+                                           " more problems, listed above)"
+                                     : "")
+        << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace zb::cli

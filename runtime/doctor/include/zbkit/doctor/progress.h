@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reading the ranks' progress records (zb-progress/1, docs/formats.md §7): the small file each
+// rank of a job run under zbkit keeps in place, `<dir>/rank<R>.progress`, with its program (the
+// ordered ops it runs) and where it is in it. The writer is zbkit.progress (Python); readers are
+// `zb doctor` and the stall watch of `zb replay` / `zb profile` (docs/stalls.md).
+#ifndef ZBKIT_DOCTOR_PROGRESS_H_
+#define ZBKIT_DOCTOR_PROGRESS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "zbkit/schemas/status.h"
+
+namespace zb::doctor {
+
+// An op of a rank's program: zbkit's F/B/W/BW, and torch's runtime's sends/receives.
+enum class OpKind : int8_t {
+  kF = 0,
+  kB = 1,   // input gradient (torch's I)
+  kW = 2,   // weight gradient
+  kBW = 3,  // both (torch's B)
+  kSendF = 4,
+  kRecvF = 5,
+  kSendB = 6,
+  kRecvB = 7,
+  kOther = 8,  // torch's UNSHARD, RESHARD, REDUCE_GRAD, overlapped actions
+};
+const char* OpKindName(OpKind kind);
+
+struct ProgramOp {
+  OpKind kind = OpKind::kOther;
+  int stage = -1;
+  int microbatch = -1;
+};
+// "F stage 1 mb 5", "SEND_B stage 2 mb 0".
+std::string OpText(const ProgramOp& op);
+
+enum class Phase : int32_t {
+  kStarting = 0,       // a step began, no op yet (or the record was just made)
+  kInOp = 1,           // op_index began, not ended
+  kOpDone = 2,         // op_index ended, the next not begun
+  kIterationDone = 3,  // the step returned: the rank is outside the pipeline
+  kExited = 4,         // the process left normally
+  kRaised = 5,         // the step raised (exit_message says what)
+};
+const char* PhaseName(Phase phase);
+
+// Who wrote the program: zbkit's executor (F/B/W/BW, receives inside the op that needs them) or
+// torch's runtime through the shim (its actions, sends and receives their own ops).
+enum class ProgramSource : int32_t { kExecutor = 0, kTorchRuntime = 1 };
+
+struct RankProgress {
+  std::string path;
+  int rank = 0;
+  int world = 0;
+  int pid = 0;
+  int64_t started_ns = 0;
+  std::string job;
+  std::string host;
+  int microbatches = 0;
+  int stages = 0;  // of the whole pipeline
+  ProgramSource source = ProgramSource::kExecutor;
+  std::vector<ProgramOp> program;
+  // The state, from the newer whole slot.
+  uint64_t seq = 0;
+  int64_t iteration = -1;
+  int64_t op_index = -1;
+  Phase phase = Phase::kStarting;
+  int64_t since_ns = 0;  // when the phase began (the last write)
+  int64_t ops_done = 0;
+  std::string exit_message;  // for kRaised
+};
+
+// One rank's file. InvalidInput (naming the file and what is wrong) for a file that is not a
+// whole zb-progress/1 record: wrong magic or version, too short, a program that does not fit, no
+// consistent state slot.
+Expected<RankProgress> ReadProgressFile(const std::string& path);
+
+// Every rank<R>.progress of a directory, by rank. Files that cannot be read, ranks missing from
+// 0..world-1, and files of another job (its id differs from the most common one) are left out
+// and named in `problems`, one line each. NotFound when the directory does not exist or holds
+// no readable record.
+struct RunProgress {
+  std::string directory;
+  std::string job;
+  int world = 0;
+  std::vector<RankProgress> ranks;  // by rank, only those read
+  std::vector<std::string> problems;
+};
+Expected<RunProgress> ReadRunProgress(const std::string& directory);
+
+// What a record's process is doing now, as this machine sees it.
+enum class ProcessState {
+  kAlive,    // running or sleeping
+  kStopped,  // stopped by a signal (SIGSTOP, SIGTSTP) or traced
+  kDead,     // gone (or a zombie, or its pid now belongs to a younger process)
+  kUnknown,  // on another host
+};
+const char* ProcessStateName(ProcessState state);
+ProcessState ProbeProcess(const RankProgress& rank);
+
+// The epoch time now (CLOCK_REALTIME, the writer's clock).
+int64_t NowNs();
+
+}  // namespace zb::doctor
+
+#endif  // ZBKIT_DOCTOR_PROGRESS_H_

@@ -1,0 +1,520 @@
+// SPDX-License-Identifier: Apache-2.0
+// The wait-for graph of a pipeline (docs/stalls.md §3): a rank inside an op that needs a message
+// from a peer (an F of stage s > 0 needs stage s-1's activation, a B or BW of stage s < n-1 stage
+// s+1's gradient) waits for that peer until the peer has passed the op that sends it: its SEND
+// action in torch's runtime, the producing F/B/BW in zbkit's executor (which sends right after).
+#include "zbkit/doctor/diagnosis.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+
+namespace zb::doctor {
+namespace {
+
+struct Need {
+  int peer = -1;
+  int producer = -1;  // index in the peer's program, -1 when none sends it
+  std::string message;
+};
+
+bool IsCompute(OpKind kind) {
+  return kind == OpKind::kF || kind == OpKind::kB || kind == OpKind::kW || kind == OpKind::kBW;
+}
+
+std::string Seconds(double s) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f s", s);
+  return text;
+}
+
+class Graph {
+ public:
+  Graph(const RunProgress& run, std::vector<std::string>& problems) : run_(run) {
+    for (size_t i = 0; i < run.ranks.size(); ++i) {
+      const RankProgress& rank = run.ranks[i];
+      by_rank_[rank.rank] = i;
+      stages_ = std::max(stages_, rank.stages);
+      for (const ProgramOp& op : rank.program) {
+        if (!IsCompute(op.kind) || op.stage < 0) continue;
+        stages_ = std::max(stages_, op.stage + 1);
+        v_placement_ = v_placement_ || op.stage % std::max(1, run.world) != rank.rank;
+        auto [it, inserted] = owner_.emplace(op.stage, rank.rank);
+        if (!inserted && it->second != rank.rank && conflicts_.insert(op.stage).second) {
+          problems.push_back("stage " + std::to_string(op.stage) + " is in the programs of ranks " +
+                             std::to_string(it->second) + " and " + std::to_string(rank.rank) +
+                             " (the ranks run schedules for different layouts)");
+        }
+      }
+    }
+  }
+
+  const RankProgress* Rank(int rank) const {
+    auto it = by_rank_.find(rank);
+    return it == by_rank_.end() ? nullptr : &run_.ranks[it->second];
+  }
+  bool HasConflicts() const { return !conflicts_.empty(); }
+
+  // What `rank`'s current op waits for, if it needs a message from another rank.
+  std::optional<Need> NeedOf(const RankProgress& rank) const {
+    const bool in_op = rank.phase == Phase::kInOp || rank.phase == Phase::kRaised;
+    if (!in_op || rank.op_index < 0) return std::nullopt;
+    const ProgramOp& op = rank.program[static_cast<size_t>(rank.op_index)];
+    int from_stage = -1;
+    bool activation = false;
+    if (op.kind == OpKind::kF && op.stage > 0) {
+      from_stage = op.stage - 1;
+      activation = true;
+    } else if ((op.kind == OpKind::kB || op.kind == OpKind::kBW) && op.stage + 1 < stages_) {
+      from_stage = op.stage + 1;
+    }
+    const int owner = OwnerOf(from_stage);
+    if (owner < 0 || owner == rank.rank) return std::nullopt;
+    Need need;
+    need.peer = owner;
+    need.message = std::string(activation ? "RECV_F" : "RECV_B") + " stage " +
+                   std::to_string(op.stage) + " mb " + std::to_string(op.microbatch);
+    if (const RankProgress* peer = Rank(need.peer)) {
+      need.producer = ProducerIndex(*peer, from_stage, op.microbatch, activation);
+    }
+    return need;
+  }
+
+  // Whether `peer` is past op `producer` of the iteration `iteration`.
+  static bool Passed(const RankProgress& peer, int64_t iteration, int producer) {
+    if (producer < 0) return false;
+    if (peer.iteration != iteration) return peer.iteration > iteration;
+    switch (peer.phase) {
+      case Phase::kIterationDone:
+      case Phase::kExited:
+        return true;
+      case Phase::kInOp:
+      case Phase::kRaised:
+        return peer.op_index > producer;
+      case Phase::kOpDone:
+        return peer.op_index >= producer;
+      case Phase::kStarting:
+        break;
+    }
+    return false;
+  }
+
+ private:
+  // The rank holding `stage`: from the programs, else (a rank without a record) by the placement
+  // the others follow (docs/schedules.md): loop (s mod p) or V.
+  int OwnerOf(int stage) const {
+    if (stage < 0) return -1;
+    auto it = owner_.find(stage);
+    if (it != owner_.end()) return it->second;
+    const int p = run_.world;
+    if (p <= 0) return -1;
+    if (v_placement_ && stages_ == 2 * p) return stage < p ? stage : 2 * p - 1 - stage;
+    return stage % p;
+  }
+
+  static int ProducerIndex(const RankProgress& peer, int stage, int microbatch, bool activation) {
+    const bool has_comms = std::any_of(peer.program.begin(), peer.program.end(), [](auto& op) {
+      return op.kind == OpKind::kSendF || op.kind == OpKind::kSendB;
+    });
+    for (size_t i = 0; i < peer.program.size(); ++i) {
+      const ProgramOp& op = peer.program[i];
+      if (op.stage != stage || op.microbatch != microbatch) continue;
+      const bool sends = has_comms ? op.kind == (activation ? OpKind::kSendF : OpKind::kSendB)
+                                   : (activation ? op.kind == OpKind::kF
+                                                 : op.kind == OpKind::kB || op.kind == OpKind::kBW);
+      if (sends) return static_cast<int>(i);
+    }
+    return -1;
+  }
+
+  const RunProgress& run_;
+  std::map<int, size_t> by_rank_;
+  std::map<int, int> owner_;
+  std::set<int> conflicts_;
+  int stages_ = 0;
+  bool v_placement_ = false;
+};
+
+// How bad a rank's own state is, lower first; 9 for a rank that is fine on its own.
+int Severity(const RankFinding& rank) {
+  if (rank.phase == Phase::kRaised) return 0;
+  if (rank.process == ProcessState::kDead && rank.phase != Phase::kExited) return 1;
+  if (rank.process == ProcessState::kStopped) return 2;
+  return 9;
+}
+
+std::string Where(const RankFinding& rank) {
+  std::string text = "rank " + std::to_string(rank.rank);
+  if (!rank.op.empty()) {
+    text += " in " + rank.op + " (op " + std::to_string(rank.op_index) + ", step " +
+            std::to_string(rank.iteration) + ")";
+  } else {
+    text += std::string(" ") + (rank.phase == Phase::kIterationDone ? "between steps"
+                                : rank.phase == Phase::kExited      ? "after exiting"
+                                                                    : "starting a step");
+  }
+  return text;
+}
+
+std::string WaitText(const RankFinding& rank) {
+  return "rank " + std::to_string(rank.rank) + " waits " + rank.message + " from rank " +
+         std::to_string(rank.waits_for) + " (in " + rank.op + ", op " +
+         std::to_string(rank.op_index) + ", for " + Seconds(rank.for_s) + ")";
+}
+
+void Blame(Diagnosis& d, const RankFinding& rank, Culprit culprit, const std::string& headline,
+           const std::string& advice) {
+  d.culprit = culprit;
+  d.culprit_rank = rank.rank;
+  d.headline = headline;
+  d.advice = advice;
+}
+
+// The headline and advice for a culprit rank that no one else's state explains.
+void BlameRank(Diagnosis& d, const RankFinding& rank, const std::string& exit_message) {
+  const std::string pid = "process " + std::to_string(rank.pid);
+  switch (Severity(rank)) {
+    case 0:
+      return Blame(d, rank, Culprit::kRaised, Where(rank) + " raised: " + exit_message,
+                   "read rank " + std::to_string(rank.rank) +
+                       "'s traceback in the job's output and fix that error");
+    case 1:
+      return Blame(d, rank, Culprit::kDied,
+                   Where(rank) + ": its " + pid +
+                       " is gone without exiting (killed by a signal: SIGKILL, the OOM killer, "
+                       "or its launcher)",
+                   "find what killed it (dmesg for the OOM killer, the launcher's log); the other "
+                   "ranks wait for it");
+    case 2:
+      return Blame(d, rank, Culprit::kFrozen,
+                   Where(rank) + ": its " + pid + " is stopped (SIGSTOP or a debugger) for " +
+                       Seconds(rank.for_s),
+                   "resume it (kill -CONT " + std::to_string(rank.pid) +
+                       ") or end the job; was a debugger attached?");
+    default:
+      break;
+  }
+  if (!rank.op.empty()) {
+    return Blame(d, rank, Culprit::kSlow, Where(rank) + " for " + Seconds(rank.for_s),
+                 "a straggler (a slow or shared device or host) or a hang inside the op: look at "
+                 "its stack (py-spy dump --pid " +
+                     std::to_string(rank.pid) + ")");
+  }
+  Blame(d, rank, Culprit::kOutsidePipeline,
+        Where(rank) + " for " + Seconds(rank.for_s) + ", outside the pipeline's ops",
+        "it is in the script's own code between steps (data loading, optimizer, checkpoint, a "
+        "collective): look at its stack (py-spy dump --pid " +
+            std::to_string(rank.pid) + ")");
+}
+
+}  // namespace
+
+const char* CulpritName(Culprit culprit) {
+  switch (culprit) {
+    case Culprit::kNone:
+      return "none";
+    case Culprit::kRaised:
+      return "raised";
+    case Culprit::kDied:
+      return "died";
+    case Culprit::kFrozen:
+      return "frozen";
+    case Culprit::kDeadlock:
+      return "deadlock";
+    case Culprit::kUnrunnable:
+      return "unrunnable";
+    case Culprit::kSlow:
+      return "slow";
+    case Culprit::kOutsidePipeline:
+      return "outside-pipeline";
+    case Culprit::kFinished:
+      return "finished";
+  }
+  return "none";
+}
+
+namespace {
+
+std::vector<RankFinding> Findings(const RunProgress& run, const Graph& graph,
+                                  const DiagnoseOptions& options) {
+  std::vector<RankFinding> findings;
+  for (const RankProgress& rank : run.ranks) {
+    RankFinding f;
+    f.rank = rank.rank;
+    f.pid = rank.pid;
+    f.process = options.probe(rank);
+    f.phase = rank.phase;
+    f.iteration = rank.iteration;
+    f.op_index = rank.op_index;
+    const bool in_op =
+        rank.op_index >= 0 && (rank.phase == Phase::kInOp || rank.phase == Phase::kRaised ||
+                               rank.phase == Phase::kOpDone);
+    if (in_op) f.op = OpText(rank.program[static_cast<size_t>(rank.op_index)]);
+    f.for_s = std::max(0.0, static_cast<double>(options.now_ns - rank.since_ns) / 1e9);
+    if (auto need = graph.NeedOf(rank)) {
+      const RankProgress* peer = graph.Rank(need->peer);
+      if (peer == nullptr || !Graph::Passed(*peer, rank.iteration, need->producer)) {
+        f.waits_for = need->peer;
+        f.message = need->message;
+        if (peer != nullptr && need->producer >= 0) {
+          f.producer = OpText(peer->program[static_cast<size_t>(need->producer)]) + " (op " +
+                       std::to_string(need->producer) + ")";
+        }
+      }
+    }
+    findings.push_back(std::move(f));
+  }
+  return findings;
+}
+
+// Follows the waits from `start`: the ranks in order, ending at a rank that waits for no one,
+// at one without a record, or where the walk meets itself (then `cycle_at` is that rank).
+std::vector<int> Walk(const std::map<int, const RankFinding*>& by_rank, int start, int& cycle_at) {
+  std::vector<int> path;
+  std::set<int> seen;
+  cycle_at = -1;
+  for (int r = start; r >= 0;) {
+    if (!seen.insert(r).second) {
+      cycle_at = r;
+      break;
+    }
+    path.push_back(r);
+    auto it = by_rank.find(r);
+    r = it == by_rank.end() ? -1 : it->second->waits_for;
+  }
+  return path;
+}
+
+std::string Chain(const std::map<int, const RankFinding*>& by_rank, const std::vector<int>& path) {
+  std::string text;
+  for (int r : path) {
+    auto it = by_rank.find(r);
+    if (!text.empty()) text += " <- ";
+    if (it == by_rank.end()) {
+      text += "rank " + std::to_string(r) + " (no record)";
+    } else if (it->second->waits_for >= 0) {
+      text += WaitText(*it->second);
+    } else {
+      text += Where(*it->second) + " for " + Seconds(it->second->for_s);
+    }
+  }
+  return text;
+}
+
+void State(Diagnosis& d, const RunProgress& run, const DiagnoseOptions& options) {
+  int64_t last = 0;
+  bool in_step = false, all_exited = true, failed = false;
+  for (const RankFinding& f : d.ranks) {
+    in_step = in_step || f.phase == Phase::kStarting || f.phase == Phase::kInOp ||
+              f.phase == Phase::kOpDone;
+    all_exited = all_exited && f.phase == Phase::kExited;
+    failed = failed || Severity(f) <= 1;
+  }
+  for (const RankProgress& rank : run.ranks)
+    last = std::max(last, rank.since_ns);
+  d.quiet_s = std::max(0.0, static_cast<double>(options.now_ns - last) / 1e9);
+  d.state = all_exited && static_cast<int>(run.ranks.size()) == run.world ? "finished"
+            : failed                                                      ? "failed"
+            : in_step && d.quiet_s >= options.stall_timeout_s             ? "stalled"
+                                                                          : "progressing";
+}
+
+}  // namespace
+
+namespace {
+
+// What the blaming steps share: the findings by rank, each rank's exit message, the graph.
+struct Evidence {
+  std::map<int, const RankFinding*> by_rank;
+  std::map<int, std::string> messages;
+  const Graph* graph = nullptr;
+};
+
+// A rank broken on its own (raised, died, stopped); with `waiting` false only one that waits for
+// no one (a rank that raised on a wait timeout, or was killed while waiting, is a victim).
+bool BlameBrokenRank(Diagnosis& d, const Evidence& e, bool waiting) {
+  const RankFinding* worst = nullptr;
+  auto key = [](const RankFinding& r) { return std::make_pair(Severity(r), -r.for_s); };
+  for (const RankFinding& f : d.ranks) {
+    if (Severity(f) > 2 || (f.waits_for >= 0 && !waiting)) continue;
+    if (worst == nullptr || key(f) < key(*worst)) worst = &f;
+  }
+  if (worst == nullptr) return false;
+  BlameRank(d, *worst, e.messages.at(worst->rank));
+  std::vector<int> to_worst;
+  for (const RankFinding& f : d.ranks) {
+    if (f.waits_for < 0) continue;
+    int cycle_at = -1;
+    std::vector<int> path = Walk(e.by_rank, f.rank, cycle_at);
+    if (path.size() > to_worst.size() && path.back() == worst->rank) to_worst = path;
+  }
+  if (!to_worst.empty()) d.chain.push_back(Chain(e.by_rank, to_worst));
+  return true;
+}
+
+bool BlameCycle(Diagnosis& d, const Evidence& e) {
+  for (const RankFinding& f : d.ranks) {
+    if (f.waits_for < 0) continue;
+    int cycle = -1;
+    Walk(e.by_rank, f.rank, cycle);
+    if (cycle < 0) continue;
+    int ignored = -1;
+    std::vector<int> loop = Walk(e.by_rank, cycle, ignored);
+    const RankFinding& a = *e.by_rank.at(loop.front());
+    const RankFinding& b = *e.by_rank.at(a.waits_for);
+    d.culprit = Culprit::kDeadlock;
+    d.culprit_rank = a.rank;
+    d.headline = "deadlock: rank " + std::to_string(a.rank) + "'s " + a.op + " waits for rank " +
+                 std::to_string(b.rank) + "'s " + (a.producer.empty() ? a.message : a.producer) +
+                 ", which comes after rank " + std::to_string(b.rank) + "'s " + b.op +
+                 " that waits for rank " + std::to_string(b.waits_for);
+    d.chain.push_back(Chain(e.by_rank, loop) + " <- rank " + std::to_string(cycle) +
+                      " again: a cycle");
+    d.advice =
+        "the ranks' orders cross: check the schedule (zb show) and give every rank the same "
+        "tuned order";
+    return true;
+  }
+  return false;
+}
+
+// Where the longest chain of waits ends: a rank without a record, a peer whose program never
+// sends what is waited for, or a rank that is slow or outside the pipeline.
+bool BlameChainEnd(Diagnosis& d, const Evidence& e) {
+  std::vector<int> longest;
+  for (const RankFinding& f : d.ranks) {
+    int cycle_at = -1;
+    std::vector<int> path = f.waits_for >= 0 ? Walk(e.by_rank, f.rank, cycle_at) : longest;
+    if (path.size() > longest.size()) longest = path;
+  }
+  if (longest.size() < 2) return false;
+  d.chain.push_back(Chain(e.by_rank, longest));
+  const int end = longest.back();
+  const RankFinding& waiter = *e.by_rank.at(longest[longest.size() - 2]);
+  auto sink = e.by_rank.find(end);
+  if (sink == e.by_rank.end()) {
+    d.culprit = Culprit::kNoRecord;
+    d.culprit_rank = end;
+    d.headline = "rank " + std::to_string(end) +
+                 " left no progress record: it never reached its first step, or its record is "
+                 "on another host";
+    d.advice = "read rank " + std::to_string(end) +
+               "'s output: it failed or hung before its first step (start-up, a refused "
+               "schedule, the rendezvous)";
+  } else if (waiter.producer.empty() || e.graph->HasConflicts()) {
+    d.culprit = Culprit::kUnrunnable;
+    d.culprit_rank = end;
+    d.headline = "schedule cannot run: rank " + std::to_string(waiter.rank) + "'s " + waiter.op +
+                 " waits " + waiter.message + " from rank " + std::to_string(end) +
+                 ", whose program has no op that sends it";
+    d.advice =
+        "the ranks run different schedules (microbatches or layout): give every rank the same "
+        "schedule";
+  } else {
+    BlameRank(d, *sink->second, e.messages.at(end));
+  }
+  return true;
+}
+
+}  // namespace
+
+Diagnosis Diagnose(const RunProgress& run, const DiagnoseOptions& options) {
+  Diagnosis d;
+  d.directory = run.directory;
+  d.job = run.job;
+  d.world = run.world;
+  d.problems = run.problems;
+  Graph graph(run, d.problems);
+  d.ranks = Findings(run, graph, options);
+  State(d, run, options);
+  if (d.state == "finished") {
+    d.culprit = Culprit::kFinished;
+    d.headline = "every rank exited normally";
+    return d;
+  }
+  Evidence e;
+  e.graph = &graph;
+  for (const RankFinding& f : d.ranks)
+    e.by_rank[f.rank] = &f;
+  for (const RankProgress& rank : run.ranks)
+    e.messages[rank.rank] = rank.exit_message;
+  if (BlameBrokenRank(d, e, false) || BlameCycle(d, e) || BlameChainEnd(d, e) ||
+      BlameBrokenRank(d, e, true)) {
+    return d;
+  }
+  // No rank waits for another: the one longest in an op, else longest between steps.
+  const RankFinding* slowest = nullptr;
+  for (const RankFinding& f : d.ranks) {
+    if (f.phase == Phase::kExited) continue;
+    auto key = [](const RankFinding& r) { return std::make_pair(!r.op.empty(), r.for_s); };
+    if (slowest == nullptr || key(*slowest) < key(f)) slowest = &f;
+  }
+  if (slowest != nullptr && d.state != "progressing") BlameRank(d, *slowest, "");
+  return d;
+}
+
+std::string FormatDiagnosis(const Diagnosis& d) {
+  std::string text =
+      d.directory + ": " + std::to_string(d.world) + " ranks (job " + d.job + "): " + d.state;
+  if (d.state == "stalled" || d.state == "failed") {
+    text += ", no progress for " + Seconds(d.quiet_s);
+  }
+  text += "\n";
+  if (!d.headline.empty()) text += "culprit: " + d.headline + "\n";
+  for (const std::string& chain : d.chain)
+    text += "chain: " + chain + "\n";
+  if (!d.advice.empty()) text += "what to do: " + d.advice + "\n";
+  for (const RankFinding& f : d.ranks) {
+    text += "  rank " + std::to_string(f.rank) + " (pid " + std::to_string(f.pid) + ", " +
+            ProcessStateName(f.process) + "): " + PhaseName(f.phase);
+    if (!f.op.empty()) text += " " + f.op + " (op " + std::to_string(f.op_index) + ")";
+    text += ", step " + std::to_string(f.iteration) + ", for " + Seconds(f.for_s);
+    if (f.waits_for >= 0) {
+      text += "; waits " + f.message + " from rank " + std::to_string(f.waits_for);
+      text += f.producer.empty() ? " (no op of its program sends it)" : " (its " + f.producer + ")";
+    }
+    text += "\n";
+  }
+  for (const std::string& problem : d.problems)
+    text += "problem: " + problem + "\n";
+  return text;
+}
+
+std::string DiagnosisJson(const Diagnosis& d) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const RankFinding& f : d.ranks) {
+    ranks.push_back({{"rank", f.rank},
+                     {"pid", f.pid},
+                     {"process", ProcessStateName(f.process)},
+                     {"phase", PhaseName(f.phase)},
+                     {"step", f.iteration},
+                     {"op_index", f.op_index},
+                     {"op", f.op},
+                     {"for_s", f.for_s},
+                     {"waits_for", f.waits_for >= 0 ? nlohmann::json(f.waits_for) : nullptr},
+                     {"message", f.message},
+                     {"producer", f.producer}});
+  }
+  nlohmann::json doc = {
+      {"format", "zb-diagnosis/1"},
+      {"run_dir", d.directory},
+      {"job", d.job},
+      {"world", d.world},
+      {"state", d.state},
+      {"quiet_s", d.quiet_s},
+      {"culprit",
+       {{"kind", CulpritName(d.culprit)},
+        {"rank", d.culprit_rank >= 0 ? nlohmann::json(d.culprit_rank) : nullptr},
+        {"headline", d.headline}}},
+      {"chain", d.chain},
+      {"advice", d.advice},
+      {"ranks", ranks},
+      {"problems", d.problems},
+  };
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace zb::doctor

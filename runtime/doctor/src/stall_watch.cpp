@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "zbkit/doctor/stall_watch.h"
+
+#include <signal.h>
+
+#include <sstream>
+
+namespace zb::doctor {
+namespace {
+
+// Each line of `text` prefixed with "zb <who>: ".
+std::string Prefixed(const std::string& who, const std::string& text) {
+  std::istringstream lines(text);
+  std::string line, out;
+  while (std::getline(lines, line))
+    out += "zb " + who + ": " + line + "\n";
+  return out;
+}
+
+}  // namespace
+
+Expected<OnStall> ParseOnStall(const std::string& text) {
+  if (text == "report") return OnStall::kReport;
+  if (text == "kill") return OnStall::kKill;
+  return UsageError("--on-stall: \"" + text + "\" is not one of report, kill");
+}
+
+bool StallWatch::Check(std::ostream& err, int64_t now_ns) {
+  if (options_.timeout_s <= 0 || ended_) return false;
+  auto run = ReadRunProgress(options_.directory);
+  if (!run.ok()) return false;  // no rank has reached its first step yet
+  DiagnoseOptions diagnose;
+  diagnose.now_ns = now_ns;
+  diagnose.stall_timeout_s = options_.timeout_s;
+  const Diagnosis d = Diagnose(*run, diagnose);
+  const bool stalled =
+      d.state == "stalled" || (d.state == "failed" && d.quiet_s >= options_.timeout_s);
+  if (!stalled) return false;
+  const std::string key = std::string(CulpritName(d.culprit)) + " " + d.headline.substr(0, 40);
+  if (key != last_headline_) {
+    last_headline_ = key;
+    reported_ = true;
+    err << Prefixed(options_.who, "no progress for " + std::to_string(static_cast<int>(d.quiet_s)) +
+                                      " s (stall timeout " +
+                                      std::to_string(static_cast<int>(options_.timeout_s)) +
+                                      " s); zb doctor " + options_.directory + " says:")
+        << Prefixed(options_.who, FormatDiagnosis(d));
+  }
+  if (options_.on_stall != OnStall::kKill) return false;
+  for (const RankProgress& rank : run->ranks) {
+    if (ProbeProcess(rank) == ProcessState::kAlive ||
+        ProbeProcess(rank) == ProcessState::kStopped) {
+      kill(rank.pid, SIGKILL);
+    }
+  }
+  err << Prefixed(options_.who, "ending the job (--on-stall kill)");
+  ended_ = true;
+  return true;
+}
+
+void StallWatch::AfterFailure(std::ostream& err, int64_t now_ns) {
+  if (reported_) return;  // the live diagnosis said it already
+  auto run = ReadRunProgress(options_.directory);
+  if (!run.ok()) return;
+  DiagnoseOptions diagnose;
+  diagnose.now_ns = now_ns;
+  diagnose.stall_timeout_s = options_.timeout_s > 0 ? options_.timeout_s : 30;
+  err << Prefixed(options_.who, "the job failed; zb doctor " + options_.directory + " says:")
+      << Prefixed(options_.who, FormatDiagnosis(Diagnose(*run, diagnose)));
+}
+
+}  // namespace zb::doctor

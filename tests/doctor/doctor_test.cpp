@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: Apache-2.0
+// zb doctor's reader and diagnosis (runtime/doctor): records as ranks leave them, real processes
+// for the process states, and the zb doctor command.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "progress_record_writer.h"
+#include "zbkit/doctor/diagnosis.h"
+
+namespace zb::doctor {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::RecordSpec;
+using testing::WriteRecord;
+
+constexpr int64_t kSecond = 1000000000LL;
+
+// 1F1B on 2 ranks, 4 microbatches, zbkit's executor: rank 0 F0 F1 B0 F2 B1 F3 B2 B3 (stage 0),
+// rank 1 F0 B0 F1 B1 ... (stage 1).
+std::vector<ProgramOp> OneFOneB(int rank, int microbatches = 4) {
+  std::vector<ProgramOp> ops;
+  const int warmup = rank == 0 ? 2 : 1;
+  int f = 0, b = 0;
+  for (; f < std::min(warmup, microbatches); ++f)
+    ops.push_back({OpKind::kF, rank, f});
+  while (b < microbatches) {
+    ops.push_back({OpKind::kBW, rank, b++});
+    if (f < microbatches) ops.push_back({OpKind::kF, rank, f++});
+  }
+  return ops;
+}
+
+// GPipe on stage `rank`: every F, then every BW.
+std::vector<ProgramOp> GPipe(int rank, int microbatches = 4) {
+  std::vector<ProgramOp> ops;
+  for (int mb = 0; mb < microbatches; ++mb)
+    ops.push_back({OpKind::kF, rank, mb});
+  for (int mb = 0; mb < microbatches; ++mb)
+    ops.push_back({OpKind::kBW, rank, mb});
+  return ops;
+}
+
+int IndexOf(const std::vector<ProgramOp>& ops, OpKind kind, int mb) {
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].kind == kind && ops[i].microbatch == mb) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+class DoctorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("zbkit-doctor-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    now_ = NowNs();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // A rank in op `kind` mb `mb` of its program since `seconds` ago.
+  RecordSpec InOp(int rank, std::vector<ProgramOp> program, OpKind kind, int mb, double seconds) {
+    RecordSpec spec;
+    spec.rank = rank;
+    spec.pid = 1000 + rank;
+    spec.program = std::move(program);
+    spec.op_index = IndexOf(spec.program, kind, mb);
+    spec.phase = Phase::kInOp;
+    spec.since_ns = now_ - static_cast<int64_t>(seconds * kSecond);
+    return spec;
+  }
+
+  Diagnosis DiagnoseWith(std::map<int, ProcessState> states) {
+    auto run = ReadRunProgress(dir_.string());
+    EXPECT_TRUE(run.ok()) << run.status().message();
+    DiagnoseOptions options;
+    options.now_ns = now_;
+    options.stall_timeout_s = 5;
+    options.probe = [states](const RankProgress& rank) {
+      auto it = states.find(rank.rank);
+      return it == states.end() ? ProcessState::kAlive : it->second;
+    };
+    return Diagnose(*run, options);
+  }
+
+  fs::path dir_;
+  int64_t now_ = 0;
+};
+
+TEST_F(DoctorTest, ReadsEveryFieldOfARecord) {
+  RecordSpec spec = InOp(1, OneFOneB(1), OpKind::kF, 2, 3);
+  spec.job = "abc";
+  spec.host = "node7";
+  spec.iteration = 12;
+  spec.ops_done = 99;
+  spec.source = 1;
+  WriteRecord(dir_.string(), spec);
+  auto rank = ReadProgressFile((dir_ / "rank1.progress").string());
+  ASSERT_TRUE(rank.ok()) << rank.status().message();
+  EXPECT_EQ(rank->rank, 1);
+  EXPECT_EQ(rank->world, 2);
+  EXPECT_EQ(rank->pid, 1001);
+  EXPECT_EQ(rank->job, "abc");
+  EXPECT_EQ(rank->host, "node7");
+  EXPECT_EQ(rank->source, ProgramSource::kTorchRuntime);
+  ASSERT_EQ(rank->program.size(), 8u);
+  EXPECT_EQ(OpText(rank->program[static_cast<size_t>(rank->op_index)]), "F stage 1 mb 2");
+  EXPECT_EQ(rank->phase, Phase::kInOp);
+  EXPECT_EQ(rank->iteration, 12);
+  EXPECT_EQ(rank->ops_done, 99);
+  EXPECT_EQ(rank->since_ns, spec.since_ns);
+}
+
+TEST_F(DoctorTest, ATornSlotGivesTheOtherOneAndTwoTornSlotsAClearError) {
+  RecordSpec spec = InOp(0, OneFOneB(0), OpKind::kBW, 1, 1);
+  spec.tear_newer_slot = true;
+  WriteRecord(dir_.string(), spec);
+  auto rank = ReadProgressFile((dir_ / "rank0.progress").string());
+  ASSERT_TRUE(rank.ok()) << rank.status().message();
+  EXPECT_EQ(rank->seq, spec.seq - 1);  // the older, whole slot
+  EXPECT_EQ(rank->phase, Phase::kStarting);
+
+  std::string bytes = testing::RecordBytes(spec);
+  bytes[256 + 48] ^= 1;  // tear the other slot too
+  bytes[320 + 48] ^= 1;
+  std::ofstream((dir_ / "rank0.progress").string(), std::ios::binary) << bytes;
+  auto torn = ReadProgressFile((dir_ / "rank0.progress").string());
+  ASSERT_FALSE(torn.ok());
+  EXPECT_EQ(torn.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(torn.status().message().find("rank0.progress: no whole state slot"), std::string::npos)
+      << torn.status().message();
+}
+
+TEST_F(DoctorTest, MalformedRecordsNameTheFileAndWhatIsWrong) {
+  const std::string path = (dir_ / "rank0.progress").string();
+  RecordSpec spec = InOp(0, OneFOneB(0), OpKind::kF, 0, 1);
+  std::string bytes = testing::RecordBytes(spec);
+  struct Case {
+    std::string bytes, expected;
+  };
+  std::string wrong_magic = bytes;
+  wrong_magic[0] = 'X';
+  std::string wrong_version = bytes;
+  wrong_version[8] = 9;
+  std::string long_program = bytes;
+  testing::Put<int32_t>(long_program, 128, 100000);
+  const Case cases[] = {{bytes.substr(0, 100), "not a zbkit progress record (100 bytes"},
+                        {wrong_magic, "no ZBPROG01 magic"},
+                        {wrong_version, "progress record version 9"},
+                        {long_program, "a program of 100000 ops does not fit"}};
+  for (const Case& c : cases) {
+    std::ofstream(path, std::ios::binary) << c.bytes;
+    auto rank = ReadProgressFile(path);
+    ASSERT_FALSE(rank.ok()) << c.expected;
+    EXPECT_EQ(rank.status().message().rfind(path + ": ", 0), 0u) << rank.status().message();
+    EXPECT_NE(rank.status().message().find(c.expected), std::string::npos)
+        << rank.status().message();
+  }
+}
+
+TEST_F(DoctorTest, ARunNamesMissingRanksAndRecordsOfAnotherJob) {
+  RecordSpec a = InOp(0, OneFOneB(0, 4), OpKind::kF, 0, 1);
+  a.world = 4;
+  RecordSpec b = a, c = a;
+  b.rank = 2;
+  c.rank = 3;
+  c.job = "other";
+  WriteRecord(dir_.string(), a);
+  WriteRecord(dir_.string(), b);
+  WriteRecord(dir_.string(), c);
+  auto run = ReadRunProgress(dir_.string());
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  ASSERT_EQ(run->ranks.size(), 2u);
+  EXPECT_EQ(run->job, "job1");
+  ASSERT_EQ(run->problems.size(), 2u);
+  EXPECT_NE(run->problems[0].find("from another job (other, not job1)"), std::string::npos);
+  EXPECT_NE(run->problems[1].find("no record of ranks 1, 3 of 4"), std::string::npos)
+      << run->problems[1];
+
+  fs::remove_all(dir_);
+  fs::create_directories(dir_);
+  auto empty = ReadRunProgress(dir_.string());
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("no readable rank<R>.progress"), std::string::npos);
+}
+
+TEST_F(DoctorTest, ProbesRealProcessesAliveStoppedDeadAndReused) {
+  const pid_t child = fork();
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  ASSERT_GT(child, 0);
+  RankProgress rank;
+  rank.pid = child;
+  rank.started_ns = NowNs();
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  rank.host = host;
+  EXPECT_EQ(ProbeProcess(rank), ProcessState::kAlive);
+  kill(child, SIGSTOP);
+  int status = 0;
+  waitpid(child, &status, WUNTRACED);
+  EXPECT_EQ(ProbeProcess(rank), ProcessState::kStopped);
+  // A record made long before this process started is not its own (a reused pid).
+  RankProgress older = rank;
+  older.started_ns -= 3600 * kSecond;
+  EXPECT_EQ(ProbeProcess(older), ProcessState::kDead);
+  RankProgress elsewhere = rank;
+  elsewhere.host = "another-host";
+  EXPECT_EQ(ProbeProcess(elsewhere), ProcessState::kUnknown);
+  kill(child, SIGKILL);
+  waitpid(child, &status, 0);
+  EXPECT_EQ(ProbeProcess(rank), ProcessState::kDead);
+}
+
+TEST_F(DoctorTest, AFrozenRankIsTheCulpritAndItsPeersWaitIsTheChain) {
+  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), OpKind::kBW, 2, 94));
+  WriteRecord(dir_.string(), InOp(1, OneFOneB(1), OpKind::kF, 2, 94.5));
+  const Diagnosis d = DiagnoseWith({{1, ProcessState::kStopped}});
+  EXPECT_EQ(d.state, "stalled");
+  EXPECT_EQ(d.culprit, Culprit::kFrozen);
+  EXPECT_EQ(d.culprit_rank, 1);
+  EXPECT_NE(d.headline.find("rank 1 in F stage 1 mb 2"), std::string::npos) << d.headline;
+  ASSERT_EQ(d.chain.size(), 1u);
+  EXPECT_EQ(d.chain[0].rfind("rank 0 waits RECV_B stage 0 mb 2 from rank 1", 0), 0u) << d.chain[0];
+  EXPECT_NE(d.chain[0].find("<- rank 1 in F stage 1 mb 2"), std::string::npos) << d.chain[0];
+  EXPECT_EQ(d.ranks[0].producer, "BW stage 1 mb 2 (op 5)");
+}
+
+TEST_F(DoctorTest, CrossedOrdersAreADeadlockNamingBothOps) {
+  // Rank 0 runs 1F1B, rank 1 GPipe: rank 0's BW mb 0 waits for rank 1's, which comes after
+  // rank 1's F mb 2, which waits for rank 0's F mb 2, which comes after rank 0's BW mb 0.
+  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), OpKind::kBW, 0, 40));
+  WriteRecord(dir_.string(), InOp(1, GPipe(1), OpKind::kF, 2, 40));
+  const Diagnosis d = DiagnoseWith({});
+  EXPECT_EQ(d.culprit, Culprit::kDeadlock);
+  EXPECT_NE(d.headline.find("BW stage 0 mb 0 waits for rank 1's BW stage 1 mb 0"),
+            std::string::npos)
+      << d.headline;
+  EXPECT_NE(d.headline.find("after rank 1's F stage 1 mb 2"), std::string::npos) << d.headline;
+}
+
+TEST_F(DoctorTest, APeerWhoseProgramNeverSendsTheMessageMakesTheScheduleUnrunnable) {
+  RecordSpec done;
+  done.rank = 0;
+  done.pid = 1000;
+  done.program = OneFOneB(0, 3);  // 3 microbatches on rank 0, 4 on rank 1
+  done.microbatches = 3;
+  done.phase = Phase::kIterationDone;
+  done.op_index = static_cast<int64_t>(done.program.size()) - 1;
+  done.since_ns = now_ - 20 * kSecond;
+  WriteRecord(dir_.string(), done);
+  WriteRecord(dir_.string(), InOp(1, OneFOneB(1), OpKind::kF, 3, 20));
+  const Diagnosis d = DiagnoseWith({});
+  EXPECT_EQ(d.culprit, Culprit::kUnrunnable);
+  EXPECT_NE(d.headline.find("waits RECV_F stage 1 mb 3 from rank 0, whose program has no op"),
+            std::string::npos)
+      << d.headline;
+}
+
+TEST_F(DoctorTest, ADeadRankThatWaitedForNoOneIsBlamedNotItsKilledPeers) {
+  // After the launcher ended the job: every process gone, rank 1 died computing, rank 0 waiting.
+  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), OpKind::kBW, 1, 30));
+  WriteRecord(dir_.string(), InOp(1, OneFOneB(1), OpKind::kF, 2, 31));
+  const Diagnosis d = DiagnoseWith({{0, ProcessState::kDead}, {1, ProcessState::kDead}});
+  EXPECT_EQ(d.state, "failed");
+  EXPECT_EQ(d.culprit, Culprit::kDied);
+  EXPECT_EQ(d.culprit_rank, 1);
+  EXPECT_NE(d.headline.find("gone without exiting"), std::string::npos) << d.headline;
+}
+
+TEST_F(DoctorTest, ARankThatRaisedOnAWaitTimeoutIsAVictimOfTheSlowPeer) {
+  RecordSpec raised = InOp(0, OneFOneB(0), OpKind::kBW, 0, 2);
+  raised.phase = Phase::kRaised;
+  raised.exit_message = "ZbkitPipelineError: no gradient from rank 1 within 60 s";
+  WriteRecord(dir_.string(), raised);
+  WriteRecord(dir_.string(), InOp(1, OneFOneB(1), OpKind::kF, 0, 70));
+  const Diagnosis d = DiagnoseWith({});
+  EXPECT_EQ(d.culprit, Culprit::kSlow);
+  EXPECT_EQ(d.culprit_rank, 1);
+
+  // An exception in a rank's own op is the culprit, with its message.
+  fs::remove(dir_ / "rank0.progress");
+  RecordSpec own = InOp(1, OneFOneB(1), OpKind::kF, 1, 2);
+  own.phase = Phase::kRaised;
+  own.exit_message = "RuntimeError: injected";
+  WriteRecord(dir_.string(), own);
+  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), OpKind::kBW, 0, 2));
+  const Diagnosis e = DiagnoseWith({});
+  EXPECT_EQ(e.culprit, Culprit::kRaised);
+  EXPECT_EQ(e.culprit_rank, 1);
+  EXPECT_NE(e.headline.find("raised: RuntimeError: injected"), std::string::npos) << e.headline;
+}
+
+TEST_F(DoctorTest, TorchRuntimeProgramsWaitForTheSendAction) {
+  // torch's runtime: the producer of stage 0's activation is its SEND_F, not its F.
+  std::vector<ProgramOp> rank0 = {
+      {OpKind::kF, 0, 0}, {OpKind::kSendF, 0, 0}, {OpKind::kF, 0, 1}, {OpKind::kSendF, 0, 1}};
+  std::vector<ProgramOp> rank1 = {
+      {OpKind::kRecvF, 1, 0}, {OpKind::kF, 1, 0}, {OpKind::kRecvF, 1, 1}, {OpKind::kF, 1, 1}};
+  RecordSpec a = InOp(0, rank0, OpKind::kF, 1, 12);  // computing F mb 1, not yet sent
+  a.source = 1;
+  RecordSpec b = InOp(1, rank1, OpKind::kF, 1, 12);
+  b.source = 1;
+  WriteRecord(dir_.string(), a);
+  WriteRecord(dir_.string(), b);
+  const Diagnosis d = DiagnoseWith({});
+  EXPECT_EQ(d.culprit, Culprit::kSlow);
+  EXPECT_EQ(d.culprit_rank, 0);
+  EXPECT_EQ(d.ranks[1].producer, "SEND_F stage 0 mb 1 (op 3)");
+}
+
+TEST_F(DoctorTest, AProgressingJobHasNoCulpritAndAFinishedOneSaysSo) {
+  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), OpKind::kBW, 1, 0.2));
+  WriteRecord(dir_.string(), InOp(1, OneFOneB(1), OpKind::kF, 2, 0.1));
+  Diagnosis d = DiagnoseWith({});
+  EXPECT_EQ(d.state, "progressing");
+  EXPECT_EQ(d.culprit, Culprit::kNone);
+  for (int rank : {0, 1}) {
+    RecordSpec exited;
+    exited.rank = rank;
+    exited.program = OneFOneB(rank);
+    exited.phase = Phase::kExited;
+    WriteRecord(dir_.string(), exited);
+  }
+  d = DiagnoseWith({{0, ProcessState::kDead}, {1, ProcessState::kDead}});
+  EXPECT_EQ(d.state, "finished");
+  EXPECT_EQ(d.culprit, Culprit::kFinished);
+}
+
+TEST_F(DoctorTest, ARankWithoutARecordThatOthersWaitForIsNamed) {
+  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), OpKind::kBW, 0, 50));
+  const Diagnosis d = DiagnoseWith({});
+  EXPECT_EQ(d.culprit, Culprit::kNoRecord);
+  EXPECT_EQ(d.culprit_rank, 1);
+  ASSERT_EQ(d.problems.size(), 1u);
+}
+
+// ---- zb doctor -----------------------------------------------------------------------------
+
+struct Ran {
+  int code = 0;
+  std::string out, err;
+};
+
+Ran RunZb(const std::string& arguments) {
+  const std::string err_path =
+      fs::temp_directory_path() / ("zbkit-doctor-err-" + std::to_string(getpid()));
+  Ran ran;
+  FILE* pipe =
+      popen((std::string(ZBKIT_ZB_BINARY) + " " + arguments + " 2>" + err_path).c_str(), "r");
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0)
+    ran.out.append(buffer, n);
+  ran.code = WEXITSTATUS(pclose(pipe));
+  std::ifstream err(err_path);
+  ran.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
+  fs::remove(err_path);
+  return ran;
+}
+
+TEST_F(DoctorTest, ZbDoctorPrintsTheDiagnosisAsTextAndJson) {
+  // Both records name this test's process: alive, as the ranks of a hung job are.
+  RecordSpec a = InOp(0, OneFOneB(0), OpKind::kBW, 0, 40), b = InOp(1, GPipe(1), OpKind::kF, 2, 40);
+  a.pid = b.pid = getpid();
+  a.started_ns = b.started_ns = now_;
+  WriteRecord(dir_.string(), a);
+  WriteRecord(dir_.string(), b);
+  Ran text = RunZb("doctor " + dir_.string());
+  EXPECT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("stalled"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("culprit: deadlock: rank 0's BW stage 0 mb 0"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("<- rank 0 again: a cycle\n"), std::string::npos) << text.out;
+  Ran json = RunZb("doctor " + dir_.string() + " --json");
+  ASSERT_EQ(json.code, 0) << json.err;
+  const auto doc = nlohmann::json::parse(json.out);
+  EXPECT_EQ(doc["format"], "zb-diagnosis/1");
+  EXPECT_EQ(doc["culprit"]["kind"], "deadlock");
+  EXPECT_EQ(doc["ranks"][1]["waits_for"], 0);
+}
+
+TEST_F(DoctorTest, ZbDoctorOnBadInputSaysOneLineAndGivesWhatItCan) {
+  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), OpKind::kBW, 0, 40));
+  std::ofstream((dir_ / "rank1.progress").string()) << "garbage";
+  Ran partial = RunZb("doctor " + dir_.string());
+  EXPECT_EQ(partial.code, 1);
+  EXPECT_NE(partial.out.find("culprit: rank 1 left no progress record"), std::string::npos)
+      << partial.out;
+  EXPECT_EQ(std::count(partial.err.begin(), partial.err.end(), '\n'), 1) << partial.err;
+  EXPECT_NE(partial.err.find("rank1.progress: not a zbkit progress record"), std::string::npos)
+      << partial.err;
+
+  Ran missing = RunZb("doctor " + (dir_ / "nowhere").string());
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_EQ(missing.err, "zb doctor: " + (dir_ / "nowhere").string() + ": no such run directory\n");
+  Ran usage = RunZb("doctor " + dir_.string() + " --stall-timeout 0");
+  EXPECT_EQ(usage.code, 2);
+}
+
+}  // namespace
+}  // namespace zb::doctor
