@@ -46,7 +46,9 @@ Expected<std::unique_ptr<StallSupervision>> StallSupervision::Start(const std::s
     if (error) return IoError("--run-dir " + directory + ": " + error.message());
     // Records of an earlier run in the same directory would mix with this one's.
     for (const auto& entry : fs::directory_iterator(directory, error)) {
-      if (entry.path().extension() == ".progress") fs::remove(entry.path(), error);
+      const bool ours =
+          entry.path().extension() == ".progress" || entry.path().filename() == "diagnosis.json";
+      if (ours) fs::remove(entry.path(), error);
     }
   } else {
     const char* tmp = std::getenv("TMPDIR");

@@ -263,9 +263,19 @@ TEST_F(DoctorTest, APeerWhoseProgramNeverSendsTheMessageMakesTheScheduleUnrunnab
   WriteRecord(dir_.string(), InOp(1, OneFOneB(1), OpKind::kF, 3, 20));
   const Diagnosis d = DiagnoseWith({});
   EXPECT_EQ(d.culprit, Culprit::kUnrunnable);
-  EXPECT_NE(d.headline.find("waits RECV_F stage 1 mb 3 from rank 0, whose program has no op"),
+  EXPECT_EQ(d.culprit_rank, 1);
+  EXPECT_NE(d.headline.find("rank 1's F stage 1 mb 3 needs RECV_F stage 1 mb 3 from rank 0, whose "
+                            "program has no op that sends it (microbatches: rank 1 4, rank 0 3)"),
             std::string::npos)
       << d.headline;
+  // The same programs, both ranks still running: no culprit yet, but the problem is said.
+  fs::remove(dir_ / "rank0.progress");
+  WriteRecord(dir_.string(), InOp(0, OneFOneB(0, 3), OpKind::kF, 0, 0.1));
+  const Diagnosis early = DiagnoseWith({});
+  EXPECT_EQ(early.state, "progressing");
+  EXPECT_EQ(early.culprit, Culprit::kNone);
+  ASSERT_EQ(early.problems.size(), 1u);
+  EXPECT_NE(early.problems[0].find("whose program has no op that sends it"), std::string::npos);
 }
 
 TEST_F(DoctorTest, ADeadRankThatWaitedForNoOneIsBlamedNotItsKilledPeers) {

@@ -5,14 +5,15 @@
 
 SPEC: {"runner": "torch" | "executor", "schedule": zb-schedule/1 path, "rank_schedules":
 {"R": path} (a rank that runs another file), "steps": N, "fault": {"kind": "raise" | "sleep" |
-"kill" | "stop", "rank": R, "step": T, "stage": S, "forward": K, "seconds": X} or null}.
+"kill" | "stop", "rank": R, "step": T, "stage": S, "forward": K, "seconds": X, "note": PATH} or
+null}.
 
 The test model of pipeline_worker on gloo. "torch" runs the schedule in torch's own runtime, loaded
 by zbkit's shim from the rank's file (zbkit.shim._replay.prepare, what `zb replay` does in an
 unmodified script); "executor" in zbkit's PipelineExecutor. Both keep the progress record that
 `zb replay` turns on (ZBKIT_PROGRESS_DIR). The fault strikes in the K-th forward (0-based) that
 stage S runs in step T on rank R: an exception, a sleep of X seconds (a straggler), SIGKILL or
-SIGSTOP of the rank's own process.
+SIGSTOP of the rank's own process; the time it struck goes to the note file first.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ class FaultAt:
             if (self.step, stage, k) != (f["step"], f["stage"], f["forward"]):
                 return
             self.fault = None
+            # When the fault struck, for the test's time-to-diagnosis.
+            Path(f["note"]).write_text(repr(time.time()))
             if f["kind"] == "raise":
                 raise RuntimeError(f"injected fault in stage {stage} forward {k}")
             if f["kind"] == "sleep":

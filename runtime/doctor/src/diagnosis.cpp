@@ -47,9 +47,11 @@ class Graph {
           problems.push_back("stage " + std::to_string(op.stage) + " is in the programs of ranks " +
                              std::to_string(it->second) + " and " + std::to_string(rank.rank) +
                              " (the ranks run schedules for different layouts)");
+          if (unrunnable_rank_ < 0) unrunnable_rank_ = rank.rank;
         }
       }
     }
+    CheckEveryMessageIsSent(problems);
   }
 
   const RankProgress* Rank(int rank) const {
@@ -57,12 +59,18 @@ class Graph {
     return it == by_rank_.end() ? nullptr : &run_.ranks[it->second];
   }
   bool HasConflicts() const { return !conflicts_.empty(); }
+  // The first rank whose program cannot run with the others' (-1: they fit together).
+  int UnrunnableRank() const { return unrunnable_rank_; }
 
   // What `rank`'s current op waits for, if it needs a message from another rank.
   std::optional<Need> NeedOf(const RankProgress& rank) const {
     const bool in_op = rank.phase == Phase::kInOp || rank.phase == Phase::kRaised;
     if (!in_op || rank.op_index < 0) return std::nullopt;
-    const ProgramOp& op = rank.program[static_cast<size_t>(rank.op_index)];
+    return NeedFor(rank.rank, rank.program[static_cast<size_t>(rank.op_index)]);
+  }
+
+  // What op `op` of rank `rank` needs from another rank, if anything.
+  std::optional<Need> NeedFor(int rank, const ProgramOp& op) const {
     int from_stage = -1;
     bool activation = false;
     if (op.kind == OpKind::kF && op.stage > 0) {
@@ -72,7 +80,7 @@ class Graph {
       from_stage = op.stage + 1;
     }
     const int owner = OwnerOf(from_stage);
-    if (owner < 0 || owner == rank.rank) return std::nullopt;
+    if (owner < 0 || owner == rank) return std::nullopt;
     Need need;
     need.peer = owner;
     need.message = std::string(activation ? "RECV_F" : "RECV_B") + " stage " +
@@ -103,6 +111,26 @@ class Graph {
   }
 
  private:
+  // Every message a rank's program waits for must be sent by its peer's program: ranks that run
+  // different microbatch counts or orders for another layout fail this before they hang.
+  void CheckEveryMessageIsSent(std::vector<std::string>& problems) {
+    for (const RankProgress& rank : run_.ranks) {
+      for (const ProgramOp& op : rank.program) {
+        auto need = NeedFor(rank.rank, op);
+        const RankProgress* peer = need ? Rank(need->peer) : nullptr;
+        if (peer == nullptr || need->producer >= 0) continue;
+        problems.push_back("rank " + std::to_string(rank.rank) + "'s " + OpText(op) + " needs " +
+                           need->message + " from rank " + std::to_string(peer->rank) +
+                           ", whose program has no op that sends it (microbatches: rank " +
+                           std::to_string(rank.rank) + " " + std::to_string(rank.microbatches) +
+                           ", rank " + std::to_string(peer->rank) + " " +
+                           std::to_string(peer->microbatches) + ")");
+        if (unrunnable_rank_ < 0) unrunnable_rank_ = rank.rank;
+        break;
+      }
+    }
+  }
+
   // The rank holding `stage`: from the programs, else (a rank without a record) by the placement
   // the others follow (docs/schedules.md): loop (s mod p) or V.
   int OwnerOf(int stage) const {
@@ -136,6 +164,7 @@ class Graph {
   std::set<int> conflicts_;
   int stages_ = 0;
   bool v_placement_ = false;
+  int unrunnable_rank_ = -1;
 };
 
 // How bad a rank's own state is, lower first; 9 for a rank that is fine on its own.
@@ -210,6 +239,17 @@ void BlameRank(Diagnosis& d, const RankFinding& rank, const std::string& exit_me
             std::to_string(rank.pid) + ")");
 }
 
+void BlameNoRecord(Diagnosis& d, int rank) {
+  d.culprit = Culprit::kNoRecord;
+  d.culprit_rank = rank;
+  d.headline = "rank " + std::to_string(rank) +
+               " left no progress record: it never reached its first step, or its record is on "
+               "another host";
+  d.advice = "read rank " + std::to_string(rank) +
+             "'s output: it failed or hung before its first step (start-up, a refused schedule, "
+             "the rendezvous)";
+}
+
 }  // namespace
 
 const char* CulpritName(Culprit culprit) {
@@ -230,6 +270,8 @@ const char* CulpritName(Culprit culprit) {
       return "slow";
     case Culprit::kOutsidePipeline:
       return "outside-pipeline";
+    case Culprit::kNoRecord:
+      return "no-record";
     case Culprit::kFinished:
       return "finished";
   }
@@ -338,8 +380,12 @@ struct Evidence {
 bool BlameBrokenRank(Diagnosis& d, const Evidence& e, bool waiting) {
   const RankFinding* worst = nullptr;
   auto key = [](const RankFinding& r) { return std::make_pair(Severity(r), -r.for_s); };
+  const bool ranks_missing = static_cast<int>(d.ranks.size()) < d.world;
   for (const RankFinding& f : d.ranks) {
-    if (Severity(f) > 2 || (f.waits_for >= 0 && !waiting)) continue;
+    if (Severity(f) > 2) continue;
+    // A rank that raised outside any op while another never made its record lost that peer.
+    const bool victim = f.waits_for >= 0 || (f.op.empty() && ranks_missing);
+    if (victim && !waiting) continue;
     if (worst == nullptr || key(f) < key(*worst)) worst = &f;
   }
   if (worst == nullptr) return false;
@@ -381,8 +427,8 @@ bool BlameCycle(Diagnosis& d, const Evidence& e) {
   return false;
 }
 
-// Where the longest chain of waits ends: a rank without a record, a peer whose program never
-// sends what is waited for, or a rank that is slow or outside the pipeline.
+// Where the longest chain of waits ends: a rank without a record, or one that is slow or outside
+// the pipeline. (A peer whose program never sends what is waited for is BlameUnrunnable's.)
 bool BlameChainEnd(Diagnosis& d, const Evidence& e) {
   std::vector<int> longest;
   for (const RankFinding& f : d.ranks) {
@@ -393,30 +439,48 @@ bool BlameChainEnd(Diagnosis& d, const Evidence& e) {
   if (longest.size() < 2) return false;
   d.chain.push_back(Chain(e.by_rank, longest));
   const int end = longest.back();
-  const RankFinding& waiter = *e.by_rank.at(longest[longest.size() - 2]);
   auto sink = e.by_rank.find(end);
   if (sink == e.by_rank.end()) {
-    d.culprit = Culprit::kNoRecord;
-    d.culprit_rank = end;
-    d.headline = "rank " + std::to_string(end) +
-                 " left no progress record: it never reached its first step, or its record is "
-                 "on another host";
-    d.advice = "read rank " + std::to_string(end) +
-               "'s output: it failed or hung before its first step (start-up, a refused "
-               "schedule, the rendezvous)";
-  } else if (waiter.producer.empty() || e.graph->HasConflicts()) {
-    d.culprit = Culprit::kUnrunnable;
-    d.culprit_rank = end;
-    d.headline = "schedule cannot run: rank " + std::to_string(waiter.rank) + "'s " + waiter.op +
-                 " waits " + waiter.message + " from rank " + std::to_string(end) +
-                 ", whose program has no op that sends it";
-    d.advice =
-        "the ranks run different schedules (microbatches or layout): give every rank the same "
-        "schedule";
+    BlameNoRecord(d, end);
   } else {
     BlameRank(d, *sink->second, e.messages.at(end));
   }
   return true;
+}
+
+// Programs that cannot run together are the cause whatever else went wrong after (a rank that
+// read another step's message as its own, a connection closed by a peer that finished).
+bool BlameUnrunnable(Diagnosis& d, const Graph& graph) {
+  if (graph.UnrunnableRank() < 0) return false;
+  d.culprit = Culprit::kUnrunnable;
+  d.culprit_rank = graph.UnrunnableRank();
+  d.headline = "schedule cannot run: " + d.problems.back();
+  for (const std::string& problem : d.problems) {
+    if (problem.find("rank " + std::to_string(d.culprit_rank) + "'s ") == 0 ||
+        problem.find("stage ") == 0) {
+      d.headline = "schedule cannot run: " + problem;
+      break;
+    }
+  }
+  d.advice =
+      "the ranks run different schedules (microbatches or layout): give every rank the same "
+      "schedule";
+  return true;
+}
+
+// A rank of the job without a record, when nothing else explains the failure: it never got to
+// its first step (refused its schedule, failed at start-up) and the others lost it.
+bool BlameMissingRank(Diagnosis& d, const RunProgress& run) {
+  std::set<int> present;
+  for (const RankProgress& rank : run.ranks)
+    present.insert(rank.rank);
+  for (int r = 0; r < run.world; ++r) {
+    if (present.count(r) == 0) {
+      BlameNoRecord(d, r);
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -435,14 +499,15 @@ Diagnosis Diagnose(const RunProgress& run, const DiagnoseOptions& options) {
     d.headline = "every rank exited normally";
     return d;
   }
+  if (d.state == "progressing") return d;  // the waits are normal until they last
   Evidence e;
   e.graph = &graph;
   for (const RankFinding& f : d.ranks)
     e.by_rank[f.rank] = &f;
   for (const RankProgress& rank : run.ranks)
     e.messages[rank.rank] = rank.exit_message;
-  if (BlameBrokenRank(d, e, false) || BlameCycle(d, e) || BlameChainEnd(d, e) ||
-      BlameBrokenRank(d, e, true)) {
+  if (BlameUnrunnable(d, graph) || BlameBrokenRank(d, e, false) || BlameCycle(d, e) ||
+      BlameChainEnd(d, e) || BlameMissingRank(d, run) || BlameBrokenRank(d, e, true)) {
     return d;
   }
   // No rank waits for another: the one longest in an op, else longest between steps.
@@ -452,7 +517,7 @@ Diagnosis Diagnose(const RunProgress& run, const DiagnoseOptions& options) {
     auto key = [](const RankFinding& r) { return std::make_pair(!r.op.empty(), r.for_s); };
     if (slowest == nullptr || key(*slowest) < key(f)) slowest = &f;
   }
-  if (slowest != nullptr && d.state != "progressing") BlameRank(d, *slowest, "");
+  if (slowest != nullptr) BlameRank(d, *slowest, "");
   return d;
 }
 

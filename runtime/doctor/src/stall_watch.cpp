@@ -3,6 +3,8 @@
 
 #include <signal.h>
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 namespace zb::doctor {
@@ -15,6 +17,20 @@ std::string Prefixed(const std::string& who, const std::string& text) {
   while (std::getline(lines, line))
     out += "zb " + who + ": " + line + "\n";
   return out;
+}
+
+// Keeps the diagnosis beside the records (diagnosis.json, zb-diagnosis/1), written whole: the
+// job's processes may be gone when someone looks, and with them what made it.
+void KeepDiagnosis(const std::string& directory, const Diagnosis& d) {
+  const std::string path = directory + "/diagnosis.json";
+  const std::string staging = path + ".tmp";
+  {
+    std::ofstream out(staging);
+    out << DiagnosisJson(d);
+    if (!out) return;
+  }
+  std::error_code error;
+  std::filesystem::rename(staging, path, error);
 }
 
 }  // namespace
@@ -40,6 +56,7 @@ bool StallWatch::Check(std::ostream& err, int64_t now_ns) {
   if (key != last_headline_) {
     last_headline_ = key;
     reported_ = true;
+    KeepDiagnosis(options_.directory, d);
     err << Prefixed(options_.who, "no progress for " + std::to_string(static_cast<int>(d.quiet_s)) +
                                       " s (stall timeout " +
                                       std::to_string(static_cast<int>(options_.timeout_s)) +
@@ -65,8 +82,10 @@ void StallWatch::AfterFailure(std::ostream& err, int64_t now_ns) {
   DiagnoseOptions diagnose;
   diagnose.now_ns = now_ns;
   diagnose.stall_timeout_s = options_.timeout_s > 0 ? options_.timeout_s : 30;
+  const Diagnosis d = Diagnose(*run, diagnose);
+  KeepDiagnosis(options_.directory, d);
   err << Prefixed(options_.who, "the job failed; zb doctor " + options_.directory + " says:")
-      << Prefixed(options_.who, FormatDiagnosis(Diagnose(*run, diagnose)));
+      << Prefixed(options_.who, FormatDiagnosis(d));
 }
 
 }  // namespace zb::doctor

@@ -30,11 +30,13 @@ class StallWatch {
   explicit StallWatch(StallWatchOptions options) : options_(std::move(options)) {}
 
   // One look at the records now. Prints the diagnosis to `err` when the job is stalled (once per
-  // culprit: a changed diagnosis is printed again). Returns true when the job must end
+  // culprit: a changed diagnosis is printed again) and keeps it as <directory>/diagnosis.json.
+  // Returns true when the job must end
   // (--on-stall kill): its ranks on this host are then SIGKILLed already.
   bool Check(std::ostream& err, int64_t now_ns);
 
-  // After the job ended with `exit_code` != 0: the diagnosis of what the records show, if any.
+  // After the job ended with `exit_code` != 0: the diagnosis of what the records show, if any
+  // (printed, and kept as diagnosis.json).
   void AfterFailure(std::ostream& err, int64_t now_ns);
 
   bool stalled() const { return reported_; }
