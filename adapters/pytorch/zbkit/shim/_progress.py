@@ -11,6 +11,7 @@ runtime (Schedule1F1B, ScheduleGPipe without `zb replay`) name no actions and ge
 from __future__ import annotations
 
 import os
+import sys
 from typing import List, Optional, Tuple
 
 from .. import progress as progress_record
@@ -43,6 +44,7 @@ class _Tracker:
         self.program: List[Tuple[str, int, int]] = []
         self.next_action = 0
         self.stepping = False
+        self.disabled = False
 
     def for_runtime(self, runtime) -> Optional[progress_record.ProgressRecord]:
         orders = getattr(runtime, "pipeline_order_with_comms", None)
@@ -89,9 +91,15 @@ def patch_action_names(module) -> None:
 def tracked(runtime, call):
     """Runs `call` (one step of `runtime`) with the rank's progress recorded, when
     ZBKIT_PROGRESS_DIR is set and `runtime` is torch's action runtime."""
-    if not os.environ.get(progress_record.DIR_VARIABLE):
+    if not os.environ.get(progress_record.DIR_VARIABLE) or _tracker.disabled:
         return call()
-    record = _tracker.for_runtime(runtime)
+    try:
+        record = _tracker.for_runtime(runtime)
+    except Exception as error:  # noqa: BLE001 - the record must never harm the job
+        _tracker.disabled = True
+        print(f"zbkit: warning: cannot follow {type(runtime).__name__}'s actions ({error}); no "
+              f"progress record", file=sys.stderr, flush=True)  # fmt: skip
+        return call()
     if record is None:
         return call()
     record.iteration_begin()
