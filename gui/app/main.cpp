@@ -2,12 +2,14 @@
 // zbview [STORE] [--schedule ID] [--compare ID2] [--frontier ID]
 // zbview --screenshot OUT.png STORE [--schedule ID] [--compare ID2] [--frontier ID] [--size WxH]
 // zbview [--screenshot OUT.png] --splits PARTITION.json [--layout L] [--size WxH]
+// zbview [--screenshot OUT.png] --diagnosis RUN_DIR [--size WxH]
 //
 // The window, or (with --screenshot) no window at all: the store is read, the item drawn into a
 // composed picture meant for a person (title, legend, timeline with bubbles and wait links,
 // memory track with the cap, summary figures; or a frontier's plot and summary) and written to
 // OUT. The store may also be given as --store STORE. --splits shows, instead of a store, the layer
-// splits `zb partition --json` compared (SplitView). Exit codes as every zbkit command: 0
+// splits `zb partition --json` compared (SplitView); --diagnosis a stalled job's run directory as
+// zb doctor reads it (DiagnosisView). Exit codes as every zbkit command: 0
 // success, 2 usage error, 1 anything else, with one line "zbview: <reason>" on stderr.
 #include <QApplication>
 #include <QCommandLineParser>
@@ -15,6 +17,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -22,6 +26,7 @@
 #include "loader.h"
 #include "main_window.h"
 #include "report_view.h"
+#include "zbkit/gui/diagnosis_view.h"
 #include "zbkit/gui/split_view.h"
 
 #ifndef ZBKIT_VERSION
@@ -35,6 +40,7 @@ constexpr const char* kUsage =
     "       zbview --screenshot OUT.png STORE [--schedule ID] [--compare ID2] [--frontier ID]\n"
     "              [--size WxH]\n"
     "       zbview [--screenshot OUT.png] --splits PARTITION.json [--layout L] [--size WxH]\n"
+    "       zbview [--screenshot OUT.png] --diagnosis RUN_DIR [--size WxH]\n"
     "\n"
     "Shows the schedules, timelines (predicted and measured) and memory-vs-bubble frontiers of a\n"
     "zbkit store.\n"
@@ -47,6 +53,8 @@ constexpr const char* kUsage =
     "  --splits FILE     the layer splits zb partition --json compared (no store): per split\n"
     "                    its stages' F/B/W and its ranks' memory, side by side\n"
     "  --layout L        with --splits: which layout's splits (default: the chosen split's)\n"
+    "  --diagnosis DIR   a job's run directory (zb replay --run-dir): where each rank is in its\n"
+    "                    program, the culprit of a stall and the chain of waits (zb doctor)\n"
     "  --screenshot OUT  draw into OUT (.png; .svg and .pdf also work) without a window, exit\n"
     "  --size WxH        size of the screenshot in pixels (default 1600x900)\n"
     "  -h, --help        this text\n"
@@ -76,8 +84,9 @@ struct Arguments {
   std::optional<zb::gui::ItemRef> compare;
   QString screenshot;
   QSize size{1600, 900};
-  QString splits;  // a zb-partition/1 file: show it instead of a store
-  QString layout;  // with splits: the layout shown
+  QString splits;     // a zb-partition/1 file: show it instead of a store
+  QString layout;     // with splits: the layout shown
+  QString diagnosis;  // a run directory: show its diagnosis instead of a store
 };
 
 // Returns an exit code when the command line is not something to run (usage error, --help).
@@ -95,8 +104,9 @@ std::optional<int> Parse(const QStringList& argv, Arguments& out) {
   const QCommandLineOption store(QStringLiteral("store"), QString(), QStringLiteral("STORE"));
   const QCommandLineOption splits(QStringLiteral("splits"), QString(), QStringLiteral("FILE"));
   const QCommandLineOption layout(QStringLiteral("layout"), QString(), QStringLiteral("L"));
-  parser.addOptions(
-      {help, version, screenshot, schedule, compare, size, frontier, store, splits, layout});
+  const QCommandLineOption diagnosis(QStringLiteral("diagnosis"), QString(), QStringLiteral("DIR"));
+  parser.addOptions({help, version, screenshot, schedule, compare, size, frontier, store, splits,
+                     layout, diagnosis});
   parser.addPositionalArgument(QStringLiteral("STORE"), QString());
   if (!parser.parse(argv)) return UsageFail(parser.errorText());
   if (parser.isSet(help)) {
@@ -178,6 +188,14 @@ std::optional<int> Parse(const QStringList& argv, Arguments& out) {
   } else if (parser.isSet(layout)) {
     return UsageFail(QStringLiteral("--layout goes with --splits"));
   }
+  if (parser.isSet(diagnosis)) {
+    out.diagnosis = parser.value(diagnosis);
+    if (out.diagnosis.isEmpty()) return UsageFail(QStringLiteral("--diagnosis needs a directory"));
+    if (!out.store.isEmpty() || out.schedule || out.compare || !out.splits.isEmpty()) {
+      return UsageFail(
+          QStringLiteral("--diagnosis shows a run directory alone: no store, no --splits"));
+    }
+  }
   if (parser.isSet(screenshot)) {
     out.screenshot = parser.value(screenshot);
     if (out.screenshot.isEmpty())
@@ -186,8 +204,9 @@ std::optional<int> Parse(const QStringList& argv, Arguments& out) {
       return UsageFail(QStringLiteral("--screenshot %1: unknown format (use .png, .svg or .pdf)")
                            .arg(out.screenshot));
     }
-    if (out.store.isEmpty() && out.splits.isEmpty()) {
-      return UsageFail(QStringLiteral("--screenshot needs a STORE (or --splits FILE)"));
+    if (out.store.isEmpty() && out.splits.isEmpty() && out.diagnosis.isEmpty()) {
+      return UsageFail(
+          QStringLiteral("--screenshot needs a STORE (or --splits FILE, --diagnosis DIR)"));
     }
   }
   if (parser.isSet(size)) {
@@ -220,6 +239,50 @@ bool HaveDisplay() {
   return !qEnvironmentVariableIsEmpty("DISPLAY") || !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY");
 }
 
+// A view that needs no store, and the line that says what it shows.
+struct MadeView {
+  std::unique_ptr<QWidget> widget;
+  QString title;
+};
+
+// A view that needs no store (--splits, --diagnosis): a window titled with `source`, or with
+// --screenshot its picture, written without a window. `make` builds it once Qt runs.
+int ShowOrDraw(int argc, char** argv, const Arguments& args, const QString& source,
+               const std::function<MadeView()>& make) {
+  const bool picture = !args.screenshot.isEmpty();
+  if (picture && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+    qputenv("QT_QPA_PLATFORM", "offscreen");
+  }
+  if (!picture && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && !HaveDisplay()) {
+    return Fail(1, "no display (DISPLAY and WAYLAND_DISPLAY are unset); use --screenshot");
+  }
+  qInstallMessageHandler(QuietHandler);
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName(QStringLiteral("zbkit"));
+  QApplication::setApplicationName(QStringLiteral("zbview"));
+  MadeView made = make();
+  QWidget* view = made.widget.get();
+  if (!picture) {
+    view->setWindowTitle(QStringLiteral("zbview: %1").arg(source));
+    view->show();
+    return QApplication::exec();
+  }
+  view->resize(args.size);
+  zb::Status written;
+  if (zb::gui::ExportFormatForPath(args.screenshot) == zb::gui::ExportFormat::kPng) {
+    QImage image(args.size, QImage::Format_ARGB32);
+    image.fill(Qt::white);
+    view->render(&image);
+    written = zb::gui::SavePng(image, args.screenshot);
+  } else {
+    written = zb::gui::ExportWidget(view, args.screenshot);
+  }
+  if (!written.ok()) return Fail(1, written.message());
+  std::printf("wrote %s (%dx%d): %s\n", args.screenshot.toLocal8Bit().constData(),
+              args.size.width(), args.size.height(), made.title.toStdString().c_str());
+  return 0;
+}
+
 // --splits: the file is read before Qt's platform starts (one line on failure); then either the
 // picture (--screenshot) or a window.
 int RunSplits(int argc, char** argv, const Arguments& args) {
@@ -235,39 +298,27 @@ int RunSplits(int argc, char** argv, const Arguments& args) {
     return Fail(2, "--layout " + layout + ": " + args.splits.toStdString() + " has splits of " +
                        known + " only");
   }
-  const bool picture = !args.screenshot.isEmpty();
-  if (picture && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
-    qputenv("QT_QPA_PLATFORM", "offscreen");
-  }
-  if (!picture && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && !HaveDisplay()) {
-    return Fail(1, "no display (DISPLAY and WAYLAND_DISPLAY are unset); use --screenshot");
-  }
-  qInstallMessageHandler(QuietHandler);
-  QApplication app(argc, argv);
-  QApplication::setOrganizationName(QStringLiteral("zbkit"));
-  QApplication::setApplicationName(QStringLiteral("zbview"));
-  zb::gui::SplitView view;
-  view.setComparison(std::make_shared<const zb::gui::SplitComparison>(std::move(*comparison)));
-  view.setLayout(layout);
-  if (!picture) {
-    view.setWindowTitle(QStringLiteral("zbview: %1").arg(args.splits));
-    view.show();
-    return QApplication::exec();
-  }
-  view.resize(args.size);
-  zb::Status written;
-  if (zb::gui::ExportFormatForPath(args.screenshot) == zb::gui::ExportFormat::kPng) {
-    QImage image(args.size, QImage::Format_ARGB32);
-    image.fill(Qt::white);
-    view.render(&image);
-    written = zb::gui::SavePng(image, args.screenshot);
-  } else {
-    written = zb::gui::ExportWidget(&view, args.screenshot);
-  }
-  if (!written.ok()) return Fail(1, written.message());
-  std::printf("wrote %s (%dx%d): %s\n", args.screenshot.toLocal8Bit().constData(),
-              args.size.width(), args.size.height(), view.titleText().toStdString().c_str());
-  return 0;
+  auto shared = std::make_shared<const zb::gui::SplitComparison>(std::move(*comparison));
+  return ShowOrDraw(argc, argv, args, args.splits, [&] {
+    auto view = std::make_unique<zb::gui::SplitView>();
+    view->setComparison(shared);
+    view->setLayout(layout);
+    const QString title = view->titleText();
+    return MadeView{std::move(view), title};
+  });
+}
+
+// --diagnosis: the records are read and diagnosed before Qt's platform starts.
+int RunDiagnosis(int argc, char** argv, const Arguments& args) {
+  auto report = zb::gui::ReadStallReport(args.diagnosis.toStdString());
+  if (!report.ok()) return Fail(1, report.status().message());
+  auto shared = std::make_shared<const zb::gui::StallReport>(std::move(*report));
+  return ShowOrDraw(argc, argv, args, args.diagnosis, [&] {
+    auto view = std::make_unique<zb::gui::DiagnosisView>();
+    view->setReport(shared);
+    const QString title = view->titleText();
+    return MadeView{std::move(view), title};
+  });
 }
 
 int RunScreenshot(int argc, char** argv, const Arguments& args) {
@@ -340,6 +391,7 @@ int main(int argc, char** argv) {
   if (const std::optional<int> exit_code = Parse(argv_list, args)) return *exit_code;
 
   if (!args.splits.isEmpty()) return RunSplits(argc, argv, args);
+  if (!args.diagnosis.isEmpty()) return RunDiagnosis(argc, argv, args);
   if (!args.screenshot.isEmpty()) return RunScreenshot(argc, argv, args);
 
   // Without a display the xcb plugin aborts; say so instead.

@@ -43,8 +43,13 @@ int RunDoctorCommand(const Args& args, std::ostream& out, std::ostream& err) {
   diagnose.now_ns = doctor::NowNs();
   diagnose.stall_timeout_s = timeout;
   const doctor::Diagnosis diagnosis = doctor::Diagnose(*run, diagnose);
-  out << (values["json"].as<bool>() ? doctor::DiagnosisJson(diagnosis)
-                                    : doctor::FormatDiagnosis(diagnosis));
+  const bool json = values["json"].as<bool>();
+  // What zb replay said while the processes were there (after --on-stall kill they read dead).
+  auto kept = doctor::ReadDiagnosisJson(run->directory + "/diagnosis.json");
+  if (!json && kept.ok() && !kept->headline.empty()) {
+    out << "at the stall (diagnosis.json): culprit: " << kept->headline << "\n";
+  }
+  out << (json ? doctor::DiagnosisJson(diagnosis) : doctor::FormatDiagnosis(diagnosis));
   if (!run->problems.empty()) {
     err << "zb doctor: " << run->problems.front()
         << (run->problems.size() > 1 ? " (and " + std::to_string(run->problems.size() - 1) +

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -302,6 +303,7 @@ std::vector<RankFinding> Findings(const RunProgress& run, const Graph& graph,
         f.waits_for = need->peer;
         f.message = need->message;
         if (peer != nullptr && need->producer >= 0) {
+          f.producer_index = need->producer;
           f.producer = OpText(peer->program[static_cast<size_t>(need->producer)]) + " (op " +
                        std::to_string(need->producer) + ")";
         }
@@ -561,7 +563,8 @@ std::string DiagnosisJson(const Diagnosis& d) {
                      {"for_s", f.for_s},
                      {"waits_for", f.waits_for >= 0 ? nlohmann::json(f.waits_for) : nullptr},
                      {"message", f.message},
-                     {"producer", f.producer}});
+                     {"producer", f.producer},
+                     {"producer_index", f.producer_index}});
   }
   nlohmann::json doc = {
       {"format", "zb-diagnosis/1"},
@@ -580,6 +583,71 @@ std::string DiagnosisJson(const Diagnosis& d) {
       {"problems", d.problems},
   };
   return doc.dump(2) + "\n";
+}
+
+}  // namespace zb::doctor
+
+namespace zb::doctor {
+namespace {
+
+// The enum value whose name (CulpritName, PhaseName, ...) is `name`; `fallback` for none of the
+// first `count` values.
+template <typename Enum, typename NameOf>
+Enum FromName(const std::string& name, int count, NameOf name_of, Enum fallback) {
+  for (int i = 0; i < count; ++i) {
+    if (name == name_of(static_cast<Enum>(i))) return static_cast<Enum>(i);
+  }
+  return fallback;
+}
+
+}  // namespace
+
+Expected<Diagnosis> ReadDiagnosisJson(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound(path + ": cannot open");
+  nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) return InvalidInput(path + ": not JSON");
+  if (doc.value("format", "") != "zb-diagnosis/1") {
+    return InvalidInput(path + ": format: not zb-diagnosis/1");
+  }
+  try {
+    Diagnosis d;
+    d.directory = doc.at("run_dir").get<std::string>();
+    d.job = doc.at("job").get<std::string>();
+    d.world = doc.at("world").get<int>();
+    d.state = doc.at("state").get<std::string>();
+    d.quiet_s = doc.at("quiet_s").get<double>();
+    const auto& culprit = doc.at("culprit");
+    d.culprit = FromName(culprit.at("kind").get<std::string>(),
+                         static_cast<int>(Culprit::kFinished) + 1, CulpritName, Culprit::kNone);
+    d.culprit_rank = culprit.at("rank").is_null() ? -1 : culprit.at("rank").get<int>();
+    d.headline = culprit.at("headline").get<std::string>();
+    d.chain = doc.at("chain").get<std::vector<std::string>>();
+    d.advice = doc.at("advice").get<std::string>();
+    d.problems = doc.at("problems").get<std::vector<std::string>>();
+    for (const auto& r : doc.at("ranks")) {
+      RankFinding f;
+      f.rank = r.at("rank").get<int>();
+      f.pid = r.at("pid").get<int>();
+      f.process =
+          FromName(r.at("process").get<std::string>(), static_cast<int>(ProcessState::kUnknown) + 1,
+                   ProcessStateName, ProcessState::kUnknown);
+      f.phase = FromName(r.at("phase").get<std::string>(), static_cast<int>(Phase::kRaised) + 1,
+                         PhaseName, Phase::kStarting);
+      f.iteration = r.at("step").get<int64_t>();
+      f.op_index = r.at("op_index").get<int64_t>();
+      f.op = r.at("op").get<std::string>();
+      f.for_s = r.at("for_s").get<double>();
+      f.waits_for = r.at("waits_for").is_null() ? -1 : r.at("waits_for").get<int>();
+      f.message = r.at("message").get<std::string>();
+      f.producer = r.at("producer").get<std::string>();
+      f.producer_index = r.value("producer_index", -1);
+      d.ranks.push_back(std::move(f));
+    }
+    return d;
+  } catch (const nlohmann::json::exception& error) {
+    return InvalidInput(path + ": " + error.what());
+  }
 }
 
 }  // namespace zb::doctor

@@ -37,11 +37,12 @@ struct RankFinding {
   Phase phase = Phase::kStarting;
   int64_t iteration = -1;
   int64_t op_index = -1;
-  std::string op;        // OpText of the current op, "" outside ops
-  double for_s = 0;      // seconds since the rank's last mark
-  int waits_for = -1;    // the peer whose message it waits for, -1 if none
-  std::string message;   // "RECV_F stage 2 mb 5": what it waits for
-  std::string producer;  // the peer's op that sends it, "" when its program has none
+  std::string op;           // OpText of the current op, "" outside ops
+  double for_s = 0;         // seconds since the rank's last mark
+  int waits_for = -1;       // the peer whose message it waits for, -1 if none
+  std::string message;      // "RECV_F stage 2 mb 5": what it waits for
+  std::string producer;     // the peer's op that sends it, "" when its program has none
+  int producer_index = -1;  // its index in the peer's program
 };
 
 struct Diagnosis {
@@ -71,8 +72,11 @@ Diagnosis Diagnose(const RunProgress& run, const DiagnoseOptions& options);
 
 // A few lines for a person: state, culprit, chain, advice, then one line per rank.
 std::string FormatDiagnosis(const Diagnosis& diagnosis);
-// zb-diagnosis/1 (docs/formats.md §7.2).
+// zb-diagnosis/1 (docs/formats.md §7).
 std::string DiagnosisJson(const Diagnosis& diagnosis);
+// Reads it back (what zb replay kept as <run dir>/diagnosis.json when the job stalled, while its
+// processes were there to probe). InvalidInput naming the file and field when it is not one.
+Expected<Diagnosis> ReadDiagnosisJson(const std::string& path);
 
 }  // namespace zb::doctor
 
