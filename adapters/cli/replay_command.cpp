@@ -9,9 +9,8 @@
 //   PYTHONPATH          the hook directory first: its sitecustomize installs zbkit.shim
 //   ZBKIT_ZB_BINARY     this zb, for the shim's own conversions
 //   ZBKIT_TORCH_PROFILE, ZBKIT_SHARD_DIR   with --shard-dir: where each rank writes its trace
-//   ZBKIT_PROGRESS_DIR, ZBKIT_PROGRESS_JOB  where each rank keeps its progress record, which zb
-//                       replay watches for stalls (--run-dir, --stall-timeout, --on-stall;
-//                       docs/stalls.md)
+//   ZBKIT_PROGRESS_DIR  where each rank keeps its progress record, which zb replay watches for
+//                       stalls (--run-dir, --stall-timeout, --on-stall; docs/stalls.md)
 // The exit code is CMD's (128 + signal if it was killed), so that a scheduler sees the job's.
 // Only problems before CMD starts are zb's own: 2 for usage, 1 otherwise.
 #include <errno.h>

@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <random>
 
 #include "zbkit/doctor/progress.h"
 
@@ -60,11 +59,10 @@ Expected<std::unique_ptr<StallSupervision>> StallSupervision::Start(const std::s
     made = true;
   }
   directory = fs::absolute(directory, error).string();
-  std::random_device random;
-  char job[17];
-  std::snprintf(job, sizeof(job), "%08x%08x", random(), random());
   env.emplace_back("ZBKIT_PROGRESS_DIR", directory);
-  env.emplace_back("ZBKIT_PROGRESS_JOB", job);
+  // No job id of zb's own: the ranks take torchrun's run id and rendezvous address, the same on
+  // every host of one launch (zbkit.progress.job_id), so that every host's records read as one
+  // job; this directory's records of an earlier run were removed above.
   doctor::StallWatchOptions options;
   options.who = who;
   options.directory = directory;

@@ -356,6 +356,49 @@ TEST_F(DoctorTest, ARankWithoutARecordThatOthersWaitForIsNamed) {
   ASSERT_EQ(d.problems.size(), 1u);
 }
 
+TEST_F(DoctorTest, AJobAcrossHostsIsReadFromEveryHostsDirectory) {
+  // One rank per host, each host its own directory; rank 0 lost its peer when host 1 went.
+  const fs::path host0 = dir_ / "host0", host1 = dir_ / "host1";
+  fs::create_directories(host0);
+  fs::create_directories(host1);
+  RecordSpec a = InOp(0, OneFOneB(0), OpKind::kF, 2, 4), b = InOp(1, OneFOneB(1), OpKind::kF, 1, 9);
+  a.local_world = b.local_world = 1;
+  a.phase = Phase::kRaised;
+  a.exit_message = "RuntimeError: [../gloo/transport/tcp/pair.cc:553] Connection closed by peer";
+  b.host = "host1";
+  WriteRecord(host0.string(), a);
+  WriteRecord(host1.string(), b);
+  auto one = ReadRunProgress(host0.string());
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->problems.size(), 1u);
+  EXPECT_NE(one->problems[0].find("give zb doctor every host's run directory"), std::string::npos)
+      << one->problems[0];
+  DiagnoseOptions options;
+  options.now_ns = now_;
+  options.stall_timeout_s = 5;
+  options.probe = [](const RankProgress&) { return ProcessState::kDead; };
+  // Host 0 alone: its rank lost its peer, the culprit is the rank it cannot see.
+  Diagnosis alone = Diagnose(*one, options);
+  EXPECT_EQ(alone.culprit, Culprit::kNoRecord);
+  EXPECT_EQ(alone.culprit_rank, 1);
+  // Both hosts: rank 1's record, on a host this machine cannot probe, is the culprit.
+  auto both = ReadRunProgress(std::vector<std::string>{host0.string(), host1.string()});
+  ASSERT_TRUE(both.ok());
+  EXPECT_TRUE(both->problems.empty());
+  options.probe = ProbeProcess;
+  const Diagnosis d = Diagnose(*both, options);
+  EXPECT_EQ(d.ranks[1].process, ProcessState::kUnknown);
+  EXPECT_EQ(d.culprit_rank, 1) << d.headline;
+  EXPECT_NE(d.headline.find("rank 1 in F stage 1 mb 1"), std::string::npos) << d.headline;
+  // A rank in two directories is read once.
+  WriteRecord(host0.string(), b);
+  auto twice = ReadRunProgress(std::vector<std::string>{host0.string(), host1.string()});
+  ASSERT_TRUE(twice.ok());
+  EXPECT_EQ(twice->ranks.size(), 2u);
+  ASSERT_EQ(twice->problems.size(), 1u);
+  EXPECT_NE(twice->problems[0].find(": rank 1 again (also "), std::string::npos);
+}
+
 // ---- zb doctor -----------------------------------------------------------------------------
 
 struct Ran {

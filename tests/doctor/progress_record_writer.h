@@ -26,6 +26,7 @@ struct RecordSpec {
   std::string host;  // "" = this host
   int microbatches = 4;
   int stages = 2;
+  int local_world = 0;  // 0: the world
   int source = 0;
   std::vector<ProgramOp> program;
   uint64_t seq = 5;
@@ -60,6 +61,7 @@ inline std::string RecordBytes(const RecordSpec& spec) {
   Put<int32_t>(bytes, 132, spec.microbatches);
   Put<int32_t>(bytes, 136, spec.source);
   Put<int32_t>(bytes, 140, spec.stages);
+  Put<int32_t>(bytes, 144, spec.local_world > 0 ? spec.local_world : spec.world);
   // The older slot holds the write before (a step starting), the newer one this state.
   auto slot = [&](size_t offset, uint64_t seq, int64_t op, Phase phase, bool torn) {
     Put<uint64_t>(bytes, offset, seq);

@@ -6,7 +6,7 @@
 SPEC: {"runner": "torch" | "executor", "schedule": zb-schedule/1 path, "rank_schedules":
 {"R": path} (a rank that runs another file), "steps": N, "fault": {"kind": "raise" | "sleep" |
 "kill" | "stop", "rank": R, "step": T, "stage": S, "forward": K, "seconds": X, "note": PATH} or
-null}.
+null, "flight_recorder_out": PATH with {rank} (optional: what torch's flight recorder kept)}.
 
 The test model of pipeline_worker on gloo. "torch" runs the schedule in torch's own runtime, loaded
 by zbkit's shim from the rank's file (zbkit.shim._replay.prepare, what `zb replay` does in an
@@ -70,6 +70,21 @@ class FaultAt:
         return pre_hook
 
 
+def write_flight_recorder(pattern: str, rank: int) -> None:
+    """What torch's flight recorder (TORCH_FR_BUFFER_SIZE) holds of this rank's steps: its
+    entries' names and states, as JSON to `pattern` with {rank} replaced (bench_progress.py)."""
+    import pickle
+
+    from torch._C._distributed_c10d import _dump_fr_trace
+
+    dump = pickle.loads(_dump_fr_trace())
+    entries = [{"name": e.get("profiling_name"), "state": e.get("state")}
+               for e in dump.get("entries", [])]  # fmt: skip
+    Path(pattern.replace("{rank}", str(rank))).write_text(
+        json.dumps({"rank": rank, "entries": entries})
+    )
+
+
 def main() -> int:
     spec = json.loads(Path(sys.argv[1]).read_text())
     rank = int(os.environ["RANK"])
@@ -101,6 +116,8 @@ def main() -> int:
         for module in modules.values():
             for p in module.parameters():
                 p.grad = None
+    if spec.get("flight_recorder_out"):
+        write_flight_recorder(spec["flight_recorder_out"], rank)
     dist.destroy_process_group()
     print(f"rank {rank}: {spec['steps']} steps done", flush=True)
     return 0

@@ -193,3 +193,44 @@ def test_a_host_whose_processes_die_fails_the_other_fast(tmp_path, hosts):
             if re.search(r"Connection (closed|reset) by peer", line)]  # fmt: skip
     assert any(f"[{hosts.addresses[1]}]" in line for line in said), output[-3000:]
     print(f"host 0 failed {took:.1f} s after host 1 vanished")
+
+
+def test_a_host_gone_is_named_by_the_other_hosts_zb_replay(tmp_path, hosts):
+    """The fault suite's host that is gone (docs/stalls.md §5): each host runs its part under
+    `zb replay --run-dir` (its own directory); host 1 vanishes mid-run; host 0's zb replay names
+    rank 1, and `zb doctor` of both hosts' directories (as one would copy them) too."""
+    zb = str(require_zb())
+    schedule, _ = tune_uniform(tmp_path, "zb-h1")
+    run_dirs = [tmp_path / f"host{h}-run" for h in range(2)]
+    args = [*JOB, "--iters", "100000", "--pg-timeout-s", "60"]
+    logs = [tmp_path / f"gone-host{h}.log" for h in range(2)]
+    procs = [
+        hosts.start(h, [zb, "replay", str(schedule), "--run-dir", str(run_dirs[h]),
+                        "--stall-timeout", "3", "--on-stall", "kill", "--",
+                        *hosts.torchrun(h, port(4), "gone", *args)], logs[h])
+        for h in range(2)
+    ]  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while "iter 3 " not in logs[0].read_text():
+            assert procs[0].poll() is None, logs[0].read_text()[-3000:]
+            assert time.monotonic() < deadline, "the job never reached iteration 3"
+            time.sleep(0.5)
+        hosts.kill_all(hosts.names[1])  # host 1 vanishes, its zb replay with it
+        gone = time.time()
+        code = procs[0].wait(timeout=120)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    output = logs[0].read_text()
+    assert code != 0
+    diagnosis = json.loads((run_dirs[0] / "diagnosis.json").read_text())
+    assert diagnosis["culprit"]["rank"] == 1, output[-3000:]
+    assert diagnosis["culprit"]["kind"] == "no-record", output[-3000:]
+    assert (run_dirs[0] / "diagnosis.json").stat().st_mtime - gone < 60
+    assert "zb replay: culprit: rank 1 left no progress record" in output, output[-3000:]
+    both = run([zb, "doctor", str(run_dirs[0]), str(run_dirs[1]), "--json"], job_env())
+    assert both.returncode == 0, both.stderr
+    culprit = json.loads(both.stdout)["culprit"]
+    assert (culprit["kind"], culprit["rank"]) == ("died", 1), both.stdout

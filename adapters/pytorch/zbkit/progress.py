@@ -40,7 +40,7 @@ __all__ = [
 MAGIC = b"ZBPROG01"
 VERSION = 1
 # Layout (little-endian), docs/formats.md §7.
-HEADER = struct.Struct("<8sIiiiq32s64siiii")  # at 0
+HEADER = struct.Struct("<8sIiiiq32s64siiiii")  # at 0
 SLOT = struct.Struct("<QqqiiqqQ")  # at SLOT_OFFSETS, 56 bytes each
 SLOT_OFFSETS = (256, 320)
 EXIT = struct.Struct("<iiq496s")  # at EXIT_OFFSET: status, length, time, message
@@ -64,8 +64,8 @@ JOB_VARIABLE = "ZBKIT_PROGRESS_JOB"
 
 
 def job_id() -> str:
-    """What identifies this job's ranks: the id zb gave it, else torchrun's run id and rendezvous
-    address (the same on every rank of one launch)."""
+    """What identifies this job's ranks: $ZBKIT_PROGRESS_JOB if the user gave one, else torchrun's
+    run id and rendezvous address (the same on every rank of one launch, on every host)."""
     given = os.environ.get(JOB_VARIABLE)
     if given:
         return given
@@ -103,7 +103,7 @@ class ProgressRecord:
         host = socket.gethostname().encode()[:63]
         HEADER.pack_into(self._map, 0, MAGIC, VERSION, rank, world, os.getpid(), time.time_ns(),
                          job_id().encode()[:31], host, len(program), microbatches, source,
-                         stages)  # fmt: skip
+                         stages, int(os.environ.get("LOCAL_WORLD_SIZE", world)))  # fmt: skip
         for i, (kind, stage, microbatch) in enumerate(program):
             OP.pack_into(self._map, PROGRAM_OFFSET + OP.size * i, KIND_CODES[kind], 0, stage,
                          microbatch)  # fmt: skip

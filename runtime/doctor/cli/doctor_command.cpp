@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// zb doctor RUN_DIR [--json] [--stall-timeout S]: the diagnosis of a job from its ranks' progress
-// records (docs/stalls.md). Exit 0 when every rank's record was read, 1 when some are missing or
-// unreadable (the diagnosis of the others is printed all the same) or none is there.
+// zb doctor RUN_DIR... [--json] [--stall-timeout S]: the diagnosis of a job from its ranks'
+// progress records (docs/stalls.md), of every host's directory for a job across hosts. Exit 0 when
+// every rank's record was read, 1 when some are missing or unreadable (the diagnosis of the others
+// is printed all the same) or none is there.
 #include "doctor_commands.h"
 #include "zbkit/doctor/diagnosis.h"
 #include "zbkit/doctor/progress.h"
@@ -10,15 +11,16 @@ namespace zb::cli {
 
 int RunDoctorCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const std::string command_name = "doctor";
-  const std::string usage = "RUN_DIR [--json] [--stall-timeout S]";
+  const std::string usage = "RUN_DIR... [--json] [--stall-timeout S]";
   po::options_description options("options");
-  options.add_options()("run-dir", po::value<std::string>()->required(),
-                        "the job's run directory: its ranks' rank<R>.progress records")(
-      "json", po::bool_switch(), "print zb-diagnosis/1 JSON")(
+  options.add_options()("run-dir", po::value<std::vector<std::string>>()->required(),
+                        "the job's run directory, its ranks' rank<R>.progress records (a "
+                        "multi-host job: every host's)")("json", po::bool_switch(),
+                                                         "print zb-diagnosis/1 JSON")(
       "stall-timeout", po::value<double>()->default_value(30.0),
       "seconds without a mark, ranks inside a step, that make a job stalled");
   po::positional_options_description positional;
-  positional.add("run-dir", 1);
+  positional.add("run-dir", -1);
   po::variables_map values;
   int exit_code = 0;
   const std::string epilogue =
@@ -28,7 +30,9 @@ int RunDoctorCommand(const Args& args, std::ostream& out, std::ostream& err) {
       "the culprit rank and op and the chain of waits that leads to it.\n\n"
       "examples:\n"
       "  zb doctor /tmp/zbkit-run-Ab12Cd\n"
-      "  zb doctor run1 --json\n";
+      "  zb doctor run1 --json\n"
+      "  zb doctor host0/run1 host1/run1\n"
+      "      a job across two hosts: each kept its own ranks' records\n";
   if (!ParseCommandLine(command_name, usage, args, options, positional, values, out, err, exit_code,
                         epilogue)) {
     return exit_code;
@@ -37,7 +41,8 @@ int RunDoctorCommand(const Args& args, std::ostream& out, std::ostream& err) {
   if (!(timeout > 0)) {
     return ReportError(err, command_name, UsageError("--stall-timeout must be > 0 seconds"));
   }
-  auto run = doctor::ReadRunProgress(values["run-dir"].as<std::string>());
+  const auto directories = values["run-dir"].as<std::vector<std::string>>();
+  auto run = doctor::ReadRunProgress(directories);
   if (!run.ok()) return ReportError(err, command_name, run.status());
   doctor::DiagnoseOptions diagnose;
   diagnose.now_ns = doctor::NowNs();
@@ -45,7 +50,7 @@ int RunDoctorCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const doctor::Diagnosis diagnosis = doctor::Diagnose(*run, diagnose);
   const bool json = values["json"].as<bool>();
   // What zb replay said while the processes were there (after --on-stall kill they read dead).
-  auto kept = doctor::ReadDiagnosisJson(run->directory + "/diagnosis.json");
+  auto kept = doctor::ReadDiagnosisJson(directories.front() + "/diagnosis.json");
   if (!json && kept.ok() && !kept->headline.empty()) {
     out << "at the stall (diagnosis.json): culprit: " << kept->headline << "\n";
   }

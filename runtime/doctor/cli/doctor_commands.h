@@ -9,7 +9,7 @@
 
 namespace zb::cli {
 
-// zb doctor RUN_DIR [--json] [--stall-timeout S]
+// zb doctor RUN_DIR... [--json] [--stall-timeout S]
 int RunDoctorCommand(const Args& args, std::ostream& out, std::ostream& err);
 
 }  // namespace zb::cli

@@ -227,14 +227,18 @@ void BlameRank(Diagnosis& d, const RankFinding& rank, const std::string& exit_me
     default:
       break;
   }
+  const std::string unprobed =
+      rank.process == ProcessState::kUnknown
+          ? " (on host " + rank.host + ", not probed from here: slow, frozen, or its host is gone)"
+          : "";
   if (!rank.op.empty()) {
-    return Blame(d, rank, Culprit::kSlow, Where(rank) + " for " + Seconds(rank.for_s),
+    return Blame(d, rank, Culprit::kSlow, Where(rank) + " for " + Seconds(rank.for_s) + unprobed,
                  "a straggler (a slow or shared device or host) or a hang inside the op: look at "
                  "its stack (py-spy dump --pid " +
                      std::to_string(rank.pid) + ")");
   }
   Blame(d, rank, Culprit::kOutsidePipeline,
-        Where(rank) + " for " + Seconds(rank.for_s) + ", outside the pipeline's ops",
+        Where(rank) + " for " + Seconds(rank.for_s) + ", outside the pipeline's ops" + unprobed,
         "it is in the script's own code between steps (data loading, optimizer, checkpoint, a "
         "collective): look at its stack (py-spy dump --pid " +
             std::to_string(rank.pid) + ")");
@@ -288,6 +292,7 @@ std::vector<RankFinding> Findings(const RunProgress& run, const Graph& graph,
     RankFinding f;
     f.rank = rank.rank;
     f.pid = rank.pid;
+    f.host = rank.host;
     f.process = options.probe(rank);
     f.phase = rank.phase;
     f.iteration = rank.iteration;
@@ -377,8 +382,19 @@ struct Evidence {
   const Graph* graph = nullptr;
 };
 
+// Whether an exception says the rank lost a peer (gloo's and NCCL's words): it did not fail on its
+// own, the peer went away.
+bool LostAPeer(const std::string& message) {
+  for (const char* words : {"Connection closed by peer", "Connection reset by peer", "Broken pipe",
+                            "remote worker crash", "communicator was aborted"}) {
+    if (message.find(words) != std::string::npos) return true;
+  }
+  return false;
+}
+
 // A rank broken on its own (raised, died, stopped); with `waiting` false only one that waits for
-// no one (a rank that raised on a wait timeout, or was killed while waiting, is a victim).
+// no one (a rank that raised on a wait timeout, or lost its peer, or was killed while waiting, is
+// a victim).
 bool BlameBrokenRank(Diagnosis& d, const Evidence& e, bool waiting) {
   const RankFinding* worst = nullptr;
   auto key = [](const RankFinding& r) { return std::make_pair(Severity(r), -r.for_s); };
@@ -386,7 +402,8 @@ bool BlameBrokenRank(Diagnosis& d, const Evidence& e, bool waiting) {
   for (const RankFinding& f : d.ranks) {
     if (Severity(f) > 2) continue;
     // A rank that raised outside any op while another never made its record lost that peer.
-    const bool victim = f.waits_for >= 0 || (f.op.empty() && ranks_missing);
+    const bool victim = f.waits_for >= 0 || (f.op.empty() && ranks_missing) ||
+                        (f.phase == Phase::kRaised && LostAPeer(e.messages.at(f.rank)));
     if (victim && !waiting) continue;
     if (worst == nullptr || key(f) < key(*worst)) worst = &f;
   }
@@ -485,6 +502,21 @@ bool BlameMissingRank(Diagnosis& d, const RunProgress& run) {
   return false;
 }
 
+// No rank waits for another and none failed on its own: the one longest in an op, else the one
+// longest between steps (ranks that raised are victims here, see BlameBrokenRank).
+bool BlameSlowest(Diagnosis& d) {
+  const RankFinding* slowest = nullptr;
+  for (const RankFinding& f : d.ranks) {
+    if (f.phase == Phase::kExited || f.phase == Phase::kRaised) continue;
+    if (f.process == ProcessState::kDead) continue;
+    auto key = [](const RankFinding& r) { return std::make_pair(!r.op.empty(), r.for_s); };
+    if (slowest == nullptr || key(*slowest) < key(f)) slowest = &f;
+  }
+  if (slowest == nullptr) return false;
+  BlameRank(d, *slowest, "");
+  return true;
+}
+
 }  // namespace
 
 Diagnosis Diagnose(const RunProgress& run, const DiagnoseOptions& options) {
@@ -508,18 +540,11 @@ Diagnosis Diagnose(const RunProgress& run, const DiagnoseOptions& options) {
     e.by_rank[f.rank] = &f;
   for (const RankProgress& rank : run.ranks)
     e.messages[rank.rank] = rank.exit_message;
-  if (BlameUnrunnable(d, graph) || BlameBrokenRank(d, e, false) || BlameCycle(d, e) ||
-      BlameChainEnd(d, e) || BlameMissingRank(d, run) || BlameBrokenRank(d, e, true)) {
-    return d;
-  }
-  // No rank waits for another: the one longest in an op, else longest between steps.
-  const RankFinding* slowest = nullptr;
-  for (const RankFinding& f : d.ranks) {
-    if (f.phase == Phase::kExited) continue;
-    auto key = [](const RankFinding& r) { return std::make_pair(!r.op.empty(), r.for_s); };
-    if (slowest == nullptr || key(*slowest) < key(f)) slowest = &f;
-  }
-  if (slowest != nullptr) BlameRank(d, *slowest, "");
+  // The first that finds a culprit names it; with none, the state and the per-rank lines say
+  // what there is.
+  static_cast<void>(BlameUnrunnable(d, graph) || BlameBrokenRank(d, e, false) || BlameCycle(d, e) ||
+                    BlameChainEnd(d, e) || BlameMissingRank(d, run) || BlameSlowest(d) ||
+                    BlameBrokenRank(d, e, true));
   return d;
 }
 
@@ -555,6 +580,7 @@ std::string DiagnosisJson(const Diagnosis& d) {
   for (const RankFinding& f : d.ranks) {
     ranks.push_back({{"rank", f.rank},
                      {"pid", f.pid},
+                     {"host", f.host},
                      {"process", ProcessStateName(f.process)},
                      {"phase", PhaseName(f.phase)},
                      {"step", f.iteration},
@@ -629,6 +655,7 @@ Expected<Diagnosis> ReadDiagnosisJson(const std::string& path) {
       RankFinding f;
       f.rank = r.at("rank").get<int>();
       f.pid = r.at("pid").get<int>();
+      f.host = r.value("host", "");
       f.process =
           FromName(r.at("process").get<std::string>(), static_cast<int>(ProcessState::kUnknown) + 1,
                    ProcessStateName, ProcessState::kUnknown);

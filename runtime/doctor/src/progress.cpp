@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 // runs on.
 constexpr char kMagic[8] = {'Z', 'B', 'P', 'R', 'O', 'G', '0', '1'};
 constexpr uint32_t kVersion = 1;
-constexpr size_t kHeaderSize = 144;
+constexpr size_t kHeaderSize = 148;
 constexpr size_t kSlotOffsets[2] = {256, 320};
 constexpr size_t kSlotSize = 56;
 constexpr size_t kExitOffset = 512;
@@ -98,6 +98,7 @@ Expected<RankProgress> Decode(const std::string& path, const std::string& bytes)
   rank.microbatches = Load<int32_t>(bytes, 132);
   const int32_t source = Load<int32_t>(bytes, 136);
   rank.stages = Load<int32_t>(bytes, 140);
+  rank.local_world = Load<int32_t>(bytes, 144);
   if (rank.world < 1 || rank.rank < 0 || rank.rank >= rank.world) {
     return bad("rank " + std::to_string(rank.rank) + " of world " + std::to_string(rank.world));
   }
@@ -222,33 +223,74 @@ Expected<RankProgress> ReadProgressFile(const std::string& path) {
   return last;
 }
 
-Expected<RunProgress> ReadRunProgress(const std::string& directory) {
+namespace {
+
+// The records of one directory, by file; what cannot be read goes to `problems`.
+Status ReadDirectory(const std::string& directory, std::vector<RankProgress>& read,
+                     std::vector<std::string>& problems) {
   std::error_code error;
   if (!fs::is_directory(directory, error)) {
     return NotFound(directory + ": no such run directory");
   }
   static const std::regex kName(R"(rank(\d+)\.progress)");
-  RunProgress run;
-  run.directory = directory;
-  std::vector<RankProgress> read;
   for (const auto& entry : fs::directory_iterator(directory, error)) {
     std::smatch match;
     const std::string name = entry.path().filename().string();
     if (!std::regex_match(name, match, kName)) continue;
     auto rank = ReadProgressFile(entry.path().string());
     if (!rank.ok()) {
-      run.problems.push_back(rank.status().message());
-      continue;
+      problems.push_back(rank.status().message());
+    } else if (std::to_string(rank->rank) != match[1].str()) {
+      problems.push_back(entry.path().string() + ": holds rank " + std::to_string(rank->rank) +
+                         ", left out");
+    } else {
+      read.push_back(std::move(*rank));
     }
-    if (std::to_string(rank->rank) != match[1].str()) {
-      run.problems.push_back(entry.path().string() + ": holds rank " + std::to_string(rank->rank) +
-                             ", left out");
-      continue;
+  }
+  return Status::Ok();
+}
+
+// "no record of ranks 1, 3 of 4 (...)" for the ranks of 0..world-1 that `run` lacks.
+void NameMissingRanks(RunProgress& run) {
+  std::vector<int> missing;
+  for (int r = 0, i = 0; r < run.world; ++r) {
+    if (i < static_cast<int>(run.ranks.size()) && run.ranks[static_cast<size_t>(i)].rank == r) {
+      ++i;
+    } else {
+      missing.push_back(r);
     }
-    read.push_back(std::move(*rank));
+  }
+  if (missing.empty()) return;
+  std::string list;
+  for (int r : missing)
+    list += (list.empty() ? "" : ", ") + std::to_string(r);
+  const bool spread = std::any_of(run.ranks.begin(), run.ranks.end(), [&](const RankProgress& r) {
+    return r.local_world > 0 && r.local_world < run.world;
+  });
+  run.problems.push_back(
+      run.directory + ": no record of rank" + (missing.size() > 1 ? "s " : " ") + list + " of " +
+      std::to_string(run.world) +
+      (spread ? " (the job spans hosts, each keeping its own ranks' records: give zb doctor every "
+                "host's run directory)"
+              : " (never started, or its directory is on another host)"));
+}
+
+}  // namespace
+
+Expected<RunProgress> ReadRunProgress(const std::string& directory) {
+  return ReadRunProgress(std::vector<std::string>{directory});
+}
+
+Expected<RunProgress> ReadRunProgress(const std::vector<std::string>& directories) {
+  RunProgress run;
+  std::vector<RankProgress> read;
+  for (const std::string& directory : directories) {
+    run.directory += (run.directory.empty() ? "" : ", ") + directory;
+    Status status = ReadDirectory(directory, read, run.problems);
+    if (!status.ok()) return status;
   }
   if (read.empty()) {
-    std::string message = directory + ": no readable rank<R>.progress record";
+    std::string message = run.directory + ": no readable rank<R>.progress record";
     if (!run.problems.empty()) message += " (" + run.problems.front() + ")";
     return NotFound(message);
   }
@@ -258,10 +300,16 @@ Expected<RunProgress> ReadRunProgress(const std::string& directory) {
   run.job = std::max_element(jobs.begin(), jobs.end(), [](const auto& a, const auto& b) {
               return a.second < b.second;
             })->first;
+  std::map<int, std::string> seen;  // rank -> its file
   for (RankProgress& rank : read) {
     if (rank.job != run.job) {
       run.problems.push_back(rank.path + ": from another job (" + rank.job + ", not " + run.job +
                              "), left out");
+      continue;
+    }
+    if (!seen.emplace(rank.rank, rank.path).second) {
+      run.problems.push_back(rank.path + ": rank " + std::to_string(rank.rank) + " again (also " +
+                             seen[rank.rank] + "), left out");
       continue;
     }
     run.world = std::max(run.world, rank.world);
@@ -269,22 +317,7 @@ Expected<RunProgress> ReadRunProgress(const std::string& directory) {
   }
   std::sort(run.ranks.begin(), run.ranks.end(),
             [](const RankProgress& a, const RankProgress& b) { return a.rank < b.rank; });
-  std::vector<int> missing;
-  for (int r = 0, i = 0; r < run.world; ++r) {
-    if (i < static_cast<int>(run.ranks.size()) && run.ranks[static_cast<size_t>(i)].rank == r) {
-      ++i;
-    } else {
-      missing.push_back(r);
-    }
-  }
-  if (!missing.empty()) {
-    std::string list;
-    for (int r : missing)
-      list += (list.empty() ? "" : ", ") + std::to_string(r);
-    run.problems.push_back(directory + ": no record of rank" + (missing.size() > 1 ? "s " : " ") +
-                           list + " of " + std::to_string(run.world) +
-                           " (never started, or its directory is on another host)");
-  }
+  NameMissingRanks(run);
   return run;
 }
 

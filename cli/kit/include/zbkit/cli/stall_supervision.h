@@ -21,7 +21,7 @@ void AddStallOptions(po::options_description& options);
 class StallSupervision {
  public:
   // Reads the options; makes the run directory (--run-dir, else a fresh one under $TMPDIR) and
-  // adds ZBKIT_PROGRESS_DIR and ZBKIT_PROGRESS_JOB to `env`.
+  // adds ZBKIT_PROGRESS_DIR to `env`.
   static Expected<std::unique_ptr<StallSupervision>> Start(const std::string& who,
                                                            const po::variables_map& values,
                                                            EnvironmentOverrides& env);

@@ -33,6 +33,7 @@ const char* CulpritName(Culprit culprit);
 struct RankFinding {
   int rank = 0;
   int pid = 0;
+  std::string host;
   ProcessState process = ProcessState::kUnknown;
   Phase phase = Phase::kStarting;
   int64_t iteration = -1;

@@ -59,7 +59,8 @@ struct RankProgress {
   std::string job;
   std::string host;
   int microbatches = 0;
-  int stages = 0;  // of the whole pipeline
+  int stages = 0;       // of the whole pipeline
+  int local_world = 0;  // ranks on the record's host (torchrun's LOCAL_WORLD_SIZE)
   ProgramSource source = ProgramSource::kExecutor;
   std::vector<ProgramOp> program;
   // The state, from the newer whole slot.
@@ -77,18 +78,20 @@ struct RankProgress {
 // consistent state slot.
 Expected<RankProgress> ReadProgressFile(const std::string& path);
 
-// Every rank<R>.progress of a directory, by rank. Files that cannot be read, ranks missing from
-// 0..world-1, and files of another job (its id differs from the most common one) are left out
-// and named in `problems`, one line each. NotFound when the directory does not exist or holds
-// no readable record.
+// Every rank<R>.progress of a directory (or of several: a multi-host job keeps one per host), by
+// rank. Files that cannot be read, ranks missing from 0..world-1, a rank in two directories, and
+// files of another job (its id differs from the most common one) are left out and named in
+// `problems`, one line each. NotFound when a directory does not exist or none holds a readable
+// record.
 struct RunProgress {
-  std::string directory;
+  std::string directory;  // the directories, joined by ", "
   std::string job;
   int world = 0;
   std::vector<RankProgress> ranks;  // by rank, only those read
   std::vector<std::string> problems;
 };
 Expected<RunProgress> ReadRunProgress(const std::string& directory);
+Expected<RunProgress> ReadRunProgress(const std::vector<std::string>& directories);
 
 // What a record's process is doing now, as this machine sees it.
 enum class ProcessState {
