@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The fault suite of `zb doctor` and the live stall watch (docs/stalls.md §6): real jobs on 2 and
-4 gloo ranks under `zb replay --stall-timeout 3 --on-stall kill`, each with one injected fault
+"""The fault suite of `zb doctor` and the live stall watch (docs/stalls.md §5): real jobs on 2, 4
+and 8 gloo ranks under `zb replay` (or `zb profile`) `--stall-timeout 3 --on-stall kill`, each with
+one injected fault
 (a rank frozen, killed, slow, raising; orders that cross; a rank with another microbatch count or
 layout) in torch's runtime through the shim, in zbkit's executor, and in the unmodified bundled
 script; and healthy runs that must raise no alarm. Each checks the diagnosis zb replay printed and
@@ -26,7 +27,7 @@ from conftest import zb_binary  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 JOB = HERE / "fault_job.py"
-BUNDLED = HERE.parent / "examples" / "train_pipelining.py"
+BUNDLED_SCRIPT = HERE.parent / "examples" / "train_pipelining.py"
 STALL_TIMEOUT_S = 3
 # After the fault: the stall timeout, one watch interval, reading the records, ending the job.
 DIAGNOSIS_WITHIN_S = 60
@@ -177,6 +178,7 @@ FAULTS = [
     ("executor", "zb-h2", 2, "sleep", 0, 0, "slow", "F stage 0"),
     ("executor", "1f1b-i", 2, "stop", 0, 2, "frozen", "F stage 2"),
     ("executor", "zb-h1", 4, "kill", 2, 2, "died", "F stage 2"),
+    ("torch", "zb-h1", 8, "stop", 5, 5, "frozen", "F stage 5"),
 ]
 
 
@@ -185,7 +187,7 @@ FAULTS = [
 def test_an_injected_fault_is_named_with_its_rank_and_op(
     tmp_path, schedules, runner, family, ranks, kind, rank, stage, culprit, op
 ):
-    schedule = tune(schedules, family, ranks)
+    schedule = tune(schedules, family, ranks, max(4, ranks))  # torch wants m >= stages
     fault = {"kind": kind, "rank": rank, "step": 1, "stage": stage, "forward": 1, "seconds": 60}
     run = fault_run(tmp_path, runner, schedule, ranks, fault)
     assert run.done.returncode != 0, run.context()
@@ -233,19 +235,32 @@ def _wait_for_step(run_dir: Path, rank: int, step: int, process: subprocess.Pope
     raise AssertionError(f"rank {rank} never reached step {step}")
 
 
-@pytest.mark.parametrize("signal_number,culprit", [(signal.SIGSTOP, "frozen"),
-                                                   (signal.SIGKILL, "died")],
-                         ids=["SIGSTOP", "SIGKILL"])  # fmt: skip
-def test_the_unmodified_bundled_script_under_zb_replay(tmp_path, schedules, signal_number,
-                                                       culprit):  # fmt: skip
+BUNDLED_JOB = ["--layers", "4", "--dim", "32", "--heads", "2", "--seq", "16", "--vocab", "64",
+               "--batch", "8", "--microbatches", "4", "--iters", "400"]  # fmt: skip
+# (how the bundled script runs, the signal a rank gets from outside, the culprit)
+BUNDLED = [
+    ("replay", signal.SIGSTOP, "frozen"),
+    ("replay", signal.SIGKILL, "died"),
+    # zb profile of a script whose torch schedule runs through torch's runtime: the record comes
+    # from torch's own action names, no zbkit order involved.
+    ("profile", signal.SIGSTOP, "frozen"),
+]
+
+
+@pytest.mark.parametrize("how,signal_number,culprit", BUNDLED,
+                         ids=[f"{b[0]}-{signal.Signals(b[1]).name}" for b in BUNDLED])  # fmt: skip
+def test_the_unmodified_bundled_script(tmp_path, schedules, how, signal_number, culprit):
     """The bundled pipelining script, run as a user runs it; the fault comes from outside."""
-    schedule = tune(schedules, "zb-v", 2, 4)
     run_dir = tmp_path / "run"
-    command = [str(zb_binary()), "replay", str(schedule), "--run-dir", str(run_dir),
-               "--stall-timeout", str(STALL_TIMEOUT_S), "--on-stall", "kill", "--",
-               *torchrun(2, str(BUNDLED), "--schedule", "ZBVZeroBubble", "--layers", "4",
-                         "--dim", "32", "--heads", "2", "--seq", "16", "--vocab", "64",
-                         "--batch", "8", "--microbatches", "4", "--iters", "400")]  # fmt: skip
+    watch = ["--run-dir", str(run_dir), "--stall-timeout", str(STALL_TIMEOUT_S), "--on-stall",
+             "kill"]  # fmt: skip
+    if how == "replay":
+        zb = ["replay", str(tune(schedules, "zb-v", 2, 4)), *watch]
+        script = [str(BUNDLED_SCRIPT), "--schedule", "ZBVZeroBubble", *BUNDLED_JOB]
+    else:
+        zb = ["profile", "--torch", "--pp", "2", *watch]
+        script = [str(BUNDLED_SCRIPT), "--schedule", "Interleaved1F1B", *BUNDLED_JOB]
+    command = [str(zb_binary()), *zb, "--", *torchrun(2, *script)]
     process = subprocess.Popen(command, env=job_env(), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:

@@ -58,7 +58,7 @@ PHASE_NAMES = ("starting", "in-op", "op-done", "iteration-done", "exited", "rais
 STARTING, IN_OP, OP_DONE, ITERATION_DONE, EXITED, RAISED = range(6)
 #: who runs the program
 SOURCE_EXECUTOR, SOURCE_TORCH_RUNTIME = 0, 1
-# The environment variable that turns the record on, and the job id zb sets beside it.
+# The environment variable that turns the record on, and the job id a user may set (job_id).
 DIR_VARIABLE = "ZBKIT_PROGRESS_DIR"
 JOB_VARIABLE = "ZBKIT_PROGRESS_JOB"
 
@@ -72,6 +72,13 @@ def job_id() -> str:
     parts = [os.environ.get(name, "") for name in ("TORCHELASTIC_RUN_ID", "MASTER_ADDR",
                                                     "MASTER_PORT")]  # fmt: skip
     return ":".join(parts)
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _warn(message: str) -> None:
@@ -97,16 +104,14 @@ class ProgressRecord:
         size = PROGRAM_OFFSET + OP.size * max(1, len(program))
         size = (size + 4095) // 4096 * 4096
         staging = f"{self.path}.{os.getpid()}.tmp"
-        with open(staging, "w+b") as handle:
-            handle.truncate(size)
-            self._map = mmap.mmap(handle.fileno(), size)
-        host = socket.gethostname().encode()[:63]
-        HEADER.pack_into(self._map, 0, MAGIC, VERSION, rank, world, os.getpid(), time.time_ns(),
-                         job_id().encode()[:31], host, len(program), microbatches, source,
-                         stages, int(os.environ.get("LOCAL_WORLD_SIZE", world)))  # fmt: skip
-        for i, (kind, stage, microbatch) in enumerate(program):
-            OP.pack_into(self._map, PROGRAM_OFFSET + OP.size * i, KIND_CODES[kind], 0, stage,
-                         microbatch)  # fmt: skip
+        try:
+            with open(staging, "w+b") as handle:
+                handle.truncate(size)
+                self._map = mmap.mmap(handle.fileno(), size)
+            self._write_header(rank, world, program, microbatches, stages, source)
+        except BaseException:
+            _remove_quietly(staging)  # nothing half made stays behind
+            raise
         self._seq = 0
         self._iteration = -1
         self._op = -1
@@ -117,6 +122,15 @@ class ProgressRecord:
         # Readers see the file only once header and program are whole.
         os.replace(staging, self.path)
         atexit.register(self.exited)
+
+    def _write_header(self, rank, world, program, microbatches, stages, source) -> None:
+        host = socket.gethostname().encode()[:63]
+        HEADER.pack_into(self._map, 0, MAGIC, VERSION, rank, world, os.getpid(), time.time_ns(),
+                         job_id().encode()[:31], host, len(program), microbatches, source,
+                         stages, int(os.environ.get("LOCAL_WORLD_SIZE", world)))  # fmt: skip
+        for i, (kind, stage, microbatch) in enumerate(program):
+            OP.pack_into(self._map, PROGRAM_OFFSET + OP.size * i, KIND_CODES[kind], 0, stage,
+                         microbatch)  # fmt: skip
 
     def _write(self, phase: int) -> None:
         self._seq = seq = self._seq + 1
