@@ -166,17 +166,22 @@ def test_profile_and_replay_across_two_hosts(tmp_path, hosts):
     assert across == LOSS.findall(local.stdout + local.stderr)
 
 
+def vanish_once_running(hosts: TwoHosts, procs: List[subprocess.Popen], logs: List[Path]) -> None:
+    """Once host 0's job printed iteration 3, host 1 vanishes: every process in it, at once."""
+    deadline = time.monotonic() + 90
+    while "iter 3 " not in logs[0].read_text():
+        assert procs[0].poll() is None, logs[0].read_text()[-3000:]
+        assert time.monotonic() < deadline, "the job never reached iteration 3"
+        time.sleep(0.5)
+    hosts.kill_all(hosts.names[1])
+
+
 def test_a_host_whose_processes_die_fails_the_other_fast(tmp_path, hosts):
     args = [*JOB, "--iters", "100000", "--pg-timeout-s", "60"]
     logs = [tmp_path / f"host{h}.log" for h in range(2)]
     procs = [hosts.start(h, hosts.torchrun(h, port(3), "vanish", *args), logs[h]) for h in range(2)]
     try:
-        deadline = time.monotonic() + 90
-        while "iter 3 " not in logs[0].read_text():
-            assert procs[0].poll() is None, logs[0].read_text()[-3000:]
-            assert time.monotonic() < deadline, "the job never reached iteration 3"
-            time.sleep(0.5)
-        hosts.kill_all(hosts.names[1])  # host 1 vanishes: every process in it, at once
+        vanish_once_running(hosts, procs, logs)
         killed = time.monotonic()
         code = procs[0].wait(timeout=120)
         took = time.monotonic() - killed
@@ -211,12 +216,7 @@ def test_a_host_gone_is_named_by_the_other_hosts_zb_replay(tmp_path, hosts):
         for h in range(2)
     ]  # fmt: skip
     try:
-        deadline = time.monotonic() + 90
-        while "iter 3 " not in logs[0].read_text():
-            assert procs[0].poll() is None, logs[0].read_text()[-3000:]
-            assert time.monotonic() < deadline, "the job never reached iteration 3"
-            time.sleep(0.5)
-        hosts.kill_all(hosts.names[1])  # host 1 vanishes, its zb replay with it
+        vanish_once_running(hosts, procs, logs)  # its zb replay with it
         gone = time.time()
         code = procs[0].wait(timeout=120)
     finally:
