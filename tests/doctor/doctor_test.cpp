@@ -13,6 +13,7 @@
 
 #include "progress_record_writer.h"
 #include "zbkit/doctor/diagnosis.h"
+#include "zbkit/doctor/flight_recorder.h"
 
 namespace zb::doctor {
 namespace {
@@ -397,6 +398,61 @@ TEST_F(DoctorTest, AJobAcrossHostsIsReadFromEveryHostsDirectory) {
   EXPECT_EQ(twice->ranks.size(), 2u);
   ASSERT_EQ(twice->problems.size(), 1u);
   EXPECT_NE(twice->problems[0].find(": rank 1 again (also "), std::string::npos);
+}
+
+// ---- torch's flight recorder ----------------------------------------------------------------
+
+// Dumps torch 2.13 wrote (tests/data/flight_recorder, adapters/pytorch/tests/fr_hang_job.py): two
+// gloo ranks all-reduce twice, then rank 0 a third time, which rank 1 never joins.
+const std::string kDumps = std::string(ZBKIT_TEST_DATA_DIR) + "/flight_recorder/gloo_hang_rank_";
+
+TEST(FlightRecorderTest, ReadsTorchsDumpsAndNamesTheRankThatNeverJoined) {
+  auto dumps = ReadFlightRecorderDumps(kDumps);
+  ASSERT_TRUE(dumps.ok()) << dumps.status().message();
+  ASSERT_EQ(dumps->size(), 2u);
+  EXPECT_EQ((*dumps)[0].rank, 0);
+  EXPECT_EQ((*dumps)[1].rank, 1);
+  EXPECT_EQ((*dumps)[0].version, "2.10");
+  EXPECT_EQ((*dumps)[0].groups.at("0").last_enqueued, 3);
+  EXPECT_EQ((*dumps)[1].groups.at("0").last_enqueued, 2);
+  ASSERT_EQ((*dumps)[0].entries.size(), 3u);
+  EXPECT_EQ((*dumps)[0].entries[2].name, "gloo:all_reduce");
+  EXPECT_EQ((*dumps)[0].entries[2].collective_seq, 3);
+  EXPECT_EQ((*dumps)[0].entries[2].group, "0 default_pg");
+  int culprit = -1;
+  const std::vector<std::string> lines = AnalyzeFlightRecorder(*dumps, culprit);
+  EXPECT_EQ(culprit, 1);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0],
+            "process group 0: rank 1 never joined collective 3 (gloo:all_reduce), which rank 0 "
+            "waits in");
+}
+
+TEST_F(DoctorTest, AFileThatIsNotAFlightRecorderDumpIsOneClearError) {
+  std::ifstream in(kDumps + "0", std::ios::binary);
+  const std::string real((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  struct Case {
+    std::string bytes, expected;
+  };
+  const Case cases[] = {
+      {real.substr(0, real.size() / 2), "not a flight-recorder pickle: "},
+      {std::string("\x80\x02}q\x00.", 6), "a pickle, but not a flight-recorder dump"},
+      {std::string("\x80\x02"
+                   "c__main__\nX\n.",
+                   15),
+       "unsupported opcode 0x63"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = (dir_ / "fr_7").string();
+    std::ofstream(path, std::ios::binary) << c.bytes;
+    auto dumps = ReadFlightRecorderDumps((dir_ / "fr_").string());
+    ASSERT_FALSE(dumps.ok()) << c.expected;
+    EXPECT_EQ(dumps.status().message().rfind(path + ": ", 0), 0u) << dumps.status().message();
+    EXPECT_NE(dumps.status().message().find(c.expected), std::string::npos)
+        << dumps.status().message();
+  }
+  auto none = ReadFlightRecorderDumps((dir_ / "nothing_").string());
+  EXPECT_EQ(none.status().code(), ErrorCode::kNotFound);
 }
 
 // ---- zb doctor -----------------------------------------------------------------------------

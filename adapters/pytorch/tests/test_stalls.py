@@ -297,3 +297,36 @@ def test_a_healthy_run_raises_no_alarm(tmp_path, schedules, runner, family, rank
                             capture_output=True, text=True, timeout=30)  # fmt: skip
     assert doctor.returncode == 0, doctor.stderr
     assert json.loads(doctor.stdout)["state"] == "finished"
+
+
+def test_zb_doctor_reads_torchs_flight_recorder_dumps(tmp_path):
+    """Real dumps of torch's flight recorder (gloo keeps its collectives): rank 1 never joins the
+    third all-reduce; zb doctor names it, and the one rank 0 waits in."""
+    prefix = tmp_path / "fr_rank_"
+    env = dict(job_env(), TORCH_FR_BUFFER_SIZE="1000")
+    process = subprocess.Popen(torchrun(2, str(HERE / "fr_hang_job.py"), str(prefix)), env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        deadline = time.time() + 120
+        while not all(Path(f"{prefix}{r}").exists() for r in range(2)):
+            assert process.poll() is None and time.time() < deadline, "no dumps"
+            time.sleep(0.2)
+    finally:
+        # torchrun ends its workers (each in a session of its own) on SIGTERM.
+        process.terminate()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    done = subprocess.run([str(zb_binary()), "doctor", "--flight-recorder", str(prefix)],
+                          capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert ("flight recorder: process group 0: rank 1 never joined collective 3 (gloo:all_reduce), "
+            "which rank 0 waits in") in done.stdout, done.stdout  # fmt: skip
+    bad = tmp_path / "bad_rank_0"
+    bad.write_bytes(Path(f"{prefix}0").read_bytes()[:100])
+    torn = subprocess.run([str(zb_binary()), "doctor", "--flight-recorder", str(tmp_path / "bad_rank_")],
+                          capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert torn.returncode == 1 and torn.stderr.count("\n") == 1, torn.stderr
+    assert f"{bad}: not a flight-recorder pickle" in torn.stderr, torn.stderr

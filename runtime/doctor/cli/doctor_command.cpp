@@ -5,20 +5,40 @@
 // is printed all the same) or none is there.
 #include "doctor_commands.h"
 #include "zbkit/doctor/diagnosis.h"
+#include "zbkit/doctor/flight_recorder.h"
 #include "zbkit/doctor/progress.h"
 
 namespace zb::cli {
+namespace {
+
+// What torch's flight-recorder dumps at `where` say, one line each (flight_recorder.h).
+Expected<std::vector<std::string>> FlightRecorderLines(const std::string& where) {
+  auto dumps = doctor::ReadFlightRecorderDumps(where);
+  if (!dumps.ok()) return dumps.status();
+  int culprit = -1;
+  std::vector<std::string> lines = doctor::AnalyzeFlightRecorder(*dumps, culprit);
+  if (lines.empty()) {
+    lines.push_back(std::to_string(dumps->size()) +
+                    " dumps: every rank enqueued every collective, no send or receive left open");
+  }
+  return lines;
+}
+
+}  // namespace
 
 int RunDoctorCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const std::string command_name = "doctor";
-  const std::string usage = "RUN_DIR... [--json] [--stall-timeout S]";
+  const std::string usage = "RUN_DIR... [--json] [--stall-timeout S] [--flight-recorder PATH]";
   po::options_description options("options");
-  options.add_options()("run-dir", po::value<std::vector<std::string>>()->required(),
+  options.add_options()("run-dir", po::value<std::vector<std::string>>(),
                         "the job's run directory, its ranks' rank<R>.progress records (a "
                         "multi-host job: every host's)")("json", po::bool_switch(),
                                                          "print zb-diagnosis/1 JSON")(
       "stall-timeout", po::value<double>()->default_value(30.0),
-      "seconds without a mark, ranks inside a step, that make a job stalled");
+      "seconds without a mark, ranks inside a step, that make a job stalled")(
+      "flight-recorder", po::value<std::string>(),
+      "also read torch's flight-recorder dumps: a directory, or the prefix of TORCH_FR_DUMP_"
+      "TEMP_FILE (/tmp/nccl_trace_rank_ reads /tmp/nccl_trace_rank_<R>)");
   po::positional_options_description positional;
   positional.add("run-dir", -1);
   po::variables_map values;
@@ -32,7 +52,9 @@ int RunDoctorCommand(const Args& args, std::ostream& out, std::ostream& err) {
       "  zb doctor /tmp/zbkit-run-Ab12Cd\n"
       "  zb doctor run1 --json\n"
       "  zb doctor host0/run1 host1/run1\n"
-      "      a job across two hosts: each kept its own ranks' records\n";
+      "      a job across two hosts: each kept its own ranks' records\n"
+      "  zb doctor run1 --flight-recorder /tmp/nccl_trace_rank_\n"
+      "      with what torch's flight recorder dumped (NCCL jobs, on a timeout)\n";
   if (!ParseCommandLine(command_name, usage, args, options, positional, values, out, err, exit_code,
                         epilogue)) {
     return exit_code;
@@ -41,14 +63,32 @@ int RunDoctorCommand(const Args& args, std::ostream& out, std::ostream& err) {
   if (!(timeout > 0)) {
     return ReportError(err, command_name, UsageError("--stall-timeout must be > 0 seconds"));
   }
+  const bool json = values["json"].as<bool>();
+  std::vector<std::string> flight_recorder;
+  if (values.count("flight-recorder")) {
+    auto lines = FlightRecorderLines(values["flight-recorder"].as<std::string>());
+    if (!lines.ok()) return ReportError(err, command_name, lines.status());
+    flight_recorder = std::move(*lines);
+  }
+  if (!values.count("run-dir")) {
+    if (flight_recorder.empty()) {
+      return ReportError(err, command_name, UsageError("give a RUN_DIR (or --flight-recorder)"));
+    }
+    // A job that ran without zbkit's records: what the flight recorder says, alone.
+    doctor::Diagnosis only;
+    only.state = "unknown";
+    only.flight_recorder = std::move(flight_recorder);
+    out << (json ? doctor::DiagnosisJson(only) : doctor::FormatFlightRecorder(only));
+    return 0;
+  }
   const auto directories = values["run-dir"].as<std::vector<std::string>>();
   auto run = doctor::ReadRunProgress(directories);
   if (!run.ok()) return ReportError(err, command_name, run.status());
   doctor::DiagnoseOptions diagnose;
   diagnose.now_ns = doctor::NowNs();
   diagnose.stall_timeout_s = timeout;
-  const doctor::Diagnosis diagnosis = doctor::Diagnose(*run, diagnose);
-  const bool json = values["json"].as<bool>();
+  doctor::Diagnosis diagnosis = doctor::Diagnose(*run, diagnose);
+  diagnosis.flight_recorder = std::move(flight_recorder);
   // What zb replay said while the processes were there (after --on-stall kill they read dead).
   auto kept = doctor::ReadDiagnosisJson(directories.front() + "/diagnosis.json");
   if (!json && kept.ok() && !kept->headline.empty()) {

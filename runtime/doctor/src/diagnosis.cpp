@@ -570,8 +570,16 @@ std::string FormatDiagnosis(const Diagnosis& d) {
     }
     text += "\n";
   }
+  text += FormatFlightRecorder(d);
   for (const std::string& problem : d.problems)
     text += "problem: " + problem + "\n";
+  return text;
+}
+
+std::string FormatFlightRecorder(const Diagnosis& d) {
+  std::string text;
+  for (const std::string& line : d.flight_recorder)
+    text += "flight recorder: " + line + "\n";
   return text;
 }
 
@@ -607,6 +615,7 @@ std::string DiagnosisJson(const Diagnosis& d) {
       {"advice", d.advice},
       {"ranks", ranks},
       {"problems", d.problems},
+      {"flight_recorder", d.flight_recorder},
   };
   return doc.dump(2) + "\n";
 }
@@ -651,6 +660,7 @@ Expected<Diagnosis> ReadDiagnosisJson(const std::string& path) {
     d.chain = doc.at("chain").get<std::vector<std::string>>();
     d.advice = doc.at("advice").get<std::string>();
     d.problems = doc.at("problems").get<std::vector<std::string>>();
+    d.flight_recorder = doc.value("flight_recorder", std::vector<std::string>{});
     for (const auto& r : doc.at("ranks")) {
       RankFinding f;
       f.rank = r.at("rank").get<int>();

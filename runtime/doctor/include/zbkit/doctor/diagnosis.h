@@ -59,6 +59,8 @@ struct Diagnosis {
   std::string advice;
   std::vector<RankFinding> ranks;
   std::vector<std::string> problems;  // the records that were missing or unreadable
+  // What torch's flight-recorder dumps say, when zb doctor was given them (flight_recorder.h).
+  std::vector<std::string> flight_recorder;
 };
 
 struct DiagnoseOptions {
@@ -73,6 +75,8 @@ Diagnosis Diagnose(const RunProgress& run, const DiagnoseOptions& options);
 
 // A few lines for a person: state, culprit, chain, advice, then one line per rank.
 std::string FormatDiagnosis(const Diagnosis& diagnosis);
+// Its flight-recorder lines alone ("flight recorder: ..."), for a job without zbkit's records.
+std::string FormatFlightRecorder(const Diagnosis& diagnosis);
 // zb-diagnosis/1 (docs/formats.md §7).
 std::string DiagnosisJson(const Diagnosis& diagnosis);
 // Reads it back (what zb replay kept as <run dir>/diagnosis.json when the job stalled, while its
