@@ -13,7 +13,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${ZBKIT_FUZZ_BUILD_DIR:-$root/build-fuzz}"
-all_targets=(costs hops schedule torch_csv chrome_trace trace_file shard store)
+all_targets=(costs hops schedule torch_csv chrome_trace trace_file shard store progress flight_recorder)
 
 seconds="${1:-600}"
 if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then

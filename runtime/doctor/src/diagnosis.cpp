@@ -617,7 +617,9 @@ std::string DiagnosisJson(const Diagnosis& d) {
       {"problems", d.problems},
       {"flight_recorder", d.flight_recorder},
   };
-  return doc.dump(2) + "\n";
+  // Names come from records and dumps a rank may have torn: bytes that are not UTF-8 are replaced,
+  // not thrown at the reader.
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace zb::doctor

@@ -197,14 +197,17 @@ class Unpickler {
           items.insert(items.begin(), *stack_.back().value);
           stack_.pop_back();
         }
+        if (stack_.back().mark) return Bad("nothing to add to");
         return Add(*stack_.back().value, items, op == 's');
       case 0x85:
       case 0x86:
       case 0x87: {  // TUPLE1..3
         const size_t n = op - 0x84u;
         if (stack_.size() < n) return Bad("stack too short");
-        for (size_t i = stack_.size() - n; i < stack_.size(); ++i)
+        for (size_t i = stack_.size() - n; i < stack_.size(); ++i) {
+          if (stack_[i].mark) return Bad("a MARK inside a tuple");
           items.push_back(*stack_[i].value);
+        }
         stack_.resize(stack_.size() - n);
         Push(json(items));
         return Status::Ok();
@@ -237,9 +240,8 @@ class Unpickler {
     if (pairs) {
       if (!target.is_object() || items.size() % 2 != 0) return Bad("SETITEMS on a non-dict");
       for (size_t i = 0; i < items.size(); i += 2) {
-        // Keys are strings in a dump; a tuple key (none seen) would be written as text.
-        const std::string key =
-            items[i].is_string() ? items[i].get<std::string>() : items[i].dump();
+        if (!items[i].is_string()) return Bad("a dict key that is not a string");
+        const std::string key = items[i].get<std::string>();
         target[key] = items[i + 1];
       }
     } else {
@@ -257,6 +259,19 @@ class Unpickler {
   std::map<size_t, std::shared_ptr<json>> memo_;
 };
 
+// The field `key` of `object`, null when it has none or is not an object: a dump's fields are read
+// by type, never trusted (a torn or foreign pickle is refused or read as far as it makes sense).
+const json& Field(const json& object, const char* key) {
+  static const json kNull;
+  if (!object.is_object()) return kNull;
+  auto it = object.find(key);
+  return it == object.end() ? kNull : *it;
+}
+
+bool Bool(const json& value) {
+  return value.is_boolean() && value.get<bool>();
+}
+
 int64_t Int(const json& value, int64_t fallback = -1) {
   return value.is_number_integer() ? value.get<int64_t>() : fallback;
 }
@@ -269,7 +284,12 @@ Expected<FlightRecorderDump> ReadDump(const std::string& path, int rank) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound(path + ": cannot open");
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto doc = Unpickler(bytes, path).Load();
+  Expected<json> doc = InvalidInput(path + ": not read");
+  try {
+    doc = Unpickler(bytes, path).Load();
+  } catch (const json::exception& error) {  // a value nlohmann refuses (none in a real dump)
+    return InvalidInput(path + ": not a flight-recorder pickle: " + error.what());
+  }
   if (!doc.ok()) return doc.status();
   if (!doc->is_object() || !doc->contains("entries") || !(*doc)["entries"].is_array()) {
     return InvalidInput(path + ": a pickle, but not a flight-recorder dump (no \"entries\" list)");
@@ -277,28 +297,28 @@ Expected<FlightRecorderDump> ReadDump(const std::string& path, int rank) {
   FlightRecorderDump dump;
   dump.rank = rank;
   dump.path = path;
-  dump.version = Text(doc->value("version", json()));
+  dump.version = Text(Field(*doc, "version"));
   for (const json& e : (*doc)["entries"]) {
     if (!e.is_object()) continue;
     FlightRecorderEntry entry;
-    const json group = e.value("process_group", json());
-    entry.group = group.is_array() && group.size() == 2
-                      ? Text(group[0]) + " " + Text(group[1])
-                      : std::to_string(Int(e.value("pg_id", json()), 0));
-    entry.collective_seq = Int(e.value("collective_seq_id", json()), 0);
-    entry.p2p_seq = Int(e.value("p2p_seq_id", json()), 0);
-    entry.p2p = e.value("is_p2p", false);
-    entry.name = Text(e.value("profiling_name", json()));
-    entry.state = Text(e.value("state", json()));
-    entry.retired = e.value("retired", false);
+    const json group = Field(e, "process_group");
+    entry.group = group.is_array() && group.size() == 2 ? Text(group[0]) + " " + Text(group[1])
+                                                        : std::to_string(Int(Field(e, "pg_id"), 0));
+    entry.collective_seq = Int(Field(e, "collective_seq_id"), 0);
+    entry.p2p_seq = Int(Field(e, "p2p_seq_id"), 0);
+    entry.p2p = Bool(Field(e, "is_p2p"));
+    entry.name = Text(Field(e, "profiling_name"));
+    entry.state = Text(Field(e, "state"));
+    entry.retired = Bool(Field(e, "retired"));
     dump.entries.push_back(std::move(entry));
   }
-  const json groups = doc->value("pg_status", json::object());
+  const json& status_field = Field(*doc, "pg_status");
+  const json groups = status_field.is_object() ? status_field : json::object();
   for (const auto& [id, status] : groups.items()) {
     FlightRecorderGroupStatus group;
-    group.last_enqueued = Int(status.value("last_enqueued_collective", json()));
-    group.last_started = Int(status.value("last_started_collective", json()));
-    group.last_completed = Int(status.value("last_completed_collective", json()));
+    group.last_enqueued = Int(Field(status, "last_enqueued_collective"));
+    group.last_started = Int(Field(status, "last_started_collective"));
+    group.last_completed = Int(Field(status, "last_completed_collective"));
     dump.groups[id] = group;
   }
   return dump;
