@@ -27,6 +27,7 @@
 #include "adapter_commands.h"
 #include "zbkit/cli/child_process.h"
 #include "zbkit/cli/options.h"
+#include "zbkit/cli/output.h"
 #include "zbkit/cli/schedule_source.h"
 #include "zbkit/cli/stall_supervision.h"
 #include "zbkit/cli/torch_hook.h"
@@ -99,8 +100,7 @@ int RunReplayCommand(const Args& args, std::ostream& out, std::ostream& err) {
     env.emplace_back("ZBKIT_SHARD_DIR", absolute);
   }
 
-  const char* tmp = std::getenv("TMPDIR");
-  std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/zbkit-replay-XXXXXX.csv";
+  std::string path = TemporaryRoot() + "/zbkit-replay-XXXXXX.csv";
   const int fd = mkstemps(path.data(), 4);
   if (fd < 0) {
     return ReportError(err, command_name,

@@ -1,13 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "zbkit/cli/stall_supervision.h"
 
-#include <stdlib.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 
+#include "zbkit/cli/output.h"
 #include "zbkit/doctor/progress.h"
 
 namespace zb::cli {
@@ -25,9 +21,8 @@ void AddStallOptions(po::options_description& options) {
                             "the job");
 }
 
-StallSupervision::StallSupervision(std::string who, std::string directory, bool made,
-                                   doctor::StallWatchOptions options)
-    : who_(std::move(who)), directory_(std::move(directory)), made_(made), watch_(options) {}
+StallSupervision::StallSupervision(bool made, doctor::StallWatchOptions options)
+    : made_(made), watch_(std::move(options)) {}
 
 Expected<std::unique_ptr<StallSupervision>> StallSupervision::Start(const std::string& who,
                                                                     const po::variables_map& values,
@@ -50,12 +45,9 @@ Expected<std::unique_ptr<StallSupervision>> StallSupervision::Start(const std::s
       if (ours) fs::remove(entry.path(), error);
     }
   } else {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/zbkit-run-XXXXXX";
-    if (mkdtemp(pattern.data()) == nullptr) {
-      return IoError("cannot create a run directory " + pattern + ": " + std::strerror(errno));
-    }
-    directory = pattern;
+    auto temporary = MakeTemporaryDirectory("zbkit-run", "run directory");
+    if (!temporary.ok()) return temporary.status();
+    directory = *temporary;
     made = true;
   }
   directory = fs::absolute(directory, error).string();
@@ -68,8 +60,7 @@ Expected<std::unique_ptr<StallSupervision>> StallSupervision::Start(const std::s
   options.directory = directory;
   options.timeout_s = timeout;
   options.on_stall = *on_stall;
-  return std::unique_ptr<StallSupervision>(
-      new StallSupervision(who, directory, made, std::move(options)));
+  return std::unique_ptr<StallSupervision>(new StallSupervision(made, std::move(options)));
 }
 
 const ChildWatch* StallSupervision::Watch(std::ostream& err) {
@@ -80,23 +71,24 @@ const ChildWatch* StallSupervision::Watch(std::ostream& err) {
 
 StallSupervision::~StallSupervision() {
   std::error_code error;
-  if (made_ && !finished_) fs::remove_all(directory_, error);
+  if (made_ && !finished_) fs::remove_all(watch_.options().directory, error);
 }
 
 void StallSupervision::Finish(int exit_code, std::ostream& err) {
   finished_ = true;
   std::error_code error;
   bool has_records = false;
-  for (const auto& entry : fs::directory_iterator(directory_, error))
+  const std::string& directory = watch_.options().directory;
+  for (const auto& entry : fs::directory_iterator(directory, error))
     has_records = has_records || entry.path().extension() == ".progress";
   const bool keep = has_records && (exit_code != 0 || watch_.stalled());
   if (keep) {
     if (exit_code != 0) watch_.AfterFailure(err, doctor::NowNs());
-    err << "zb " << who_ << ": the ranks' progress records are in " << directory_ << " (zb doctor "
-        << directory_ << ")\n";
+    err << "zb " << watch_.options().who << ": the ranks' progress records are in " << directory
+        << " (zb doctor " << directory << ")\n";
   } else if (made_) {
     // Nothing to diagnose: a job that went well, or one with no rank under zbkit.
-    fs::remove_all(directory_, error);
+    fs::remove_all(watch_.options().directory, error);
   }
 }
 

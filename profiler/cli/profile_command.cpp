@@ -20,18 +20,16 @@
 // Either way, a PyTorch pipelining job's per-block costs are measured by the hook beside the
 // traces (rank<R>.blocks.json, zbkit/profiler/block_costs.h; ZBKIT_BLOCKS_DIR under the injection
 // library, in step --skip-iters).
-#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include <algorithm>
-#include <cstring>
 #include <filesystem>
 
 #include "analysis.h"
 #include "profiler_commands.h"
 #include "zbkit/cli/child_process.h"
+#include "zbkit/cli/output.h"
 #include "zbkit/cli/stall_supervision.h"
 #include "zbkit/cli/torch_hook.h"
 #include "zbkit/profiler/import.h"
@@ -114,12 +112,9 @@ Expected<ShardDirectory> PrepareShardDirectory(const po::variables_map& values) 
     }
     return ShardDirectory{Absolute(dir), false};
   }
-  const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/zbkit-profile-XXXXXX";
-  if (mkdtemp(pattern.data()) == nullptr) {
-    return IoError("cannot create a shard directory " + pattern + ": " + std::strerror(errno));
-  }
-  return ShardDirectory{pattern, true};
+  auto made = MakeTemporaryDirectory("zbkit-profile", "shard directory");
+  if (!made.ok()) return made.status();
+  return ShardDirectory{*made, true};
 }
 
 // What a job profiled through the injection library gets: the shard directory, the library for
@@ -141,10 +136,13 @@ EnvironmentOverrides InjectionEnvironment(const std::string& library, const std:
 
 // What the job needs to be profiled: torch.profiler through the hook (--torch), else the
 // injection library; without either the command runs unprofiled, with a warning.
-Expected<EnvironmentOverrides> ProfilingEnvironment(const po::variables_map& values,
-                                                    const AnalysisSettings& settings,
-                                                    const std::string& shard_dir,
-                                                    std::ostream& err) {
+struct ProfilingSetup {
+  EnvironmentOverrides env;
+  bool injection_library = false;  // the job is profiled by libzbkit_inject
+};
+Expected<ProfilingSetup> ProfilingEnvironment(const po::variables_map& values,
+                                              const AnalysisSettings& settings,
+                                              const std::string& shard_dir, std::ostream& err) {
   const bool torch = values["torch"].as<bool>();
   const int torch_skip = values["torch-skip"].as<int>();
   const int torch_iters = values["torch-iters"].as<int>();
@@ -154,19 +152,21 @@ Expected<EnvironmentOverrides> ProfilingEnvironment(const po::variables_map& val
   if (torch) {
     auto hook = TorchHookDirectory();
     if (!hook.ok()) return hook.status();
-    return EnvironmentOverrides{{"ZBKIT_TORCH_PROFILE", shard_dir},
-                                {"ZBKIT_PROFILE_SKIP", std::to_string(torch_skip)},
-                                {"ZBKIT_PROFILE_ITERS", std::to_string(torch_iters)},
-                                PythonPathWithHook(*hook)};
+    return ProfilingSetup{{{"ZBKIT_TORCH_PROFILE", shard_dir},
+                           {"ZBKIT_PROFILE_SKIP", std::to_string(torch_skip)},
+                           {"ZBKIT_PROFILE_ITERS", std::to_string(torch_iters)},
+                           PythonPathWithHook(*hook)},
+                          false};
   }
   std::string why;
   const std::string library = FindInjectionLibrary(why);
   if (!library.empty()) {
-    return InjectionEnvironment(library, shard_dir, settings.analyze.costs.skip_iters);
+    return ProfilingSetup{
+        InjectionEnvironment(library, shard_dir, settings.analyze.costs.skip_iters), true};
   }
   err << "zb profile: warning: " << why << "; running the command without profiling\n";
   err.flush();
-  return EnvironmentOverrides{{"ZBKIT_SHARD_DIR", shard_dir}};
+  return ProfilingSetup{{{"ZBKIT_SHARD_DIR", shard_dir}}, false};
 }
 
 }  // namespace
@@ -217,10 +217,8 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const bool torch = values["torch"].as<bool>();
   auto job_env = ProfilingEnvironment(values, *settings, shard_dir, err);
   if (!job_env.ok()) return ReportError(err, command_name, job_env.status());
-  EnvironmentOverrides env = std::move(*job_env);
-  const bool profiled_by_library = std::any_of(env.begin(), env.end(), [](const auto& entry) {
-    return entry.first == "CUDA_INJECTION64_PATH";
-  });
+  EnvironmentOverrides env = std::move(job_env->env);
+  const bool profiled_by_library = job_env->injection_library;
   env.insert(env.end(), stall_env.begin(), stall_env.end());
 
   int killed_by = 0;

@@ -65,10 +65,8 @@ bool StallWatch::Check(std::ostream& err, int64_t now_ns) {
   }
   if (options_.on_stall != OnStall::kKill) return false;
   for (const RankProgress& rank : run->ranks) {
-    if (ProbeProcess(rank) == ProcessState::kAlive ||
-        ProbeProcess(rank) == ProcessState::kStopped) {
-      kill(rank.pid, SIGKILL);
-    }
+    const ProcessState state = ProbeProcess(rank);
+    if (state == ProcessState::kAlive || state == ProcessState::kStopped) kill(rank.pid, SIGKILL);
   }
   err << Prefixed(options_.who, "ending the job (--on-stall kill)");
   ended_ = true;

@@ -15,6 +15,13 @@ namespace zb::cli {
 Status WriteToFileOrStdout(const std::string& destination, const std::string& content,
                            std::ostream& out);
 
+// Where zb makes its temporary files and directories: $TMPDIR, else /tmp.
+std::string TemporaryRoot();
+
+// A fresh directory <TemporaryRoot()>/<stem>-XXXXXX; IoError "cannot create a <what> ..." when
+// it cannot be made.
+Expected<std::string> MakeTemporaryDirectory(const std::string& stem, const std::string& what);
+
 }  // namespace zb::cli
 
 #endif  // ZBKIT_CLI_OUTPUT_H_

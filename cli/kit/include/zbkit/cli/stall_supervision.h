@@ -34,9 +34,7 @@ class StallSupervision {
   ~StallSupervision();
 
  private:
-  StallSupervision(std::string who, std::string directory, bool made, doctor::StallWatchOptions);
-  std::string who_;
-  std::string directory_;
+  StallSupervision(bool made, doctor::StallWatchOptions options);
   bool made_ = false;
   bool finished_ = false;
   doctor::StallWatch watch_;

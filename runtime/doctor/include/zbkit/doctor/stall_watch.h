@@ -39,6 +39,7 @@ class StallWatch {
   // (printed, and kept as diagnosis.json).
   void AfterFailure(std::ostream& err, int64_t now_ns);
 
+  const StallWatchOptions& options() const { return options_; }
   bool stalled() const { return reported_; }
   bool ended_job() const { return ended_; }
 
