@@ -45,10 +45,11 @@ class Graph {
         v_placement_ = v_placement_ || op.stage % std::max(1, run.world) != rank.rank;
         auto [it, inserted] = owner_.emplace(op.stage, rank.rank);
         if (!inserted && it->second != rank.rank && conflicts_.insert(op.stage).second) {
-          problems.push_back("stage " + std::to_string(op.stage) + " is in the programs of ranks " +
-                             std::to_string(it->second) + " and " + std::to_string(rank.rank) +
-                             " (the ranks run schedules for different layouts)");
-          if (unrunnable_rank_ < 0) unrunnable_rank_ = rank.rank;
+          Unrunnable(rank.rank,
+                     "stage " + std::to_string(op.stage) + " is in the programs of ranks " +
+                         std::to_string(it->second) + " and " + std::to_string(rank.rank) +
+                         " (the ranks run schedules for different layouts)",
+                     problems);
         }
       }
     }
@@ -59,9 +60,9 @@ class Graph {
     auto it = by_rank_.find(rank);
     return it == by_rank_.end() ? nullptr : &run_.ranks[it->second];
   }
-  bool HasConflicts() const { return !conflicts_.empty(); }
-  // The first rank whose program cannot run with the others' (-1: they fit together).
+  // The first rank whose program cannot run with the others' (-1: they fit together), and why.
   int UnrunnableRank() const { return unrunnable_rank_; }
+  const std::string& UnrunnableReason() const { return unrunnable_reason_; }
 
   // What `rank`'s current op waits for, if it needs a message from another rank.
   std::optional<Need> NeedOf(const RankProgress& rank) const {
@@ -112,6 +113,14 @@ class Graph {
   }
 
  private:
+  // A problem that keeps the programs from running together; the first names the culprit.
+  void Unrunnable(int rank, const std::string& problem, std::vector<std::string>& problems) {
+    problems.push_back(problem);
+    if (unrunnable_rank_ >= 0) return;
+    unrunnable_rank_ = rank;
+    unrunnable_reason_ = problem;
+  }
+
   // Every message a rank's program waits for must be sent by its peer's program: ranks that run
   // different microbatch counts or orders for another layout fail this before they hang.
   void CheckEveryMessageIsSent(std::vector<std::string>& problems) {
@@ -120,13 +129,14 @@ class Graph {
         auto need = NeedFor(rank.rank, op);
         const RankProgress* peer = need ? Rank(need->peer) : nullptr;
         if (peer == nullptr || need->producer >= 0) continue;
-        problems.push_back("rank " + std::to_string(rank.rank) + "'s " + OpText(op) + " needs " +
-                           need->message + " from rank " + std::to_string(peer->rank) +
-                           ", whose program has no op that sends it (microbatches: rank " +
-                           std::to_string(rank.rank) + " " + std::to_string(rank.microbatches) +
-                           ", rank " + std::to_string(peer->rank) + " " +
-                           std::to_string(peer->microbatches) + ")");
-        if (unrunnable_rank_ < 0) unrunnable_rank_ = rank.rank;
+        Unrunnable(rank.rank,
+                   "rank " + std::to_string(rank.rank) + "'s " + OpText(op) + " needs " +
+                       need->message + " from rank " + std::to_string(peer->rank) +
+                       ", whose program has no op that sends it (microbatches: rank " +
+                       std::to_string(rank.rank) + " " + std::to_string(rank.microbatches) +
+                       ", rank " + std::to_string(peer->rank) + " " +
+                       std::to_string(peer->microbatches) + ")",
+                   problems);
         break;
       }
     }
@@ -166,6 +176,7 @@ class Graph {
   int stages_ = 0;
   bool v_placement_ = false;
   int unrunnable_rank_ = -1;
+  std::string unrunnable_reason_;
 };
 
 // How bad a rank's own state is, lower first; 9 for a rank that is fine on its own.
@@ -375,11 +386,10 @@ void State(Diagnosis& d, const RunProgress& run, const DiagnoseOptions& options)
 
 namespace {
 
-// What the blaming steps share: the findings by rank, each rank's exit message, the graph.
+// What the blaming steps share: the findings by rank, each rank's exit message.
 struct Evidence {
   std::map<int, const RankFinding*> by_rank;
   std::map<int, std::string> messages;
-  const Graph* graph = nullptr;
 };
 
 // Whether an exception says the rank lost a peer (gloo's and NCCL's words): it did not fail on its
@@ -473,14 +483,7 @@ bool BlameUnrunnable(Diagnosis& d, const Graph& graph) {
   if (graph.UnrunnableRank() < 0) return false;
   d.culprit = Culprit::kUnrunnable;
   d.culprit_rank = graph.UnrunnableRank();
-  d.headline = "schedule cannot run: " + d.problems.back();
-  for (const std::string& problem : d.problems) {
-    if (problem.find("rank " + std::to_string(d.culprit_rank) + "'s ") == 0 ||
-        problem.find("stage ") == 0) {
-      d.headline = "schedule cannot run: " + problem;
-      break;
-    }
-  }
+  d.headline = "schedule cannot run: " + graph.UnrunnableReason();
   d.advice =
       "the ranks run different schedules (microbatches or layout): give every rank the same "
       "schedule";
@@ -535,7 +538,6 @@ Diagnosis Diagnose(const RunProgress& run, const DiagnoseOptions& options) {
   }
   if (d.state == "progressing") return d;  // the waits are normal until they last
   Evidence e;
-  e.graph = &graph;
   for (const RankFinding& f : d.ranks)
     e.by_rank[f.rank] = &f;
   for (const RankProgress& rank : run.ranks)
