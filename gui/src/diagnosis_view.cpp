@@ -153,14 +153,16 @@ DiagnosisView::Layout DiagnosisView::Place() const {
 QRect DiagnosisView::opCell(int rank, int index) const {
   if (!report_) return {};
   const doctor::RankProgress* record = RecordOf(*report_, rank);
-  if (record == nullptr || index < 0 || index >= static_cast<int>(record->program.size())) {
-    return {};
-  }
-  const Layout layout = Place();
+  return record == nullptr ? QRect() : CellOf(Place(), *record, index);
+}
+
+QRect DiagnosisView::CellOf(const Layout& layout, const doctor::RankProgress& record,
+                            int index) const {
+  if (index < 0 || index >= static_cast<int>(record.program.size())) return {};
   const int x0 = layout.lanes.left() + static_cast<int>(std::floor(index * layout.cell));
   const int x1 = layout.lanes.left() + static_cast<int>(std::floor((index + 1) * layout.cell));
-  const int top = layout.lanes.top() + rank * kLaneHeight + (kLaneHeight - kCellHeight) / 2;
-  const bool compute = IsCompute(record->program[static_cast<size_t>(index)].kind);
+  const int top = layout.lanes.top() + record.rank * kLaneHeight + (kLaneHeight - kCellHeight) / 2;
+  const bool compute = IsCompute(record.program[static_cast<size_t>(index)].kind);
   // Sends and receives are thin: they post, the compute op waits.
   const int height = compute ? kCellHeight : kCellHeight / 3;
   return QRect(x0, top + (kCellHeight - height) / 2, std::max(1, x1 - x0 - 1), height);
@@ -263,7 +265,7 @@ void DiagnosisView::PaintLane(QPainter& painter, const Layout& layout, size_t la
   painter.drawLine(kMargin, top + kLaneHeight - 1, layout.lanes.right(), top + kLaneHeight - 1);
   if (record == nullptr) return;
   for (size_t i = 0; i < record->program.size(); ++i) {
-    const QRect cell = opCell(rank, static_cast<int>(i));
+    const QRect cell = CellOf(layout, *record, static_cast<int>(i));
     const CellState state = StateOf(*record, static_cast<int64_t>(i));
     const doctor::ProgramOp& op = record->program[i];
     QColor color = ColorOf(PaletteKind(op.kind));

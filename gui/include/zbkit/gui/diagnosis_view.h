@@ -59,6 +59,8 @@ class DiagnosisView : public QWidget {
  private:
   struct Layout;
   Layout Place() const;
+  // opCell with the layout of this size, computed once by the caller.
+  QRect CellOf(const Layout& layout, const doctor::RankProgress& record, int index) const;
   void PaintLane(QPainter& painter, const Layout& layout, size_t lane) const;
   void PaintArrows(QPainter& painter) const;
 
