@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import List
+from typing import List, Tuple
 
 import pytest
 from test_shim import SCRIPT, job_env, require_zb, run, torchrun_command, tune_uniform
@@ -166,29 +166,32 @@ def test_profile_and_replay_across_two_hosts(tmp_path, hosts):
     assert across == LOSS.findall(local.stdout + local.stderr)
 
 
-def vanish_once_running(hosts: TwoHosts, procs: List[subprocess.Popen], logs: List[Path]) -> None:
-    """Once host 0's job printed iteration 3, host 1 vanishes: every process in it, at once."""
-    deadline = time.monotonic() + 90
-    while "iter 3 " not in logs[0].read_text():
-        assert procs[0].poll() is None, logs[0].read_text()[-3000:]
-        assert time.monotonic() < deadline, "the job never reached iteration 3"
-        time.sleep(0.5)
-    hosts.kill_all(hosts.names[1])
+def host_0_after_host_1_vanishes(hosts: TwoHosts, procs: List[subprocess.Popen],
+                                 logs: List[Path]) -> Tuple[int, float, float]:  # fmt: skip
+    """Once host 0's job printed iteration 3, host 1 vanishes: every process in it, at once.
+    Host 0's exit code, when host 1 vanished (time.time()) and how long host 0 took to end; no
+    process of either host is left."""
+    try:
+        deadline = time.monotonic() + 90
+        while "iter 3 " not in logs[0].read_text():
+            assert procs[0].poll() is None, logs[0].read_text()[-3000:]
+            assert time.monotonic() < deadline, "the job never reached iteration 3"
+            time.sleep(0.5)
+        hosts.kill_all(hosts.names[1])
+        vanished, start = time.time(), time.monotonic()
+        code = procs[0].wait(timeout=120)
+        return code, vanished, time.monotonic() - start
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
 
 
 def test_a_host_whose_processes_die_fails_the_other_fast(tmp_path, hosts):
     args = [*JOB, "--iters", "100000", "--pg-timeout-s", "60"]
     logs = [tmp_path / f"host{h}.log" for h in range(2)]
     procs = [hosts.start(h, hosts.torchrun(h, port(3), "vanish", *args), logs[h]) for h in range(2)]
-    try:
-        vanish_once_running(hosts, procs, logs)
-        killed = time.monotonic()
-        code = procs[0].wait(timeout=120)
-        took = time.monotonic() - killed
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
+    code, _, took = host_0_after_host_1_vanishes(hosts, procs, logs)
     output = logs[0].read_text()
     assert code != 0
     assert took < 30, f"host 0 took {took:.1f} s to fail"
@@ -215,14 +218,7 @@ def test_a_host_gone_is_named_by_the_other_hosts_zb_replay(tmp_path, hosts):
                         *hosts.torchrun(h, port(4), "gone", *args)], logs[h])
         for h in range(2)
     ]  # fmt: skip
-    try:
-        vanish_once_running(hosts, procs, logs)  # its zb replay with it
-        gone = time.time()
-        code = procs[0].wait(timeout=120)
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
+    code, gone, _ = host_0_after_host_1_vanishes(hosts, procs, logs)  # its zb replay too
     output = logs[0].read_text()
     assert code != 0
     diagnosis = json.loads((run_dirs[0] / "diagnosis.json").read_text())

@@ -104,11 +104,10 @@ def left_behind(run_dir: Path) -> list:
 
 
 class Run:
-    def __init__(self, done: subprocess.CompletedProcess, run_dir: Path, seconds: float,
+    def __init__(self, done: subprocess.CompletedProcess, run_dir: Path,
                  fault_at: Optional[float]) -> None:  # fmt: skip
         self.done = done
         self.run_dir = run_dir
-        self.seconds = seconds
         self.fault_at = fault_at
         path = run_dir / "diagnosis.json"
         self.diagnosis: Optional[Dict[str, Any]] = (
@@ -124,12 +123,11 @@ def replay(tmp_path: Path, schedule: Path, command: list, timeout: float = 150) 
     run_dir = tmp_path / "run"
     zb = [str(zb_binary()), "replay", str(schedule), "--run-dir", str(run_dir),
           "--stall-timeout", str(STALL_TIMEOUT_S), "--on-stall", "kill", "--"]  # fmt: skip
-    start = time.time()
     done = subprocess.run(zb + command, env=job_env(), capture_output=True, text=True,
                           timeout=timeout)  # fmt: skip
     note = tmp_path / "fault-at"
     fault_at = float(note.read_text()) if note.exists() else None
-    run = Run(done, run_dir, time.time() - start, fault_at)
+    run = Run(done, run_dir, fault_at)
     assert left_behind(run_dir) == [], run.context()
     return run
 
@@ -273,7 +271,7 @@ def test_the_unmodified_bundled_script(tmp_path, schedules, how, signal_number, 
             process.kill()
             process.communicate()
     run = Run(subprocess.CompletedProcess(command, process.returncode, "", stderr), run_dir,
-              0.0, struck)  # fmt: skip
+              struck)  # fmt: skip
     assert left_behind(run_dir) == [], run.context()
     assert_culprit(run, culprit, 1)
 
