@@ -363,7 +363,8 @@ Expected<AnalysisSettings> ReadAnalysisSettings(const po::variables_map& values)
 }
 
 Status AnalyzeAndReport(const AnalysisInput& input, const AnalysisSettings& settings,
-                        std::ostream& out) {
+                        std::ostream& out, bool* reported) {
+  if (reported != nullptr) *reported = false;
   ZB_ASSIGN_OR_RETURN(Analysis analysis,
                       profiler::Analyze(input.traces, input.source, settings.analyze));
   if (!input.block_costs_dirs.empty()) {
@@ -401,7 +402,34 @@ Status AnalyzeAndReport(const AnalysisInput& input, const AnalysisSettings& sett
   } else {
     PrintText(analysis, settings, stored, layers_written.ok(), out);
   }
+  if (reported != nullptr) *reported = true;
   return layers_written;
+}
+
+void ReportNothingMeasured(const AnalysisInput& input, const AnalysisSettings& settings,
+                           const std::string& why, bool already_warned, std::ostream& out,
+                           std::ostream& err) {
+  const char* prefix = input.run_kind == RunKind::kImport ? "zb import" : "zb profile";
+  if (!already_warned) {
+    err << prefix << ": warning: " << why << "\n";
+  } else if (!settings.json) {
+    out << prefix << ": " << why << "\n";
+  }
+  if (!settings.json) return;
+  json doc = {{"format", "zb-profile-report/1"},
+              {"source", input.source},
+              {"name", settings.name ? *settings.name : input.default_name},
+              {"nothing", why},
+              {"processes", input.traces.size()},
+              {"ranks", 0},
+              {"num_stages", 0},
+              {"stages", json::array()},
+              {"per_rank", json::array()},
+              {"hops", json::array()},
+              {"ops", json::array()},
+              {"notes", json::array()}};
+  if (input.exit_code) doc["exit_code"] = *input.exit_code;
+  out << doc.dump(2) << "\n";
 }
 
 std::string DefaultNameFor(const std::string& path) {

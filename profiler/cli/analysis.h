@@ -59,8 +59,18 @@ std::string DefaultNameFor(const std::string& path);
 
 // profiler::Analyze, then --out, the store (profiler::StoreAnalysis) when asked, and the table
 // (or JSON) to `out`. The error when nothing was recognized starts with profiler::kNoPipelineOps.
+// `reported` (if given) says whether the report went to `out`: an error after it (--layers-out)
+// leaves the report standing.
 Status AnalyzeAndReport(const AnalysisInput& input, const AnalysisSettings& settings,
-                        std::ostream& out);
+                        std::ostream& out, bool* reported = nullptr);
+
+// What a run that gave no profile reports: the one line `why` to `err` as a warning (to `out`
+// instead when a warning already said why, as the report), and with --json the
+// zb-profile-report/1 document with no ranks, stages or ops and "nothing" set to `why` to `out`,
+// so that a script reading the report always gets one (docs/formats.md).
+void ReportNothingMeasured(const AnalysisInput& input, const AnalysisSettings& settings,
+                           const std::string& why, bool already_warned, std::ostream& out,
+                           std::ostream& err);
 
 }  // namespace zb::cli
 

@@ -245,33 +245,39 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
       if (!path.empty()) fs::remove_all(path, error);
     }
   } remove_when_done{temporary ? shard_dir : std::string()};
-  if (!traces.ok() || traces->empty()) {
-    if (torch) {
-      err << "zb profile: warning: nothing was recorded (no process of the command ran "
-             "torch.distributed.pipelining steps through the torch hook"
-          << (traces.ok() ? "" : ": " + traces.status().message()) << ")\n";
-    } else if (!profiled_by_library) {
-      (settings->json ? err : out) << "zb profile: nothing was recorded (no injection library)\n";
-    } else {
-      err << "zb profile: warning: nothing was recorded (no process of the command initialized "
-             "CUDA or NVTX"
-          << (skipped.empty() ? "" : "; unreadable shards: " + skipped[0]) << ")\n";
-    }
-    return child_code;
-  }
   AnalysisInput input;
   input.source = temporary ? JoinCommand(command) : shard_dir;
   input.run_kind = RunKind::kProfile;
   input.command = JoinCommand(command);
   input.exit_code = child_code;
   input.default_name = NameFromCommand(command);
-  input.traces = std::move(*traces);
   input.block_costs_dirs = {shard_dir};
+  if (!traces.ok() || traces->empty()) {
+    std::string why;
+    if (torch) {
+      why =
+          "nothing was recorded (no process of the command ran torch.distributed.pipelining "
+          "steps through the torch hook" +
+          (traces.ok() ? "" : ": " + traces.status().message()) + ")";
+    } else if (!profiled_by_library) {
+      why = "nothing was recorded (no injection library)";
+    } else {
+      why = "nothing was recorded (no process of the command initialized CUDA or NVTX" +
+            (skipped.empty() ? "" : "; unreadable shards: " + skipped[0]) + ")";
+    }
+    ReportNothingMeasured(input, *settings, why, !profiled_by_library, out, err);
+    return child_code;
+  }
+  input.traces = std::move(*traces);
   for (const std::string& problem : skipped) {
     err << "zb profile: warning: skipped shard: " << problem << "\n";
   }
-  Status status = AnalyzeAndReport(input, *settings, out);
-  if (!status.ok()) err << "zb profile: warning: " << status.message() << "\n";
+  bool reported = false;
+  Status status = AnalyzeAndReport(input, *settings, out, &reported);
+  if (!status.ok() && reported) err << "zb profile: warning: " << status.message() << "\n";
+  if (!status.ok() && !reported) {
+    ReportNothingMeasured(input, *settings, status.message(), false, out, err);
+  }
   return child_code;
 }
 

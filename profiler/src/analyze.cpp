@@ -8,6 +8,7 @@
 
 #include "zbkit/profiler/shard.h"
 #include "zbkit/schemas/store.h"
+#include "zbkit/schemas/validate.h"
 
 namespace zb::profiler {
 namespace {
@@ -81,8 +82,33 @@ Expected<Analysis> Analyze(const std::vector<RawTrace>& traces, const std::strin
   return analysis;
 }
 
+namespace {
+
+// Refuses, before anything is written, a profile the store would not keep, saying which stages
+// measured no forward (a trace set that holds only some ranks of a pipeline).
+Status CheckStorable(const Analysis& analysis) {
+  const Status valid = ValidateCostProfile(analysis.costs);
+  if (valid.ok()) return valid;
+  std::string unmeasured;
+  int count = 0;
+  for (const StageStats& stats : analysis.report.stages) {
+    if (stats.Of(OpKind::kF).samples > 0) continue;
+    if (count++ < 8) unmeasured += (unmeasured.empty() ? "" : ", ") + std::to_string(stats.stage);
+  }
+  std::string why = valid.message();
+  if (count > 0) {
+    why += " (no forward measured on stage(s) " + unmeasured + (count > 8 ? ", ..." : "") + " of " +
+           std::to_string(analysis.report.num_stages) +
+           ": give every rank's trace, or --pp/--rules that place the ops)";
+  }
+  return InvalidInput("nothing stored: the measured costs are not a profile zbkit can use: " + why);
+}
+
+}  // namespace
+
 Expected<StoredAnalysis> StoreAnalysis(const Analysis& analysis, const AnalysisStoreTarget& target,
                                        const AnalysisRun& run) {
+  ZB_RETURN_IF_ERROR(CheckStorable(analysis));
   ZB_ASSIGN_OR_RETURN(Store store, Store::Open(target.path));
   ZB_ASSIGN_OR_RETURN(int64_t cluster_id, store.EnsureCluster({target.cluster, "", "", "", ""}));
   ZB_ASSIGN_OR_RETURN(int64_t job_id, store.EnsureJob(cluster_id, target.name));

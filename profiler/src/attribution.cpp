@@ -203,7 +203,56 @@ namespace {
 struct PassOneCounts {
   int64_t invalid_kernels = 0;
   int64_t unknown_pp_names = 0;
+  int64_t merged_nested = 0;  // op ranges inside an op range of the same name and thread
+  std::string merged_example;
+  int64_t untimed_ops = 0;  // ops without kernels in a process that has device activity
 };
+
+// Keeps, of op ranges nested inside an op range of the same name and domain on the same thread
+// (a harness that wraps `forward` in a `forward` of its own, a recursive annotation), only the
+// outermost: they are one op, and the kernels launched inside any of them are that op's.
+void MergeNestedEqualRanges(const RawTrace& trace, std::vector<size_t>& op_ranges,
+                            std::vector<RangeMatch>& matches, PassOneCounts& counts) {
+  std::vector<size_t> order(op_ranges.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const TraceRange& x = trace.ranges[op_ranges[a]];
+    const TraceRange& y = trace.ranges[op_ranges[b]];
+    if (x.thread != y.thread) return x.thread < y.thread;
+    return x.start < y.start || (x.start == y.start && x.end > y.end);
+  });
+  std::vector<bool> drop(op_ranges.size(), false);
+  std::vector<size_t> open;  // ranges of the current thread that contain the next one's start
+  for (size_t i : order) {
+    const TraceRange& range = trace.ranges[op_ranges[i]];
+    while (!open.empty()) {
+      const TraceRange& top = trace.ranges[op_ranges[open.back()]];
+      if (top.thread == range.thread && top.end >= range.end) break;
+      open.pop_back();
+    }
+    for (size_t outer : open) {
+      const TraceRange& candidate = trace.ranges[op_ranges[outer]];
+      if (candidate.name == range.name && candidate.domain == range.domain) {
+        drop[i] = true;
+        if (counts.merged_nested++ == 0) counts.merged_example = range.name;
+        break;
+      }
+    }
+    if (!drop[i]) open.push_back(i);
+  }
+  size_t kept = 0;
+  for (size_t i = 0; i < op_ranges.size(); ++i) {
+    if (drop[i]) continue;
+    if (kept != i) {
+      op_ranges[kept] = op_ranges[i];
+      matches[kept] = std::move(matches[i]);
+    }
+    ++kept;
+  }
+  op_ranges.resize(kept);
+  matches.resize(kept);
+}
 
 // Pass 1a: classifies every range by the rules; op ranges become ops (their indices into
 // trace.ranges in `op_ranges`), iteration ranges mark iteration starts.
@@ -225,12 +274,14 @@ void ClassifyRanges(const RawTrace& trace, const RuleSet& rules, ProcessOps& pro
     } else if (match.role == RangeRole::kOp) {
       if (range.end < range.start) continue;
       op_ranges.push_back(i);
-      is_comm.push_back(match.kind == OpKind::kComm);
       proc.matches.push_back(match);
     } else if (match.role == RangeRole::kNone && range.name.rfind("PP:", 0) == 0) {
       ++counts.unknown_pp_names;
     }
   }
+  MergeNestedEqualRanges(trace, op_ranges, proc.matches, counts);
+  for (const RangeMatch& match : proc.matches)
+    is_comm.push_back(match.kind == OpKind::kComm);
   std::sort(proc.iteration_starts.begin(), proc.iteration_starts.end());
   proc.ops.resize(op_ranges.size());
   for (size_t i = 0; i < op_ranges.size(); ++i) {
@@ -282,14 +333,21 @@ std::vector<size_t> ProjectActivities(const RawTrace& trace,
       bare_nccl.push_back(a);
     }
   }
+  // Device time comes from device activity only: in a process that ran kernels, a range that
+  // launched none measured no device time (its CPU span is not one); a CPU-only process's ranges
+  // are timed by their CPU span.
+  const bool device_process = std::any_of(trace.activities.begin(), trace.activities.end(),
+                                          [](const DeviceActivity& a) { return ValidActivity(a); });
   for (size_t i = 0; i < proc.ops.size(); ++i) {
     MeasuredOp& op = proc.ops[i];
     if (op.kernels > 0) {
       op.busy = UnionLength(intervals[i]);
     } else {
-      op.busy = op.cpu_end - op.cpu_start;
+      op.timed = !device_process;
+      op.busy = op.timed ? op.cpu_end - op.cpu_start : 0;
       op.gpu_start = op.cpu_start;
       op.gpu_end = op.cpu_end;
+      if (!op.timed) ++counts.untimed_ops;
     }
   }
   return bare_nccl;
@@ -382,6 +440,19 @@ Expected<Attribution> Attribute(const std::vector<RawTrace>& traces, const RuleS
   if (pass_one.invalid_kernels > 0) {
     result.notes.push_back(std::to_string(pass_one.invalid_kernels) +
                            " device activities had no timestamps and were not counted");
+  }
+  if (pass_one.merged_nested > 0) {
+    result.notes.push_back(std::to_string(pass_one.merged_nested) +
+                           " matched range(s) lay inside a range of the same name on the same "
+                           "thread (e.g. '" +
+                           pass_one.merged_example +
+                           "'): each such nest is one op, timed by the kernels launched anywhere "
+                           "inside the outermost range");
+  }
+  if (pass_one.untimed_ops > 0) {
+    result.notes.push_back(std::to_string(pass_one.untimed_ops) +
+                           " op(s) launched no kernels in a process that ran kernels: no device "
+                           "time was measured for them, and the costs leave them out");
   }
   if (pass_one.unknown_pp_names > 0) {
     result.notes.push_back(std::to_string(pass_one.unknown_pp_names) +

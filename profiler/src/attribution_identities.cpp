@@ -30,6 +30,39 @@ int32_t PeerStage(int32_t stage, CommDirection direction) {
   return -1;
 }
 
+// Without --pp, a process's global rank is its pipeline rank only where its ops name global
+// stages (then rank and stage must agree: InferLayout). Ops that name no stage take their stage
+// from the pipeline rank, so the pipeline is the ranks the traces hold, numbered in order: one
+// data-parallel rank 3 of 8 is a pipeline of one rank, not rank 3 of four with three empty.
+void DensePipelineRanks(const std::vector<ProcessOps*>& with_ops, Attribution& result) {
+  for (const ProcessOps* proc : with_ops) {
+    for (const RangeMatch& match : proc->matches) {
+      if (match.stage >= 0) return;
+    }
+  }
+  std::set<int32_t> present;
+  for (const ProcessOps* proc : with_ops)
+    present.insert(proc->rank);
+  std::map<int32_t, int32_t> pipeline_rank;
+  std::string global_ranks;
+  std::string pipeline_ranks;
+  for (int32_t rank : present) {
+    const int32_t dense = static_cast<int32_t>(pipeline_rank.size());
+    pipeline_rank[rank] = dense;
+    if (rank != dense && global_ranks.size() < 120) {
+      global_ranks += (global_ranks.empty() ? "" : ", ") + std::to_string(rank);
+      pipeline_ranks += (pipeline_ranks.empty() ? "" : ", ") + std::to_string(dense);
+    }
+  }
+  if (global_ranks.empty()) return;
+  for (ProcessOps* proc : with_ops)
+    proc->rank = pipeline_rank[proc->rank];
+  result.notes.push_back("the traces hold " + std::to_string(present.size()) +
+                         " rank(s) and their ops name no stage: global rank(s) " + global_ranks +
+                         " read as pipeline rank(s) " + pipeline_ranks +
+                         " (--pp P places them in a larger pipeline)");
+}
+
 }  // namespace
 
 // Pass 2: pipeline ranks of the processes with recognized ops. Returns those processes (those
@@ -64,6 +97,7 @@ std::vector<ProcessOps*> AssignPipelineRanks(std::vector<ProcessOps>& processes,
   }
   int32_t ranks = options.pp;
   if (ranks == 0) {
+    DensePipelineRanks(with_ops, result);
     for (ProcessOps* proc : with_ops)
       ranks = std::max(ranks, proc->rank + 1);
   } else {

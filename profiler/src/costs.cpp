@@ -125,6 +125,7 @@ Samples CollectSamples(const Attribution& attribution, const CostOptions& option
   samples.rank_sums.resize(std::max(report.ranks, 1));
   for (const MeasuredOp& op : attribution.ops) {
     if (!window.Uses(op, options) || op.stage < 0 || op.stage >= num_stages) continue;
+    if (!op.timed) continue;  // no device time measured (attribution.h, step 3)
     ++report.ops_used;
     if (op.kind == OpKind::kComm) {
       if (op.peer_stage < 0 || op.peer_stage >= num_stages) continue;
@@ -273,7 +274,7 @@ void BuildMeasuredTimeline(const Attribution& attribution, CostReport& report) {
                            std::max(0, op.iteration - first_iteration[op.rank])};
     // With kernels the span is their projection and `busy` their union inside it
     // (docs/zbview.md §6); a CPU-only range is busy for all of its span.
-    if (op.kernels > 0)
+    if (op.kernels > 0 || !op.timed)
       timeline_op.busy = std::clamp<TimeNs>(op.busy, 0, timeline_op.end - timeline_op.start);
     timeline_op.kernels = op.kernels;
     if (!op.name.empty()) timeline_op.name = names.Intern(op.name);

@@ -9,6 +9,7 @@
 
 #include "store_impl.h"
 #include "zbkit/schemas/store.h"
+#include "zbkit/schemas/validate.h"
 
 namespace zb {
 namespace {
@@ -78,6 +79,9 @@ Expected<int64_t> Store::Impl::WriteCostProfile(int64_t job_id, const std::strin
                                                 const CostProfile& costs,
                                                 const CostProfileDetails* details) {
   const char* what = "insert cost profile";
+  // The store keeps only what its own readers and `zb costs export` accept.
+  const Status valid = ValidateCostProfile(costs);
+  if (!valid.ok()) return Invalid(what, valid.message());
   ZB_ASSIGN_OR_RETURN(Statement profile,
                       conn.Prepare("INSERT INTO cost_profiles (job_id, name, comm_ns,"
                                    " schema_version, run_id, memory_source, layout_placement,"

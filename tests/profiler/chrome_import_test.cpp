@@ -220,8 +220,18 @@ TEST(ChromeImport, WrittenTracePlainAndGzip) {
     EXPECT_EQ(report->stages[1].w.median, 6001);
     EXPECT_EQ(report->stages[1].f.samples, 4);
     EXPECT_EQ(report->iterations_seen, 2);
-    // The CPU-only PP:0F9 range: stage 0, its own duration.
-    EXPECT_EQ(report->stages[0].f.median, 2750);
+    // PP:0F9 launched no kernels in a process that ran kernels: no device time measured, so
+    // it is in the timeline with no busy time and not in the costs.
+    EXPECT_EQ(report->stages[0].f.samples, 0);
+    bool saw_untimed = false;
+    for (const MeasuredOp& op : attribution->ops) {
+      if (op.name != "PP:0F9") continue;
+      saw_untimed = true;
+      EXPECT_FALSE(op.timed);
+      EXPECT_EQ(op.busy, 0);
+      EXPECT_EQ(op.start(), base + 5000500);
+    }
+    EXPECT_TRUE(saw_untimed);
   }
   WriteText(dir.Path("bare.json"), SmallKinetoTrace(true));
   auto bare = ImportChromeTrace(dir.Path("bare.json"));

@@ -152,6 +152,18 @@ TEST_F(ZbCli, ProfilePassesTheExitCodeThroughWithOneWarningLine) {
   EXPECT_NE(present.err.find("zb profile: warning: nothing was recorded"), std::string::npos)
       << present.err;
 
+  // With --json, a run that recorded nothing still prints the report: no stages, and why.
+  Result json_empty =
+      Zb("profile --json -- /bin/sh -c 'exit 7'", "ZBKIT_INJECT_LIBRARY=" + Path("libfake.so"));
+  EXPECT_EQ(json_empty.code, 7);
+  EXPECT_EQ(CountLines(json_empty.err), 1) << json_empty.err;
+  const nlohmann::json empty = nlohmann::json::parse(json_empty.out);
+  EXPECT_EQ(empty["format"], "zb-profile-report/1");
+  EXPECT_EQ(empty["ranks"], 0);
+  EXPECT_TRUE(empty["stages"].empty());
+  EXPECT_EQ(empty["exit_code"], 7);
+  EXPECT_NE(empty["nothing"].get<std::string>().find("nothing was recorded"), std::string::npos);
+
   // The child sees the injection variables and the shard directory.
   Result env = Zb("profile --shard-dir " + Path("kept") +
                       " -- /bin/sh -c 'test \"$CUDA_INJECTION64_PATH\" = \"$ZBKIT_INJECT_LIBRARY\""

@@ -50,14 +50,20 @@ TEST_F(StoreTest, NegativeCostIsRejectedWithoutLeavingAProfile) {
   MakeStoreWithJob(path, &job);
   ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
   CostProfile costs = MakeVSchedule().costs;
-  costs.stages.back().w = -1;  // the last row fails, after the profile row and three stages
+  costs.stages.back().w = -1;  // the last stage is wrong
   auto result = store.InsertCostProfile(job, "broken", costs);
   ASSERT_FALSE(result.ok());
-  EXPECT_EQ(result.status().code(), ErrorCode::kStore);
+  // The store refuses what ValidateCostProfile (and so `zb costs export`) refuses, by its rule.
+  EXPECT_EQ(result.status().code(), ErrorCode::kInvalidInput);
   EXPECT_TRUE(IsOneLine(result.status().message()));
-  EXPECT_EQ(result.status().message().rfind(path + ": insert cost profile: stage 3: ", 0), 0u)
-      << result.status().message();
-  EXPECT_NE(result.status().message().find("CHECK constraint failed"), std::string::npos);
+  EXPECT_EQ(result.status().message(), path + ": insert cost profile: stages[3].W: must be >= 0");
+  // A forward of 0 (a stage nothing measured) is refused the same way.
+  costs = MakeVSchedule().costs;
+  costs.stages[0].f = 0;
+  auto no_forward = store.InsertCostProfile(job, "empty stage", costs);
+  ASSERT_FALSE(no_forward.ok());
+  EXPECT_EQ(no_forward.status().message(),
+            path + ": insert cost profile: stages[0].F: must be > 0");
   RawDb raw(path);
   EXPECT_EQ(raw.Int("SELECT count(*) FROM cost_profiles"), 0);
   EXPECT_EQ(raw.Int("SELECT count(*) FROM cost_profile_stages"), 0);

@@ -16,8 +16,11 @@
 //     at that time (PyTorch runs backward on an autograd worker thread) go to the innermost op
 //     range of another thread of the process that contains them, if exactly one thread has one
 //     (AttributionOptions::cross_thread). NCCL kernels ("nccl" in the name) never count as
-//     compute: they are communication. A range that launched no kernels (CPU-only jobs) takes its
-//     own CPU duration.
+//     compute: they are communication. In a CPU-only process (no device activity at all) a range
+//     takes its own CPU duration; in a process that ran kernels a range that launched none
+//     measured nothing (MeasuredOp::timed false). A matched range inside a matched range of the
+//     same name and domain on the same thread is part of that op: only the outermost of such a
+//     nest is an op, and it owns the kernels launched inside any of them.
 //  4. Iterations come from iteration ranges; without any, a rank starts a new iteration when an
 //     F of a (stage, microbatch) it already ran in the current iteration comes again. Ops whose
 //     name carries no microbatch get one in FIFO order (n-th F of a stage in an iteration is
@@ -122,8 +125,11 @@ struct MeasuredOp {
   TimeNs cpu_end = 0;
   TimeNs gpu_start = 0;  // projection span; equal to the CPU range when no kernels
   TimeNs gpu_end = 0;
-  TimeNs busy = 0;          // union of the kernels' intervals; the CPU duration when no kernels
-  int32_t kernels = 0;      // device activities attributed
+  TimeNs busy = 0;      // union of the kernels' intervals; the CPU duration when no kernels
+  int32_t kernels = 0;  // device activities attributed
+  // False for a range that launched no kernels in a process that ran kernels: it measured no
+  // device time (busy 0), and the costs leave it out (step 3 above).
+  bool timed = true;
   int32_t peer_stage = -1;  // COMM: the other end of the hop, -1 unknown
   CommDirection direction = CommDirection::kNone;
   bool has_memory = false;  // allocation records fell inside the range
