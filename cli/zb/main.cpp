@@ -38,6 +38,8 @@ constexpr Subcommand kSubcommands[] = {
     {"import", zb::cli::RunImportCommand,
      "per-stage costs from an nsys SQLite export, a Chrome/Kineto trace or kept shards"},
     {"costs", zb::cli::RunCostsCommand, "export (zb-costs/1) or list stored cost profiles"},
+    {"trace", zb::cli::RunTraceCommand,
+     "a schedule or a measured run out to Perfetto (Chrome trace) or HTA (Kineto per rank)"},
     {"replay", zb::cli::RunReplayCommand,
      "run a torch.distributed.pipelining job with a zbkit schedule (zb replay ... -- CMD ...)"},
     {"demo", zb::cli::RunDemoCommand,

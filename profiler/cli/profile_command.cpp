@@ -265,7 +265,9 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err) {
       why = "nothing was recorded (no process of the command initialized CUDA or NVTX" +
             (skipped.empty() ? "" : "; unreadable shards: " + skipped[0]) + ")";
     }
-    ReportNothingMeasured(input, *settings, why, !profiled_by_library, out, err);
+    // Without the injection library a warning has said so already: the line is the report.
+    const bool already_warned = !torch && !profiled_by_library;
+    ReportNothingMeasured(input, *settings, why, already_warned, out, err);
     return child_code;
   }
   input.traces = std::move(*traces);

@@ -17,6 +17,8 @@ int RunProfileCommand(const Args& args, std::ostream& out, std::ostream& err);
 int RunImportCommand(const Args& args, std::ostream& out, std::ostream& err);
 // zb costs export|list ...
 int RunCostsCommand(const Args& args, std::ostream& out, std::ostream& err);
+// zb trace (SCHEDULE | --store DB ...) --format perfetto|kineto -o PATH; zb trace --check FILE
+int RunTraceCommand(const Args& args, std::ostream& out, std::ostream& err);
 
 }  // namespace zb::cli
 

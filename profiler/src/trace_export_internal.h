@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the Perfetto and Kineto writers (trace_export.h) share: exact microsecond text, JSON
+// strings, torch's action labels, and the tracks that keep slices from overlapping.
+#ifndef ZBKIT_PROFILER_SRC_TRACE_EXPORT_INTERNAL_H_
+#define ZBKIT_PROFILER_SRC_TRACE_EXPORT_INTERNAL_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "zbkit/schemas/types.h"
+
+namespace zb::profiler::trace_export_detail {
+
+// Nanoseconds as decimal microseconds, exactly ("1234.567", "-0.250").
+void AppendMicros(std::string& out, TimeNs ns);
+// A JSON string literal (quotes, escapes; invalid UTF-8 replaced).
+std::string JsonString(std::string_view text);
+
+// torch.distributed.pipelining's label of a compute op: "PP:3F7", "PP:3I7" (B), "PP:3W7",
+// "PP:3B7" (BW); docs/range-names.md §3. Empty for COMM.
+std::string TorchActionLabel(OpKind kind, int32_t stage, int32_t microbatch);
+
+// The stages of a timeline: `given` when > 0, else the largest stage of its ops + 1.
+int StagesOf(const Timeline& timeline, int given);
+
+// Tracks of one process: each logical track (a stage lane, comm) gets as many numbered threads as
+// its slices need so that no two slices of one thread overlap. Slices must be placed in start order
+// per logical track.
+class TrackAllocator {
+ public:
+  // The thread id for a slice [start, end) of logical track `base` (a tid whose low digits are
+  // free for overflow numbers: base + k, k < kOverflow).
+  static constexpr int64_t kOverflow = 1000;
+  int64_t Place(int32_t pid, int64_t base, TimeNs start, TimeNs end);
+  // Every (pid, tid) used, with the overflow number of the tid within its logical track.
+  struct Used {
+    int32_t pid = 0;
+    int64_t base = 0;
+    int64_t overflow = 0;
+  };
+  std::vector<Used> used() const;
+
+ private:
+  std::map<std::pair<int32_t, int64_t>, std::vector<TimeNs>> last_end_;  // per sub-track
+};
+
+}  // namespace zb::profiler::trace_export_detail
+
+#endif  // ZBKIT_PROFILER_SRC_TRACE_EXPORT_INTERNAL_H_
