@@ -45,9 +45,10 @@ venv="${ZBKIT_VENV:-$root/.venv}"
 # them can pull another torch.
 requirements="$root/adapters/pytorch/requirements.txt"
 titan_requirements="$root/adapters/pytorch/requirements-torchtitan.txt"
+hta_requirements="$root/adapters/pytorch/requirements-hta.txt"
 stamp="$venv/.zbkit-requirements"
 if [[ -x "$venv/bin/python" && -f "$stamp" ]] &&
-  cmp -s <(cat "$requirements" "$titan_requirements") "$stamp"; then
+  cmp -s <(cat "$requirements" "$titan_requirements" "$hta_requirements") "$stamp"; then
   echo "setup: Python packages present in $venv"
   exit 0
 fi
@@ -57,6 +58,8 @@ python3 -m venv "$venv"
   grep -v "is ignored: it is neither a file nor a directory" || true
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
   -r "$titan_requirements" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+"$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
+  -r "$hta_requirements" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
 # Fails loudly if the install did not work (torch still the pinned one).
-"$venv/bin/python" -c "import torch, pytest, torchtitan.train; assert torch.__version__.startswith('2.13.0'), torch.__version__"
-cat "$requirements" "$titan_requirements" >"$stamp"
+"$venv/bin/python" -c "import torch, pytest, torchtitan.train, hta.trace_analysis; assert torch.__version__.startswith('2.13.0'), torch.__version__"
+cat "$requirements" "$titan_requirements" "$hta_requirements" >"$stamp"
