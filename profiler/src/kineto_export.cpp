@@ -17,6 +17,7 @@
 #include "trace_export_internal.h"
 #include "zbkit/profiler/attribution.h"
 #include "zbkit/profiler/trace_export.h"
+#include "zbkit/schemas/range_name.h"
 
 namespace zb::profiler {
 using namespace trace_export_detail;
@@ -170,7 +171,8 @@ std::string KinetoWriter::Write(const std::vector<const TimelineOp*>& ops) {
   Steps(ops);
   for (const TimelineOp* op : ops) {
     if (op->kind == OpKind::kComm) continue;
-    const Launcher launcher = Annotated(*op, TorchActionLabel(op->kind, op->stage, op->microbatch));
+    const Launcher launcher =
+        Annotated(*op, FormatTorchActionName(op->kind, op->stage, op->microbatch));
     owners_.try_emplace({op->iteration, op->microbatch}, launcher);
   }
   for (const TimelineOp* op : ops) {

@@ -37,27 +37,6 @@ std::string JsonString(std::string_view text) {
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string TorchActionLabel(OpKind kind, int32_t stage, int32_t microbatch) {
-  const char* action = nullptr;
-  switch (kind) {
-    case OpKind::kF:
-      action = "F";
-      break;
-    case OpKind::kB:
-      action = "I";
-      break;
-    case OpKind::kW:
-      action = "W";
-      break;
-    case OpKind::kBW:
-      action = "B";
-      break;
-    case OpKind::kComm:
-      return "";
-  }
-  return "PP:" + std::to_string(stage) + action + std::to_string(microbatch);
-}
-
 int StagesOf(const Timeline& timeline, int given) {
   if (given > 0) return given;
   int stages = 0;

@@ -20,10 +20,6 @@ void AppendMicros(std::string& out, TimeNs ns);
 // A JSON string literal (quotes, escapes; invalid UTF-8 replaced).
 std::string JsonString(std::string_view text);
 
-// torch.distributed.pipelining's label of a compute op: "PP:3F7", "PP:3I7" (B), "PP:3W7",
-// "PP:3B7" (BW); docs/range-names.md §3. Empty for COMM.
-std::string TorchActionLabel(OpKind kind, int32_t stage, int32_t microbatch);
-
 // The stages of a timeline: `given` when > 0, else the largest stage of its ops + 1.
 int StagesOf(const Timeline& timeline, int given);
 

@@ -88,10 +88,11 @@ zb::Status AddShard(const std::string& path, const zb::Schedule& schedule,
     return 0;
   };
   for (const zb::profiler::TraceRange& range : trace.ranges) {
-    // The runtime's own names (range_name.h); iterations, transfers and names of other
-    // conventions (a shard that also went through the injection library) carry nothing the
-    // replay timeline needs.
-    const std::optional<zb::RangeName> match = zb::ParseRangeName(range.name);
+    // The runtime's own names (range_name.h): torch's labels, or zbkit's (shards recorded before
+    // the runtime took torch's); iterations, transfers and names of other conventions (a shard
+    // that also went through the injection library) carry nothing the replay timeline needs.
+    std::optional<zb::RangeName> match = zb::ParseTorchActionName(range.name);
+    if (!match) match = zb::ParseRangeName(range.name);
     if (!match || match->role != zb::RangeName::Role::kOp) continue;
     if (std::find(stages.begin(), stages.end(), match->stage) == stages.end()) {
       return zb::InvalidInput(path + ": range " + range.name + ": stage " +

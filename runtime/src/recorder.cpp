@@ -68,7 +68,7 @@ struct zbrt_recorder {
   int32_t rank = 0;
   int32_t ranks = 0;
   std::string shard_path;
-  std::vector<std::string> names;  // range name of each op, "zb:F:s3:mb7"
+  std::vector<std::string> names;  // range name of each op: torch's label, "PP:3F7"
   // Per op: the global index (spilled + slot in `marks`) of its open mark, -1 when not open.
   std::vector<int64_t> open;
   std::vector<Mark> marks;  // capacity = the rank's op count, never exceeded by the hot path
@@ -182,7 +182,7 @@ zbrt_status zbrt_recorder_open(const zbrt_schedule* schedule, int32_t rank, cons
     recorder->names.reserve(program.ops.size());
     for (const zb::Op& op : program.ops) {
       recorder->names.push_back(
-          zb::FormatRangeName(op.kind, program.stages[op.chunk], op.microbatch));
+          zb::FormatTorchActionName(op.kind, program.stages[op.chunk], op.microbatch));
     }
     recorder->open.assign(program.ops.size(), -1);
     recorder->marks.reserve(program.ops.size() > 0 ? program.ops.size() : 1);

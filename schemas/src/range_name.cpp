@@ -71,6 +71,58 @@ std::string FormatIterationRangeName(int32_t iteration) {
   return "zb:iter:" + std::to_string(iteration);
 }
 
+std::string FormatTorchActionName(OpKind kind, int32_t stage, int32_t microbatch) {
+  if (stage < 0 || microbatch < 0) return {};
+  const char* action = nullptr;
+  switch (kind) {
+    case OpKind::kF:
+      action = "F";
+      break;
+    case OpKind::kB:
+      action = "I";
+      break;
+    case OpKind::kW:
+      action = "W";
+      break;
+    case OpKind::kBW:
+      action = "B";
+      break;
+    case OpKind::kComm:
+      return {};
+  }
+  return "PP:" + std::to_string(stage) + action + std::to_string(microbatch);
+}
+
+std::optional<RangeName> ParseTorchActionName(std::string_view name) {
+  size_t pos = 0;
+  if (!Consume(name, pos, "PP:")) return std::nullopt;
+  const std::optional<int32_t> stage = ParseDigits(name, pos);
+  if (!stage || pos >= name.size()) return std::nullopt;
+  RangeName parsed;
+  switch (name[pos++]) {
+    case 'F':
+      parsed.kind = OpKind::kF;
+      break;
+    case 'I':
+      parsed.kind = OpKind::kB;
+      break;
+    case 'W':
+      parsed.kind = OpKind::kW;
+      break;
+    case 'B':
+      parsed.kind = OpKind::kBW;
+      break;
+    default:
+      return std::nullopt;
+  }
+  const std::optional<int32_t> microbatch = ParseDigits(name, pos);
+  if (!microbatch || pos != name.size()) return std::nullopt;
+  parsed.role = RangeName::Role::kOp;
+  parsed.stage = *stage;
+  parsed.microbatch = *microbatch;
+  return parsed;
+}
+
 std::optional<RangeName> ParseRangeName(std::string_view name) {
   size_t pos = 0;
   if (!Consume(name, pos, "zb:")) return std::nullopt;

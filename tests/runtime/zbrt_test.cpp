@@ -313,7 +313,7 @@ TEST_F(Zbrt, BadInputsGiveCodesAndMessages) {
   ExpectError(zbrt_recorder_open(schedule, 0, "", &recorder), ZBRT_ERROR_INVALID_ARGUMENT,
               "shard_path");
   ASSERT_EQ(zbrt_recorder_open(schedule, 1, Path("rank1.zbshard").c_str(), &recorder), ZBRT_OK);
-  ExpectError(zbrt_op_end(recorder, 0), ZBRT_ERROR_STATE, "op 0 (zb:F:s1:mb0) of rank 1 was not");
+  ExpectError(zbrt_op_end(recorder, 0), ZBRT_ERROR_STATE, "op 0 (PP:1F0) of rank 1 was not");
   ExpectError(zbrt_op_begin(recorder, count), ZBRT_ERROR_OUT_OF_RANGE, "out of range");
   ExpectError(zbrt_op_begin(nullptr, 0), ZBRT_ERROR_INVALID_ARGUMENT, "recorder is null");
   ASSERT_EQ(zbrt_op_begin(recorder, 0), ZBRT_OK);
@@ -336,7 +336,7 @@ TEST_F(Zbrt, BadInputsGiveCodesAndMessages) {
   auto shard = zb::profiler::ReadShard(Path("rank1.zbshard"));
   ASSERT_TRUE(shard.ok()) << shard.status().message();
   ASSERT_EQ(shard->ranges.size(), 1u);
-  EXPECT_EQ(shard->ranges[0].name, "zb:F:s1:mb0");
+  EXPECT_EQ(shard->ranges[0].name, "PP:1F0");
   EXPECT_EQ(shard->process.rank, 1);
   EXPECT_EQ(zbrt_recorder_close(nullptr), ZBRT_OK);
 
@@ -402,7 +402,7 @@ TEST_F(Zbrt, RecordedOpsKeepTheirGivenTimes) {
   ExpectError(zbrt_op_record(recorder, count, 1, 3), ZBRT_ERROR_OUT_OF_RANGE, "out of range");
   ASSERT_EQ(zbrt_op_begin(recorder, 2), ZBRT_OK);
   ExpectError(zbrt_op_record(recorder, 2, t0, t0 + 1), ZBRT_ERROR_STATE,
-              "op 2 (zb:F:s1:mb2) of rank 1 is begun and not ended");
+              "op 2 (PP:1F2) of rank 1 is begun and not ended");
   ASSERT_EQ(zbrt_op_end(recorder, 2), ZBRT_OK);
   ASSERT_EQ(zbrt_op_record(recorder, 1, t0 + 6000, t0 + 6000), ZBRT_OK);  // zero length is fine
   ASSERT_EQ(zbrt_iteration_end(recorder), ZBRT_OK);
@@ -411,7 +411,7 @@ TEST_F(Zbrt, RecordedOpsKeepTheirGivenTimes) {
   ASSERT_TRUE(shard.ok()) << shard.status().message();
   bool found = false;
   for (const auto& range : shard->ranges) {
-    if (range.name != "zb:F:s1:mb0") continue;
+    if (range.name != "PP:1F0") continue;
     found = true;
     EXPECT_EQ(range.start, t0 + 1000);
     EXPECT_EQ(range.end, t0 + 5000);
@@ -564,9 +564,8 @@ TEST_F(Zbrt, ReplayWithoutIterationMarksSpillsAndKeepsEveryOp) {
   zbrt_op op{};
   for (int64_t i = 0; i < 3 * count; ++i) {
     ASSERT_EQ(zbrt_rank_op(schedule, 0, i % count, &op), ZBRT_OK);
-    const char* kinds[] = {"F", "B", "W", "BW"};
-    EXPECT_EQ(shard->ranges[i].name, std::string("zb:") + kinds[op.kind] + ":s" +
-                                         std::to_string(op.stage) + ":mb" +
+    const char* torch_letters[] = {"F", "I", "W", "B"};  // torch's labels for F, B, W, BW
+    EXPECT_EQ(shard->ranges[i].name, "PP:" + std::to_string(op.stage) + torch_letters[op.kind] +
                                          std::to_string(op.microbatch));
     EXPECT_LE(shard->ranges[i].start, shard->ranges[i].end);
     // Overlapping neighbours: each op began while the previous one was open.
@@ -655,7 +654,7 @@ TEST_F(Zbrt, NvtxRangesAreAttributedUnderZbProfile) {
   ASSERT_EQ(zbrt_rank_op_count(handle, 2, &count), ZBRT_OK);
   zbrt_schedule_close(handle);
   // Every mark of both iterations, named by the contract, seen by the injection library.
-  EXPECT_EQ(report["ops_by_family"]["zbkit"], 2 * count) << report.dump();
+  EXPECT_EQ(report["ops_by_family"]["torch-pp"], 2 * count) << report.dump();
   EXPECT_EQ(report["iterations"]["seen"], 2);
   // And libzbrt's own shard of the same run says the same.
   auto own = zb::profiler::ReadShard(Path("own.zbshard"));

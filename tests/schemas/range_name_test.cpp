@@ -106,5 +106,30 @@ TEST(RangeNameTest, RejectsMalformedNames) {
   }
 }
 
+// torch's action labels, which zbkit's runtime writes: the documented letters (I is B, B is BW),
+// and the exact inverse.
+TEST(RangeNameTest, TorchActionLabelsRoundTrip) {
+  EXPECT_EQ(FormatTorchActionName(OpKind::kF, 3, 7), "PP:3F7");
+  EXPECT_EQ(FormatTorchActionName(OpKind::kB, 3, 7), "PP:3I7");
+  EXPECT_EQ(FormatTorchActionName(OpKind::kW, 0, 12), "PP:0W12");
+  EXPECT_EQ(FormatTorchActionName(OpKind::kBW, 11, 0), "PP:11B0");
+  EXPECT_EQ(FormatTorchActionName(OpKind::kComm, 1, 1), "");
+  EXPECT_EQ(FormatTorchActionName(OpKind::kF, -1, 1), "");
+  for (OpKind kind : {OpKind::kF, OpKind::kB, OpKind::kW, OpKind::kBW}) {
+    for (int32_t stage : {0, 5, 2147483647}) {
+      const auto parsed = ParseTorchActionName(FormatTorchActionName(kind, stage, 9));
+      ASSERT_TRUE(parsed.has_value());
+      EXPECT_EQ(parsed->kind, kind);
+      EXPECT_EQ(parsed->stage, stage);
+      EXPECT_EQ(parsed->microbatch, 9);
+      EXPECT_EQ(parsed->role, RangeName::Role::kOp);
+    }
+  }
+  for (const char* name :
+       {"PP:3F", "PP:F3", "PP:3X7", "PP:3F7 ", "PP:3SEND_F7", "pp:3F7", "zb:F:s3:mb7", "PP:3F7x"}) {
+    EXPECT_FALSE(ParseTorchActionName(name).has_value()) << name;
+  }
+}
+
 }  // namespace
 }  // namespace zb

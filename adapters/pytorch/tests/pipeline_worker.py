@@ -131,6 +131,22 @@ def run_grads(job: Dict[str, Any], rank: int, result: Dict[str, Any]) -> None:
             result[name] = {"error": str(e), "seconds": time.monotonic() - t0}
 
 
+def run_profiled(job: Dict[str, Any], rank: int, result: Dict[str, Any]) -> None:
+    """One step of zbkit's executor under torch.profiler: the Chrome trace torch writes, with
+    distributedInfo, at out_dir/rank<R>.json."""
+    from torch.profiler import ProfilerActivity, profile
+
+    schedule = job["schedule"]
+    ex, _ = _build(schedule, rank, timeout_s=30.0)
+    xs, ys = _step_inputs(schedule)
+    ex.step(xs, ys)  # warm-up, unprofiled: no labels are wanted (nor paid for) outside a profile
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        ex.step(xs, ys)
+    path = str(Path(job["out_dir"]) / f"rank{rank}.json")
+    prof.export_chrome_trace(path)
+    result["trace"] = path
+
+
 def run_failure(job: Dict[str, Any], rank: int, result: Dict[str, Any]) -> None:
     """A step where a peer dies (job["die"] = {rank: op index}) or runs another schedule.
 
@@ -264,7 +280,7 @@ def main() -> None:
     result: Dict[str, Any] = {}
     runners = {
         "grads": run_grads, "failure": run_failure, "equivalence": run_equivalence,
-        "unchecked": run_unchecked,
+        "unchecked": run_unchecked, "profiled": run_profiled,
     }  # fmt: skip
     runners[mode](job, rank, result)
     path = Path(out_dir) / f"rank{rank}.pt"
@@ -272,7 +288,7 @@ def main() -> None:
     os.replace(str(path) + ".tmp", path)
     sys.stdout.flush()
     # After a failure the group holds receives that never complete; leave without tearing down.
-    if mode in ("grads", "equivalence"):
+    if mode in ("grads", "equivalence", "profiled"):
         dist.barrier()
         dist.destroy_process_group()
     os._exit(0)

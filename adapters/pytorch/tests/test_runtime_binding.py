@@ -113,7 +113,7 @@ def test_errors_raise_with_the_library_message(tuned, tmp_path):
         Recorder(schedule, 8, tmp_path / "rank8.zbshard")
     assert info.value.status == "ZBRT_ERROR_OUT_OF_RANGE"
     rec = Recorder(schedule, 0, tmp_path / "rank0.zbshard")
-    with pytest.raises(ZbrtError, match=r"op 0 \(zb:F:s0:mb0\) of rank 0 was not begun") as info:
+    with pytest.raises(ZbrtError, match=r"op 0 \(PP:0F0\) of rank 0 was not begun") as info:
         rec.end(0)
     assert info.value.status == "ZBRT_ERROR_STATE"
     with pytest.raises(ZbrtError, match="out of range"):

@@ -16,6 +16,7 @@ from collections import defaultdict
 
 import pytest
 from test_shim import MODEL, job_env, require_zb, run, torchrun_command
+from worker_session import Session
 
 RANKS = 64
 MICROBATCHES = 64
@@ -142,3 +143,26 @@ def test_a_measured_torch_run_goes_out_and_comes_back_op_for_op(tmp_path):
     """)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-2:] == ["[0, 1]", "2"]
+
+
+def test_zbkit_executor_ops_carry_torchs_labels_in_a_torch_profiler_trace(tmp_path, zb_tuner):
+    """zbkit's executor puts torch's `PP:` labels on its ops while torch.profiler records, so the
+    trace reads like one of torch's runtime and zb import attributes it like one."""
+    schedule = zb_tuner.tune("zb-h1")
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    session = Session("profiled", {"schedule": schedule}, tmp_path / "session", timeout=100)
+    results = session.results()
+    names = set()
+    for rank in range(2):
+        events = json.loads(open(results[rank]["trace"]).read())["traceEvents"]
+        names |= {e["name"] for e in events if str(e.get("name", "")).startswith("PP:")}
+    expected = {f"PP:{op.stage}{ {'F': 'F', 'B': 'I', 'W': 'W', 'BW': 'B'}[op.kind]}{op.microbatch}"
+                for rank_ops in schedule.ops for op in rank_ops}  # fmt: skip
+    assert names == expected
+    for rank in range(2):
+        (folder / f"rank{rank}.json").write_text(open(results[rank]["trace"]).read())
+    imported = zb("import", "--format", "chrome", str(folder), "--json")
+    assert imported.returncode == 0, imported.stderr
+    report = json.loads(imported.stdout)
+    assert report["ranks"] == 2 and report["ops_by_family"] == {"torch-pp": len(expected)}

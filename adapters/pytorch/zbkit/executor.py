@@ -23,6 +23,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch._C._autograd import _profiler_enabled as profiler_enabled
+from torch.profiler import record_function
 
 from . import _p2p as p2p
 from . import progress as progress_record
@@ -31,6 +33,7 @@ from ._schedule_checks import validate_schedule
 from .bw_split import BackwardSplit, SplitStats
 from .errors import ZbkitPipelineError
 from .schedule import Op, Schedule
+from .torch_rules import TORCH_LETTER
 
 __all__ = [
     "PipelineExecutor",
@@ -158,6 +161,12 @@ class PipelineExecutor:
         self.loss_scale = 1.0 / m if loss_scale is None else float(loss_scale)
         self._n = schedule.num_stages
         self._ops: Tuple[Op, ...] = schedule.ops[rank]
+        # torch.distributed.pipelining's labels ("PP:3F7", "PP:3I7" for B, "PP:3B7" for BW), put on
+        # each op while torch.profiler records, so a profile of zbkit's executor reads like one of
+        # torch's runtime (and zb import reads it the same way).
+        self._labels = tuple(
+            f"PP:{op.stage}{TORCH_LETTER[op.kind]}{op.microbatch}" for op in self._ops
+        )
         self._device: Dict[int, torch.device] = {}
         for s, mod in self.modules.items():
             first = next(iter(mod.parameters()), None)
@@ -376,6 +385,9 @@ class PipelineExecutor:
                 progress.begin(i)
             if rec is not None:
                 rec.begin(i)
+            label = record_function(self._labels[i]) if profiler_enabled() else None
+            if label is not None:
+                label.__enter__()
             try:
                 if op.kind == "F":
                     self._forward(i, op)
@@ -389,6 +401,9 @@ class PipelineExecutor:
                 raise
             except Exception as e:  # noqa: BLE001 - name the op for any failure inside it
                 raise _fail(f"zbkit executor rank {self.rank} op {i} ({op}): {one_line(e)}") from e
+            finally:
+                if label is not None:
+                    label.__exit__(None, None, None)
             if progress is not None:
                 progress.end(i)
             if rec is not None:

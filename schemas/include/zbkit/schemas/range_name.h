@@ -6,6 +6,7 @@
 //   zb:<F|B|W|BW>:s<stage>:mb<microbatch>                    a compute op, e.g. "zb:F:s3:mb7"
 //   zb:<SEND_F|RECV_F|SEND_B|RECV_B>:s<stage>:mb<microbatch>  a stage-to-stage transfer
 //   zb:iter:<n>                                               one training iteration
+//   PP:<stage><F|I|W|B><microbatch>    torch's action labels, which zbkit's runtime writes
 //
 // <stage> is the global stage (model chunk) id, not the rank, so a name stays meaningful under
 // any placement; all numbers are decimal, at most INT32_MAX. The writer never emits leading zeros;
@@ -52,6 +53,14 @@ std::string FormatRangeName(OpKind kind, int32_t stage, int32_t microbatch);
 std::string FormatCommRangeName(CommDirection direction, int32_t stage, int32_t microbatch);
 // "zb:iter:12". Empty for a negative number.
 std::string FormatIterationRangeName(int32_t iteration);
+// torch.distributed.pipelining's label of a compute op, the one its schedule runtime puts on each
+// action: "PP:3F7", "PP:3I7" (B, the input gradient), "PP:3W7", "PP:3B7" (BW, the full backward);
+// docs/range-names.md §3. What zbkit's runtime names its ops, so that nsys and torch.profiler
+// traces of a zbkit replay read like torch's. Empty for COMM or a negative number.
+std::string FormatTorchActionName(OpKind kind, int32_t stage, int32_t microbatch);
+// Its exact inverse: a whole "PP:<stage><F|I|W|B><mb>" as a RangeName of role kOp, else nullopt.
+// (The profiler reads torch's labels more leniently, with its other conventions: rules.cpp.)
+std::optional<RangeName> ParseTorchActionName(std::string_view name);
 
 // The whole name must match one of the three forms above; anything else (another convention, a
 // missing or extra field, a number over INT32_MAX) is nullopt.
