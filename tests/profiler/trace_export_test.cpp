@@ -219,11 +219,18 @@ TEST_F(TraceExport, APredictionBesideTheMeasuredRunIsOneTraceRankByRank) {
   ASSERT_EQ(both.code, 0) << both.err;
   const nlohmann::json doc = nlohmann::json::parse(ReadFile(Path("b.json")));
   std::vector<std::string> processes;
+  int counters_with_cap = 0;
   for (const nlohmann::json& event : doc["traceEvents"]) {
     if (event.value("ph", "") == "M" && event.value("name", "") == "process_name") {
       processes.push_back(event["args"]["name"].get<std::string>());
     }
+    // The memory held, beside the cap the schedule was tuned under (2x 1F1B's peak: 16).
+    if (event.value("ph", "") == "C") {
+      EXPECT_LE(event["args"]["held"].get<double>(), event["args"]["cap"].get<double>());
+      counters_with_cap += event["args"]["cap"].get<double>() == 16.0;
+    }
   }
+  EXPECT_GT(counters_with_cap, 0);
   std::sort(processes.begin(), processes.end());
   ASSERT_EQ(processes.size(), 8u);
   EXPECT_EQ(processes.front(), "rank 0 · measured");
