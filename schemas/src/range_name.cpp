@@ -3,7 +3,10 @@
 // every distinct range name of a trace.
 #include "zbkit/schemas/range_name.h"
 
+#include <algorithm>
 #include <climits>
+#include <iterator>
+#include <utility>
 
 namespace zb {
 
@@ -71,26 +74,22 @@ std::string FormatIterationRangeName(int32_t iteration) {
   return "zb:iter:" + std::to_string(iteration);
 }
 
+namespace {
+
+// torch's action letters of the compute kinds (docs/range-names.md §3): I is B, B is BW.
+constexpr std::pair<OpKind, char> kTorchLetters[] = {
+    {OpKind::kF, 'F'}, {OpKind::kB, 'I'}, {OpKind::kW, 'W'}, {OpKind::kBW, 'B'}};
+
+}  // namespace
+
 std::string FormatTorchActionName(OpKind kind, int32_t stage, int32_t microbatch) {
   if (stage < 0 || microbatch < 0) return {};
-  const char* action = nullptr;
-  switch (kind) {
-    case OpKind::kF:
-      action = "F";
-      break;
-    case OpKind::kB:
-      action = "I";
-      break;
-    case OpKind::kW:
-      action = "W";
-      break;
-    case OpKind::kBW:
-      action = "B";
-      break;
-    case OpKind::kComm:
-      return {};
+  for (const auto& [letter_kind, letter] : kTorchLetters) {
+    if (letter_kind == kind) {
+      return "PP:" + std::to_string(stage) + letter + std::to_string(microbatch);
+    }
   }
-  return "PP:" + std::to_string(stage) + action + std::to_string(microbatch);
+  return {};  // COMM: torch labels transfers by direction, which a kind alone does not say
 }
 
 std::optional<RangeName> ParseTorchActionName(std::string_view name) {
@@ -98,26 +97,15 @@ std::optional<RangeName> ParseTorchActionName(std::string_view name) {
   if (!Consume(name, pos, "PP:")) return std::nullopt;
   const std::optional<int32_t> stage = ParseDigits(name, pos);
   if (!stage || pos >= name.size()) return std::nullopt;
-  RangeName parsed;
-  switch (name[pos++]) {
-    case 'F':
-      parsed.kind = OpKind::kF;
-      break;
-    case 'I':
-      parsed.kind = OpKind::kB;
-      break;
-    case 'W':
-      parsed.kind = OpKind::kW;
-      break;
-    case 'B':
-      parsed.kind = OpKind::kBW;
-      break;
-    default:
-      return std::nullopt;
-  }
+  const char letter = name[pos++];
+  const auto* match = std::find_if(std::begin(kTorchLetters), std::end(kTorchLetters),
+                                   [&](const auto& entry) { return entry.second == letter; });
+  if (match == std::end(kTorchLetters)) return std::nullopt;
   const std::optional<int32_t> microbatch = ParseDigits(name, pos);
   if (!microbatch || pos != name.size()) return std::nullopt;
+  RangeName parsed;
   parsed.role = RangeName::Role::kOp;
+  parsed.kind = match->first;
   parsed.stage = *stage;
   parsed.microbatch = *microbatch;
   return parsed;

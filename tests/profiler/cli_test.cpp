@@ -21,6 +21,7 @@
 #include <sstream>
 #include <string>
 
+#include "zb_command.h"
 #include "zbkit/profiler/shard.h"
 #include "zbkit/schemas/store.h"
 
@@ -56,24 +57,11 @@ class ZbCli : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  struct Result {
-    int code = -1;
-    std::string out;
-    std::string err;
-  };
+  using Result = testing_support::ZbResult;
 
   // Runs `env zb args` through the shell; `args` is shell text.
   Result Zb(const std::string& args, const std::string& env = "") {
-    const std::string out = dir_ + "/stdout";
-    const std::string err = dir_ + "/stderr";
-    const std::string command = env + (env.empty() ? "" : " ") + "'" + ZBKIT_ZB_BINARY + "' " +
-                                args + " > '" + out + "' 2> '" + err + "'";
-    const int status = std::system(command.c_str());
-    Result result;
-    result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    result.out = ReadFile(out);
-    result.err = ReadFile(err);
-    return result;
+    return testing_support::RunZb(args, dir_, env);
   }
 
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }

@@ -7,15 +7,14 @@
 // itself timed by its CPU span) are classes: any rank id, any world size, any nesting of equal
 // names, device time only from kernels.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
+
+#include "zb_command.h"
 
 namespace zb::profiler {
 namespace {
@@ -23,12 +22,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+using testing_support::ReadWholeFile;
+using testing_support::RunZb;
+using testing_support::ZbResult;
 
 std::string TracePath(const std::string& name) {
   return std::string(ZBKIT_TEST_DATA_DIR) + "/traces/" + name;
@@ -61,19 +57,7 @@ class PublicTraceImport : public ::testing::TestWithParam<PublicTrace> {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  struct Result {
-    int code = -1;
-    std::string out;
-    std::string err;
-  };
-  Result Zb(const std::string& args) {
-    const std::string out = dir_ + "/stdout";
-    const std::string err = dir_ + "/stderr";
-    const std::string command =
-        "'" + std::string(ZBKIT_ZB_BINARY) + "' " + args + " > '" + out + "' 2> '" + err + "'";
-    const int status = std::system(command.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadFile(out), ReadFile(err)};
-  }
+  ZbResult Zb(const std::string& args) { return RunZb(args, dir_); }
 
   std::string dir_;
 };
@@ -91,8 +75,8 @@ TEST_P(PublicTraceImport, ReadsRanksStagesAndTimesAReaderConfirms) {
   }
   std::ofstream(dir_ + "/rules.json") << trace.rules;
   const std::string store = dir_ + "/zb.db";
-  Result import = Zb("import " + input + " --rules '" + dir_ + "/rules.json' --json --store '" +
-                     store + "' " + trace.extra_args);
+  ZbResult import = Zb("import " + input + " --rules '" + dir_ + "/rules.json' --json --store '" +
+                       store + "' " + trace.extra_args);
   ASSERT_EQ(import.code, 0) << import.err;
   const json report = json::parse(import.out);
   EXPECT_EQ(report["ranks"], trace.ranks);
@@ -113,7 +97,7 @@ TEST_P(PublicTraceImport, ReadsRanksStagesAndTimesAReaderConfirms) {
     EXPECT_TRUE(noted) << report["notes"].dump();
   }
   // What was stored is a profile zbkit's own exporter takes.
-  Result exported =
+  ZbResult exported =
       Zb("costs export --store '" + store + "' --format json -o '" + dir_ + "/costs.json'");
   EXPECT_EQ(exported.code, 0) << exported.err;
 }
@@ -215,14 +199,9 @@ TEST(PublicTraceStore, PartOfAPipelineIsRefusedAndNothingIsWritten) {
        "dur": 5},
       {"ph": "X", "cat": "user_annotation", "name": "PP:3B0", "pid": 1, "tid": 1, "ts": 20,
        "dur": 9}]})";
-  const std::string command = "'" + std::string(ZBKIT_ZB_BINARY) + "' import '" + dir +
-                              "/rank3.json' --store '" + dir + "/zb.db' > '" + dir + "/out' 2> '" +
-                              dir + "/err'";
-  const int status = std::system(command.c_str());
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 1);
-  const std::string err = ReadFile(dir + "/err");
-  EXPECT_EQ(err,
+  const ZbResult result = RunZb("import '" + dir + "/rank3.json' --store '" + dir + "/zb.db'", dir);
+  EXPECT_EQ(result.code, 1);
+  EXPECT_EQ(result.err,
             "zb import: nothing stored: the measured costs are not a profile zbkit can use: "
             "stages[0].F: must be > 0 (no forward measured on stage(s) 0, 1, 2 of 4: give every "
             "rank's trace, or --pp/--rules that place the ops)\n");

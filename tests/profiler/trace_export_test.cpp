@@ -7,19 +7,17 @@
 #include "zbkit/profiler/trace_export.h"
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "assert_ok.h"
+#include "zb_command.h"
 #include "zbkit/profiler/analyze.h"
 #include "zbkit/profiler/import.h"
 #include "zbkit/schemas/store.h"
@@ -29,11 +27,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using testing_support::RunZb;
+using testing_support::ZbResult;
 std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  return testing_support::ReadWholeFile(path);
 }
 
 class TraceExport : public ::testing::Test {
@@ -45,19 +42,7 @@ class TraceExport : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  struct Result {
-    int code = -1;
-    std::string out;
-    std::string err;
-  };
-  Result Zb(const std::string& args) {
-    const std::string out = dir_ + "/stdout";
-    const std::string err = dir_ + "/stderr";
-    const std::string command =
-        "'" + std::string(ZBKIT_ZB_BINARY) + "' " + args + " > '" + out + "' 2> '" + err + "'";
-    const int status = std::system(command.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadFile(out), ReadFile(err)};
-  }
+  ZbResult Zb(const std::string& args) { return RunZb(args, dir_); }
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
 
   // What zb import's reader makes of a directory of Kineto traces: the measured timeline.
@@ -112,8 +97,9 @@ TEST_F(TraceExport, EveryFamilyExportsCleanTracesThatReadBackOpForOp) {
   const std::vector<std::string> families = {"1f1b",    "1f1b-i", "zb-h1",  "zb-h2",
                                              "zb-auto", "zb-v",   "v-half", "v-min"};
   for (const std::string& family : families) {
-    Result tuned = Zb("tune --costs '" + costs + "' -m 8 --mem-limit none --layout any --family " +
-                      family + " --store '" + store + "'");
+    ZbResult tuned =
+        Zb("tune --costs '" + costs + "' -m 8 --mem-limit none --layout any --family " + family +
+           " --store '" + store + "'");
     ASSERT_EQ(tuned.code, 0) << family << ": " << tuned.err;
   }
   ZB_ASSERT_OK_AND_ASSIGN(Store opened, Store::Open(store, Store::Mode::kReadOnly));
@@ -161,11 +147,11 @@ TEST_F(TraceExport, AMeasuredRunReadsBackOpForOpWithItsBusyTimes) {
   std::ofstream(Path("rules.json"))
       << R"([{"regex": "^## forward ##$", "kind": "F"}, {"regex": "^## backward ##$", "kind": "BW"}])";
   const std::string store = Path("zb.db");
-  Result imported = Zb("import '" + std::string(ZBKIT_TEST_DATA_DIR) +
-                       "/traces/kineto_ddp_nccl_rank-0.json.gz' --rules '" + Path("rules.json") +
-                       "' --store '" + store + "'");
+  ZbResult imported = Zb("import '" + std::string(ZBKIT_TEST_DATA_DIR) +
+                         "/traces/kineto_ddp_nccl_rank-0.json.gz' --rules '" + Path("rules.json") +
+                         "' --store '" + store + "'");
   ASSERT_EQ(imported.code, 0) << imported.err;
-  Result exported =
+  ZbResult exported =
       Zb("trace --store '" + store + "' --run 1 --format kineto -o '" + Path("k") + "'");
   ASSERT_EQ(exported.code, 0) << exported.err;
   ZB_ASSERT_OK_AND_ASSIGN(Store opened, Store::Open(store, Store::Mode::kReadOnly));
@@ -213,7 +199,7 @@ TEST_F(TraceExport, APredictionBesideTheMeasuredRunIsOneTraceRankByRank) {
     ZB_ASSERT_OK_AND_ASSIGN(int64_t id, opened.InsertTimeline(1, measured));
     EXPECT_EQ(id, 2);
   }
-  Result both =
+  ZbResult both =
       Zb("trace --store '" + store + "' --timeline 2 --with-prediction --format perfetto -o '" +
          Path("b.json") + "'");
   ASSERT_EQ(both.code, 0) << both.err;
@@ -267,7 +253,7 @@ TEST_F(TraceExport, BadInputIsOneLineAndWritesNothing) {
        1, "zb trace: "},
   };
   for (const Case& c : cases) {
-    Result result = Zb("trace " + c.args);
+    ZbResult result = Zb("trace " + c.args);
     EXPECT_EQ(result.code, c.code) << c.args << "\n" << result.err;
     EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
     EXPECT_EQ(result.err.rfind(c.starts, 0), 0u) << result.err;
@@ -280,8 +266,8 @@ TEST_F(TraceExport, BadInputIsOneLineAndWritesNothing) {
     Timeline empty;
     empty.kind = TimelineKind::kMeasured;
     ZB_ASSERT_OK_AND_ASSIGN(int64_t id, opened.InsertTimeline(std::nullopt, empty));
-    Result result = Zb("trace --store '" + store + "' --timeline " + std::to_string(id) +
-                       " --format perfetto -o '" + Path("x.json") + "'");
+    ZbResult result = Zb("trace --store '" + store + "' --timeline " + std::to_string(id) +
+                         " --format perfetto -o '" + Path("x.json") + "'");
     EXPECT_EQ(result.code, 1);
     EXPECT_NE(result.err.find("the timeline has no ops"), std::string::npos) << result.err;
     EXPECT_FALSE(fs::exists(Path("x.json")));
