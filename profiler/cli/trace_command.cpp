@@ -165,9 +165,9 @@ int RunCheck(const std::string& path, std::ostream& out, std::ostream& err) {
   auto check = profiler::CheckChromeTrace(*text, path);
   if (!check.ok()) return ReportError(err, "trace", check.status());
   out << path << ": " << check->slices << " slices on " << check->tracks << " tracks, "
-      << check->overlapping << " overlapping; " << check->flows << " flows, "
-      << check->unclosed_flows << " unclosed; " << check->counters << " counter samples, "
-      << check->counters_out_of_order << " out of order\n";
+      << check->overlapping << " overlapping, " << check->nested << " nested; " << check->flows
+      << " flows, " << check->unclosed_flows << " unclosed; " << check->counters
+      << " counter samples, " << check->counters_out_of_order << " out of order\n";
   for (const std::string& problem : check->problems)
     out << "  " << problem << "\n";
   return check->ok() ? 0 : 1;

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <tuple>
+#include <string>
+#include <vector>
 
 #include "zbkit/profiler/trace_export.h"
 
@@ -22,8 +24,28 @@ struct SliceSpan {
   int64_t end = 0;
 };
 
+// Fields read whatever their type (a trace of another tool may write pids as strings or leave a
+// field out): a number as it is, a string by its hash, anything else as 0; never an exception.
 int64_t Nanoseconds(const json& event, const char* field) {
-  return std::llround(event.value(field, 0.0) * 1000.0);
+  const auto it = event.find(field);
+  if (it == event.end() || !it->is_number()) return 0;
+  const double micros = it->get<double>();
+  return std::isfinite(micros) && std::abs(micros) < 9e12 ? std::llround(micros * 1000.0) : 0;
+}
+
+int64_t IdField(const json& event, const char* field) {
+  const auto it = event.find(field);
+  if (it == event.end()) return 0;
+  if (it->is_number_integer()) return it->get<int64_t>();
+  if (it->is_number()) return static_cast<int64_t>(it->get<double>());
+  if (it->is_string())
+    return static_cast<int64_t>(std::hash<std::string>()(it->get<std::string>()));
+  return 0;
+}
+
+std::string TextField(const json& event, const char* field) {
+  const auto it = event.find(field);
+  return it != event.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 struct FlowEnd {
@@ -46,12 +68,6 @@ bool InsideASlice(const std::map<std::pair<int64_t, int64_t>, std::vector<SliceS
   });
 }
 
-int64_t IdOf(const json& event) {
-  const json& id = event.at("id");
-  if (id.is_number_integer()) return id.get<int64_t>();
-  return static_cast<int64_t>(std::hash<std::string>()(id.dump()));
-}
-
 }  // namespace
 
 Expected<TraceCheck> CheckChromeTrace(const std::string& text, const std::string& source) {
@@ -68,10 +84,10 @@ Expected<TraceCheck> CheckChromeTrace(const std::string& text, const std::string
   std::map<int64_t, FlowEnd> finishes;
   std::map<std::pair<int64_t, std::string>, int64_t> last_counter;
   for (const json& event : *events) {
-    if (!event.is_object() || !event.contains("ph")) continue;
-    const std::string ph = event.value("ph", "");
-    const int64_t pid = event.value("pid", int64_t{0});
-    const int64_t tid = event.value("tid", int64_t{0});
+    if (!event.is_object()) continue;
+    const std::string ph = TextField(event, "ph");
+    const int64_t pid = IdField(event, "pid");
+    const int64_t tid = IdField(event, "tid");
     const int64_t ts = Nanoseconds(event, "ts");
     if (ph == "X") {
       ++check.slices;
@@ -82,11 +98,11 @@ Expected<TraceCheck> CheckChromeTrace(const std::string& text, const std::string
         Problem(check, "a flow event without an id at " + std::to_string(ts) + " ns");
         continue;
       }
-      FlowEnd& end = (ph == "s" ? starts : finishes)[IdOf(event)];
+      FlowEnd& end = (ph == "s" ? starts : finishes)[IdField(event, "id")];
       end = {end.count + 1, pid, tid, ts};
     } else if (ph == "C") {
       ++check.counters;
-      const auto key = std::make_pair(pid, event.value("name", std::string()));
+      const auto key = std::make_pair(pid, TextField(event, "name"));
       auto [it, inserted] = last_counter.try_emplace(key, ts);
       if (!inserted && ts < it->second) {
         ++check.counters_out_of_order;
@@ -98,18 +114,30 @@ Expected<TraceCheck> CheckChromeTrace(const std::string& text, const std::string
   }
   check.tracks = static_cast<int64_t>(slices.size());
   for (auto& [track, spans] : slices) {
+    // Outer before inner at one start, so that a slice inside another nests; an instant (no
+    // duration) before both: it ends where the next begins, like a slice that ends there.
     std::sort(spans.begin(), spans.end(), [](const SliceSpan& a, const SliceSpan& b) {
-      return std::tie(a.start, a.end) < std::tie(b.start, b.end);
+      if (a.start != b.start) return a.start < b.start;
+      const bool a_instant = a.end == a.start;
+      const bool b_instant = b.end == b.start;
+      if (a_instant != b_instant) return a_instant;
+      return a.end > b.end;
     });
-    int64_t reach = INT64_MIN;
+    std::vector<int64_t> open;  // ends of the slices that contain the current one
     for (const SliceSpan& span : spans) {
-      if (span.start < reach) {
-        ++check.overlapping;
+      while (!open.empty() && open.back() <= span.start)
+        open.pop_back();
+      if (open.empty()) {
+        open.push_back(span.end);
+      } else if (span.end <= open.back()) {
+        ++check.nested;
+        open.push_back(span.end);
+      } else {
+        ++check.overlapping;  // Perfetto drops it: it neither nests nor follows
         Problem(check, "pid " + std::to_string(track.first) + " tid " +
-                           std::to_string(track.second) + ": a slice at " +
-                           std::to_string(span.start) + " ns starts before the one before it ends");
+                           std::to_string(track.second) + ": the slice at " +
+                           std::to_string(span.start) + " ns ends after the slice around it");
       }
-      reach = std::max(reach, span.end);
     }
   }
   check.flows = static_cast<int64_t>(starts.size());

@@ -116,6 +116,7 @@ TEST_F(TraceExport, EveryFamilyExportsCleanTracesThatReadBackOpForOp) {
     auto check = CheckChromeTrace(ReadFile(perfetto), perfetto);
     ASSERT_TRUE(check.ok()) << check.status().message();
     EXPECT_EQ(check->overlapping, 0) << (check->problems.empty() ? "" : check->problems[0]);
+    EXPECT_EQ(check->nested, 0);
     EXPECT_EQ(check->unclosed_flows, 0);
     EXPECT_EQ(check->counters_out_of_order, 0);
     EXPECT_GT(check->flows, 0);
@@ -272,6 +273,40 @@ TEST_F(TraceExport, BadInputIsOneLineAndWritesNothing) {
     EXPECT_NE(result.err.find("the timeline has no ops"), std::string::npos) << result.err;
     EXPECT_FALSE(fs::exists(Path("x.json")));
   }
+}
+
+// The check reads any Chrome trace without throwing, whatever its fields' types, and tells a slice
+// that nests (Perfetto stacks it) from one that overlaps its neighbour (Perfetto drops it).
+TEST(TraceCheck, TellsNestingFromOverlapAndSurvivesOddFields) {
+  auto check = CheckChromeTrace(R"({"traceEvents": [
+      {"ph": "X", "pid": 1, "tid": 1, "ts": 0, "dur": 10},
+      {"ph": "X", "pid": 1, "tid": 1, "ts": 2, "dur": 3},
+      {"ph": "X", "pid": 1, "tid": 1, "ts": 8, "dur": 5},
+      {"ph": "X", "pid": "Spans", "tid": "main", "ts": "12", "dur": null},
+      {"ph": 7}, [], {"ph": "s", "id": "a", "pid": 1, "tid": 1, "ts": 1},
+      {"ph": "f", "bp": "e", "id": "a", "pid": 1, "tid": 1, "ts": 9},
+      {"ph": "f", "id": 5, "pid": 1, "tid": 1, "ts": 9},
+      {"ph": "C", "pid": 1, "name": "m", "ts": 5}, {"ph": "C", "pid": 1, "name": "m", "ts": 4}]})",
+                                "odd.json");
+  ASSERT_TRUE(check.ok()) << check.status().message();
+  EXPECT_EQ(check->slices, 4);
+  EXPECT_EQ(check->nested, 1);
+  EXPECT_EQ(check->overlapping, 1);
+  EXPECT_EQ(check->flows, 1);
+  EXPECT_EQ(check->unclosed_flows, 1);  // the finish without a start
+  EXPECT_EQ(check->counters_out_of_order, 1);
+  EXPECT_FALSE(check->ok());
+  EXPECT_FALSE(CheckChromeTrace("{", "bad.json").ok());
+  EXPECT_FALSE(CheckChromeTrace(R"({"traceEvents": 3})", "bad.json").ok());
+
+  // A trace the PyTorch profiler wrote (HTA's test data): its operators nest on their threads.
+  auto text = ReadMaybeGzipFile(std::string(ZBKIT_TEST_DATA_DIR) +
+                                "/traces/kineto_ddp_nccl_rank-0.json.gz");
+  ASSERT_TRUE(text.ok());
+  auto kineto = CheckChromeTrace(*text, "kineto");
+  ASSERT_TRUE(kineto.ok());
+  EXPECT_GT(kineto->slices, 10000);
+  EXPECT_GT(kineto->nested, 1000);
 }
 
 }  // namespace
