@@ -92,6 +92,36 @@ def test_the_store_holds_the_profile_the_schedule_and_a_measured_replay(demo):
         assert family is not None
 
 
+def test_the_replay_opens_beside_its_prediction_in_perfetto_and_in_hta(demo, tmp_path):
+    # The executor's measured replay, as a user who ran the demo would open it (docs/trace-export.md).
+    _, store, _ = demo
+    zb = str(require_zb())
+    with sqlite3.connect(store) as db:
+        (run,) = db.execute("SELECT id FROM runs WHERE kind = 'replay'").fetchone()
+    both = tmp_path / "replay.json"
+    written = subprocess.run(
+        [zb, "trace", "--store", str(store), "--run", str(run), "--with-prediction",
+         "--format", "perfetto", "-o", str(both)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert written.returncode == 0, written.stderr
+    events = json.loads(both.read_text())["traceEvents"]
+    processes = {e["args"]["name"] for e in events if e.get("name") == "process_name"}
+    assert processes == {"rank 0 · measured", "rank 1 · measured", "rank 0 · predicted",
+                         "rank 1 · predicted"}  # fmt: skip
+    kinds = {e["args"]["kind"] for e in events if e.get("cat") == "zb.op"}
+    assert {"F"} < kinds, kinds
+    checked = subprocess.run([zb, "trace", "--check", str(both)], capture_output=True, text=True,
+                             timeout=60)  # fmt: skip
+    assert checked.returncode == 0, checked.stdout
+    kineto = tmp_path / "hta"
+    assert subprocess.run(
+        [zb, "trace", "--store", str(store), "--run", str(run), "--format", "kineto",
+         "-o", str(kineto)], capture_output=True, timeout=60,
+    ).returncode == 0  # fmt: skip
+    assert sorted(p.name for p in kineto.iterdir()) == ["rank0.json", "rank1.json"]
+
+
 def test_every_job_left_its_log_and_the_tuned_csv(demo):
     _, _, directory = demo
     logs = sorted(p.name for p in (directory / "logs").iterdir())
