@@ -5,10 +5,11 @@
 //
 // Per op: a `PP:<action>` user annotation on a CPU thread of its own track, and per kernel a
 // `cudaLaunchKernel` inside it joined by correlation id to the kernel on device 0 (compute on
-// stream 7, NCCL on stream 13). The kernels reproduce the op's span and busy time exactly: one
-// kernel over the span when the whole span was busy, else one of the busy length at the start and
-// an empty one at the end; none for an op that measured no device time. Iterations are
-// `ProfilerStep#N` annotations around each iteration's ops.
+// streams from 7, NCCL on streams from 1000: a stream runs one kernel at a time, so kernels that
+// overlap in time, as measured ops of one rank can, go on the next stream). The kernels reproduce
+// the op's span and busy time exactly: one kernel over the span when the whole span was busy, else
+// one of the busy length at the start and an empty one at the end; none for an op that measured no
+// device time. Iterations are `ProfilerStep#N` annotations around each iteration's ops.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -26,8 +27,10 @@ namespace {
 // A plausible epoch (2023-11-14) so that every kernel time is far from 0 (CUPTI's "untimed").
 constexpr TimeNs kBaseTimeNs = 1700000000000000000LL;
 constexpr int32_t kDevicePid = 0;
+// The first stream of each kind; overlapping kernels take the next ones (TrackAllocator), far
+// apart so that the two kinds never share one.
 constexpr int64_t kComputeStream = 7;
-constexpr int64_t kCommStream = 13;
+constexpr int64_t kCommStream = 1000;
 constexpr int64_t kStepThread = 1;
 
 int32_t CpuPid(int32_t rank) {
@@ -88,6 +91,7 @@ class KinetoWriter {
   int32_t world_;
   std::string events_;
   TrackAllocator tracks_;
+  TrackAllocator streams_;  // device streams: one kernel at a time on each
   // The first compute op of each (iteration, microbatch): where unnamed transfers launch from.
   std::map<std::pair<int32_t, int32_t>, Launcher> owners_;
   // Kineto's ids are large; HTA (0.5.0 under pandas 3) narrows small ones to int8 and then cannot
@@ -126,8 +130,9 @@ void KinetoWriter::Steps(const std::vector<const TimelineOp*>& ops) {
 
 void KinetoWriter::Kernels(const TimelineOp& op, int64_t tid, TimeNs launch,
                            const std::string& external_arg) {
-  const int64_t stream = op.kind == OpKind::kComm ? kCommStream : kComputeStream;
+  const int64_t first_stream = op.kind == OpKind::kComm ? kCommStream : kComputeStream;
   for (const auto& [start, end] : KernelsOf(op)) {
+    const int64_t stream = streams_.Place(kDevicePid, first_stream, start, end);
     const std::string correlation = std::to_string(next_id_++);
     Event(Complete("cuda_runtime", "cudaLaunchKernel", CpuPid(rank_), tid, launch, launch,
                    R"("correlation":)" + correlation + "," + external_arg));
@@ -194,8 +199,11 @@ std::string KinetoWriter::Write(const std::vector<const TimelineOp*>& ops) {
     if (used.overflow > 0) track += " (overlap " + std::to_string(used.overflow) + ")";
     name("thread_name", used.pid, used.base + used.overflow, track);
   }
-  name("thread_name", kDevicePid, kComputeStream, "stream 7 (compute)");
-  name("thread_name", kDevicePid, kCommStream, "stream 13 (NCCL)");
+  for (const TrackAllocator::Used& used : streams_.used()) {
+    const int64_t stream = used.base + used.overflow;
+    name("thread_name", kDevicePid, stream,
+         "stream " + std::to_string(stream) + (used.base == kCommStream ? " (NCCL)" : ""));
+  }
   // HTA finds the rank with the regex "rank":\s+(\d+): keep the space after the colon.
   return "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n"
          "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": " +
