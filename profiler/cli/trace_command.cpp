@@ -5,6 +5,7 @@
 // A predicted schedule or a measured run out to Perfetto (one Chrome trace) or Holistic Trace
 // Analysis (one Kineto JSON per rank in a directory); --check runs the structural check on any
 // Chrome trace (docs/trace-export.md).
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -122,11 +123,12 @@ Expected<Loaded> LoadTimelines(const po::variables_map& values) {
   }
   std::optional<int32_t> iteration;
   if (values.count("iteration") && values["iteration"].as<std::string>() != "all") {
-    try {
-      iteration = std::stoi(values["iteration"].as<std::string>());
-    } catch (const std::exception&) {
-      return UsageError("--iteration: give a number or 'all'");
-    }
+    const std::string text = values["iteration"].as<std::string>();
+    const bool digits =
+        !text.empty() && text.size() <= 9 &&
+        std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits) return UsageError("--iteration " + text + ": give an iteration number or 'all'");
+    iteration = std::stoi(text);
   }
   for (size_t i = 0; i < loaded.timelines.size(); ++i) {
     // A prediction is one iteration: --iteration picks among the measured run's only.

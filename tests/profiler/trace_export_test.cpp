@@ -249,6 +249,9 @@ TEST_F(TraceExport, BadInputIsOneLineAndWritesNothing) {
        1, "zb trace: "},
       {"--store '" + store + "' --schedule 1 --format svg -o '" + Path("x.json") + "'", 2,
        "zb trace: --format svg: give perfetto or kineto"},
+      {"--store '" + store + "' --schedule 1 --iteration 1x --format perfetto -o '" +
+           Path("x.json") + "'",
+       2, "zb trace: --iteration 1x: give an iteration number or 'all'"},
       {"--store '" + Path("missing.db") + "' --schedule 1 --format perfetto -o '" + Path("x.json") +
            "'",
        1, "zb trace: "},
