@@ -307,6 +307,7 @@ std::vector<size_t> ProjectActivities(const RawTrace& trace,
                                       Attribution& result, PassOneCounts& counts) {
   std::vector<std::vector<std::pair<TimeNs, TimeNs>>> intervals(proc.ops.size());
   std::vector<size_t> bare_nccl;
+  bool device_process = false;  // some device activity has times (see below)
   for (size_t a = 0; a < trace.activities.size(); ++a) {
     const DeviceActivity& activity = trace.activities[a];
     ++result.kernels_total;
@@ -314,6 +315,7 @@ std::vector<size_t> ProjectActivities(const RawTrace& trace,
       ++counts.invalid_kernels;
       continue;
     }
+    device_process = true;
     const int64_t op_index = assignment[a].op;
     const bool nccl = IsNcclKernel(activity.name);
     if (op_index >= 0 && (!nccl || is_comm[op_index])) {
@@ -336,8 +338,6 @@ std::vector<size_t> ProjectActivities(const RawTrace& trace,
   // Device time comes from device activity only: in a process that ran kernels, a range that
   // launched none measured no device time (its CPU span is not one); a CPU-only process's ranges
   // are timed by their CPU span.
-  const bool device_process = std::any_of(trace.activities.begin(), trace.activities.end(),
-                                          [](const DeviceActivity& a) { return ValidActivity(a); });
   for (size_t i = 0; i < proc.ops.size(); ++i) {
     MeasuredOp& op = proc.ops[i];
     if (op.kernels > 0) {

@@ -11,6 +11,7 @@
 // one of the busy length at the start and an empty one at the end; none for an op that measured no
 // device time. Iterations are `ProfilerStep#N` annotations around each iteration's ops.
 #include <algorithm>
+#include <climits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -64,8 +65,10 @@ std::vector<std::pair<TimeNs, TimeNs>> KernelsOf(const TimelineOp& op) {
 
 class KinetoWriter {
  public:
-  KinetoWriter(const ExportedTimeline& exported, int32_t rank, int32_t world)
-      : exported_(exported), rank_(rank), world_(world) {}
+  using Spans = std::map<std::pair<int32_t, int32_t>, std::pair<TimeNs, TimeNs>>;
+  KinetoWriter(const ExportedTimeline& exported, const Spans& iterations, int32_t rank,
+               int32_t world)
+      : exported_(exported), iterations_(iterations), rank_(rank), world_(world) {}
   std::string Write(const std::vector<const TimelineOp*>& ops);
 
  private:
@@ -73,20 +76,19 @@ class KinetoWriter {
     events_ += events_.empty() ? "\n" : ",\n";
     events_ += json;
   }
-  std::string Complete(const char* category, const std::string& name, int32_t pid, int64_t tid,
-                       TimeNs start, TimeNs end, const std::string& args) const;
   // Where an op's kernels are launched from: its annotation's thread, at its middle.
   struct Launcher {
     int64_t tid = 0;
     TimeNs at = 0;
     std::string external_arg;
   };
-  void Steps(const std::vector<const TimelineOp*>& ops);
+  void Steps();
   void Kernels(const TimelineOp& op, int64_t tid, TimeNs launch, const std::string& external_arg);
   Launcher Annotated(const TimelineOp& op, const std::string& name);
   void Transfer(const TimelineOp& op);
 
   const ExportedTimeline& exported_;
+  const Spans& iterations_;  // IterationSpans of the whole timeline
   int32_t rank_;
   int32_t world_;
   std::string events_;
@@ -99,32 +101,15 @@ class KinetoWriter {
   int64_t next_id_ = 1 << 20;
 };
 
-std::string KinetoWriter::Complete(const char* category, const std::string& name, int32_t pid,
-                                   int64_t tid, TimeNs start, TimeNs end,
-                                   const std::string& args) const {
-  std::string out = R"({"ph":"X","cat":")" + std::string(category) + R"(","name":)" +
-                    JsonString(name) + R"(,"pid":)" + std::to_string(pid) + R"(,"tid":)" +
-                    std::to_string(tid) + R"(,"ts":)";
-  AppendMicros(out, start);
-  out += R"(,"dur":)";
-  AppendMicros(out, std::max<TimeNs>(0, end - start));
-  out += R"(,"args":{)" + args + "}}";
-  return out;
-}
-
-void KinetoWriter::Steps(const std::vector<const TimelineOp*>& ops) {
-  std::map<int32_t, std::pair<TimeNs, TimeNs>> spans;
-  for (const TimelineOp* op : ops) {
-    auto [it, inserted] = spans.try_emplace(op->iteration, op->start, op->end);
-    if (!inserted) {
-      it->second.first = std::min(it->second.first, op->start);
-      it->second.second = std::max(it->second.second, op->end);
-    }
-  }
-  for (const auto& [iteration, span] : spans) {
+// One `ProfilerStep#N` per iteration of the rank, around its ops of that iteration.
+void KinetoWriter::Steps() {
+  for (auto it = iterations_.lower_bound({rank_, INT32_MIN});
+       it != iterations_.end() && it->first.first == rank_; ++it) {
+    const auto& [key, span] = *it;
     const int64_t id = next_id_++;
-    Event(Complete("user_annotation", "ProfilerStep#" + std::to_string(iteration), CpuPid(rank_),
-                   kStepThread, span.first, span.second, R"("External id":)" + std::to_string(id)));
+    Event(CompleteEvent("user_annotation", "ProfilerStep#" + std::to_string(key.second),
+                        CpuPid(rank_), kStepThread, span.first, span.second,
+                        R"("External id":)" + std::to_string(id)));
   }
 }
 
@@ -134,21 +119,20 @@ void KinetoWriter::Kernels(const TimelineOp& op, int64_t tid, TimeNs launch,
   for (const auto& [start, end] : KernelsOf(op)) {
     const int64_t stream = streams_.Place(kDevicePid, first_stream, start, end);
     const std::string correlation = std::to_string(next_id_++);
-    Event(Complete("cuda_runtime", "cudaLaunchKernel", CpuPid(rank_), tid, launch, launch,
-                   R"("correlation":)" + correlation + "," + external_arg));
-    Event(Complete("kernel", KernelName(op.kind), kDevicePid, stream, start, end,
-                   R"("device":0,"stream":)" + std::to_string(stream) + R"(,"correlation":)" +
-                       correlation + "," + external_arg));
+    Event(CompleteEvent("cuda_runtime", "cudaLaunchKernel", CpuPid(rank_), tid, launch, launch,
+                        R"("correlation":)" + correlation + "," + external_arg));
+    Event(CompleteEvent("kernel", KernelName(op.kind), kDevicePid, stream, start, end,
+                        R"("device":0,"stream":)" + std::to_string(stream) + R"(,"correlation":)" +
+                            correlation + "," + external_arg));
   }
 }
 
 KinetoWriter::Launcher KinetoWriter::Annotated(const TimelineOp& op, const std::string& name) {
-  const int64_t base = op.kind == OpKind::kComm ? 3000 : 1000000 + op.stage * 1000;
   Launcher launcher;
-  launcher.tid = tracks_.Place(CpuPid(rank_), base, op.start, op.end);
+  launcher.tid = tracks_.Place(CpuPid(rank_), TrackOf(op), op.start, op.end);
   launcher.external_arg = R"("External id":)" + std::to_string(next_id_++);
-  Event(Complete("user_annotation", name, CpuPid(rank_), launcher.tid, op.start, op.end,
-                 launcher.external_arg));
+  Event(CompleteEvent("user_annotation", name, CpuPid(rank_), launcher.tid, op.start, op.end,
+                      launcher.external_arg));
   // Launched from the middle of the op: an op of the same track may start or end at the op's
   // own start (back to back, or an op of no duration), and a launch there would be ambiguous.
   launcher.at = op.start + (op.end - op.start) / 2;
@@ -173,7 +157,7 @@ void KinetoWriter::Transfer(const TimelineOp& op) {
 }
 
 std::string KinetoWriter::Write(const std::vector<const TimelineOp*>& ops) {
-  Steps(ops);
+  Steps();
   for (const TimelineOp* op : ops) {
     if (op->kind == OpKind::kComm) continue;
     const Launcher launcher =
@@ -185,20 +169,13 @@ std::string KinetoWriter::Write(const std::vector<const TimelineOp*>& ops) {
   }
   std::string meta;
   auto name = [&](const char* what, int32_t pid, int64_t tid, const std::string& value) {
-    meta += R"(,
-{"ph":"M","name":")" +
-            std::string(what) + R"(","pid":)" + std::to_string(pid) + R"(,"tid":)" +
-            std::to_string(tid) + R"(,"args":{"name":)" + JsonString(value) + "}}";
+    meta += ",\n" + MetadataEvent(what, pid, tid, R"("name":)" + JsonString(value));
   };
   name("process_name", CpuPid(rank_), 0, "rank " + std::to_string(rank_) + " (CPU)");
   name("process_name", kDevicePid, 0, "rank " + std::to_string(rank_) + " GPU 0");
   name("thread_name", CpuPid(rank_), kStepThread, "steps");
-  for (const TrackAllocator::Used& used : tracks_.used()) {
-    std::string track =
-        used.base == 3000 ? "comm" : "stage " + std::to_string((used.base - 1000000) / 1000);
-    if (used.overflow > 0) track += " (overlap " + std::to_string(used.overflow) + ")";
-    name("thread_name", used.pid, used.base + used.overflow, track);
-  }
+  for (const TrackAllocator::Used& used : tracks_.used())
+    name("thread_name", used.pid, used.base + used.overflow, TrackName(used));
   for (const TrackAllocator::Used& used : streams_.used()) {
     const int64_t stream = used.base + used.overflow;
     name("thread_name", kDevicePid, stream,
@@ -226,12 +203,13 @@ Expected<std::vector<std::pair<int32_t, std::string>>> WriteKinetoTraces(
   for (const TimelineOp& op : exported.timeline->ops)
     by_rank[op.rank].push_back(&op);
   const int32_t world = by_rank.rbegin()->first + 1;
+  const KinetoWriter::Spans iterations = IterationSpans(*exported.timeline);
   std::vector<std::pair<int32_t, std::string>> documents;
   for (auto& [rank, ops] : by_rank) {
     std::stable_sort(ops.begin(), ops.end(), [](const TimelineOp* a, const TimelineOp* b) {
       return std::tie(a->start, a->end) < std::tie(b->start, b->end);
     });
-    documents.emplace_back(rank, KinetoWriter(exported, rank, world).Write(ops));
+    documents.emplace_back(rank, KinetoWriter(exported, iterations, rank, world).Write(ops));
   }
   return documents;
 }

@@ -37,12 +37,54 @@ std::string JsonString(std::string_view text) {
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-int StagesOf(const Timeline& timeline, int given) {
-  if (given > 0) return given;
-  int stages = 0;
-  for (const TimelineOp& op : timeline.ops)
-    stages = std::max(stages, op.stage + 1);
-  return stages;
+std::string CompleteEvent(std::string_view category, std::string_view name, int64_t pid,
+                          int64_t tid, TimeNs start, TimeNs end, const std::string& args) {
+  std::string out = R"({"ph":"X","cat":)" + JsonString(category) + R"(,"name":)" +
+                    JsonString(name) + R"(,"pid":)" + std::to_string(pid) + R"(,"tid":)" +
+                    std::to_string(tid) + R"(,"ts":)";
+  AppendMicros(out, start);
+  out += R"(,"dur":)";
+  AppendMicros(out, std::max<TimeNs>(0, end - start));
+  out += R"(,"args":{)" + args + "}}";
+  return out;
+}
+
+std::string MetadataEvent(std::string_view what, int64_t pid, int64_t tid,
+                          const std::string& args) {
+  return R"({"ph":"M","name":)" + JsonString(what) + R"(,"pid":)" + std::to_string(pid) +
+         R"(,"tid":)" + std::to_string(tid) + R"(,"args":{)" + args + "}}";
+}
+
+int64_t TrackOf(const TimelineOp& op) {
+  return op.kind == OpKind::kComm ? kCommTrack : kStageTrack + op.stage * TrackAllocator::kOverflow;
+}
+
+std::string TrackName(const TrackAllocator::Used& used) {
+  std::string name;
+  if (used.base == kIterationTrack) {
+    name = "iterations";
+  } else if (used.base == kBubbleTrack) {
+    name = "bubbles (what each rank waited for)";
+  } else if (used.base == kCommTrack) {
+    name = "comm";
+  } else {
+    name = "stage " + std::to_string((used.base - kStageTrack) / TrackAllocator::kOverflow);
+  }
+  if (used.overflow > 0) name += " (overlap " + std::to_string(used.overflow) + ")";
+  return name;
+}
+
+std::map<std::pair<int32_t, int32_t>, std::pair<TimeNs, TimeNs>> IterationSpans(
+    const Timeline& timeline) {
+  std::map<std::pair<int32_t, int32_t>, std::pair<TimeNs, TimeNs>> spans;
+  for (const TimelineOp& op : timeline.ops) {
+    auto [it, inserted] = spans.try_emplace({op.rank, op.iteration}, op.start, op.end);
+    if (!inserted) {
+      it->second.first = std::min(it->second.first, op.start);
+      it->second.second = std::max(it->second.second, op.end);
+    }
+  }
+  return spans;
 }
 
 int64_t TrackAllocator::Place(int32_t pid, int64_t base, TimeNs start, TimeNs end) {
@@ -85,21 +127,13 @@ Expected<Timeline> SelectIteration(const Timeline& timeline, std::optional<int32
 
 namespace {
 
-// Thread ids of the logical tracks of a rank's process (TrackAllocator bases).
-constexpr int64_t kIterationTrack = 1000;
-constexpr int64_t kBubbleTrack = 2000;
-constexpr int64_t kCommTrack = 3000;
-constexpr int64_t kStageTrack = 1000000;  // + stage * TrackAllocator::kOverflow
-
-int64_t TrackOf(const TimelineOp& op) {
-  return op.kind == OpKind::kComm ? kCommTrack : kStageTrack + op.stage * TrackAllocator::kOverflow;
-}
-
-std::string TrackName(int64_t base) {
-  if (base == kIterationTrack) return "iterations";
-  if (base == kBubbleTrack) return "bubbles (what each rank waited for)";
-  if (base == kCommTrack) return "comm";
-  return "stage " + std::to_string((base - kStageTrack) / TrackAllocator::kOverflow);
+// The stages of a timeline: `given` when > 0, else the largest stage of its ops + 1.
+int StagesOf(const Timeline& timeline, int given) {
+  if (given > 0) return given;
+  int stages = 0;
+  for (const TimelineOp& op : timeline.ops)
+    stages = std::max(stages, op.stage + 1);
+  return stages;
 }
 
 std::string OpShortName(OpKind kind, int32_t stage, int32_t microbatch) {
@@ -137,14 +171,7 @@ void PerfettoWriter::Slice(int32_t pid, int64_t tid, TimeNs start, TimeNs end,
                            const std::string& name, const std::string& category,
                            const std::string& args) {
   events_ += events_.empty() ? "\n" : ",\n";
-  events_ += R"({"ph":"X","pid":)" + std::to_string(pid) + R"(,"tid":)" + std::to_string(tid) +
-             R"(,"ts":)";
-  AppendMicros(events_, start);
-  events_ += R"(,"dur":)";
-  AppendMicros(events_, std::max<TimeNs>(0, end - start));
-  events_ += R"(,"name":)" + JsonString(name) + R"(,"cat":)" + JsonString(category);
-  if (!args.empty()) events_ += R"(,"args":{)" + args + "}";
-  events_ += "}";
+  events_ += CompleteEvent(category, name, pid, tid, start, end, args);
 }
 
 void PerfettoWriter::OpSlices(const ExportedTimeline& exported, int k,
@@ -219,15 +246,7 @@ void PerfettoWriter::Flows(const std::vector<Placed>& placed, int num_stages) {
 }
 
 void PerfettoWriter::IterationMarkers(const Timeline& timeline, int k) {
-  std::map<std::pair<int32_t, int32_t>, std::pair<TimeNs, TimeNs>> spans;  // (rank, iter)
-  for (const TimelineOp& op : timeline.ops) {
-    auto [it, inserted] = spans.try_emplace({op.rank, op.iteration}, op.start, op.end);
-    if (!inserted) {
-      it->second.first = std::min(it->second.first, op.start);
-      it->second.second = std::max(it->second.second, op.end);
-    }
-  }
-  for (const auto& [key, span] : spans) {
+  for (const auto& [key, span] : IterationSpans(timeline)) {
     const int32_t pid = Pid(k, key.first);
     const int64_t tid = tracks_.Place(pid, kIterationTrack, span.first, span.second);
     Slice(pid, tid, span.first, span.second, "iteration " + std::to_string(key.second),
@@ -300,20 +319,15 @@ void PerfettoWriter::Add(const ExportedTimeline& exported, int k) {
 std::string PerfettoWriter::Finish(const std::vector<ExportedTimeline>& timelines) {
   std::string meta;
   auto metadata = [&](const char* what, int32_t pid, int64_t tid, const std::string& args) {
-    meta += R"(,
-{"ph":"M","name":")" +
-            std::string(what) + R"(","pid":)" + std::to_string(pid) + R"(,"tid":)" +
-            std::to_string(tid) + R"(,"args":{)" + args + "}}";
+    meta += ",\n" + MetadataEvent(what, pid, tid, args);
   };
   for (const auto& [pid, process] : processes_) {
     metadata("process_name", pid, 0, R"("name":)" + JsonString(process.second));
     metadata("process_sort_index", pid, 0, R"("sort_index":)" + std::to_string(process.first));
   }
   for (const TrackAllocator::Used& used : tracks_.used()) {
-    std::string name = TrackName(used.base);
-    if (used.overflow > 0) name += " (overlap " + std::to_string(used.overflow) + ")";
     const int64_t tid = used.base + used.overflow;
-    metadata("thread_name", used.pid, tid, R"("name":)" + JsonString(name));
+    metadata("thread_name", used.pid, tid, R"("name":)" + JsonString(TrackName(used)));
     metadata("thread_sort_index", used.pid, tid, R"("sort_index":)" + std::to_string(tid));
   }
   nlohmann::json other = nlohmann::json::array();

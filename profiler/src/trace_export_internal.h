@@ -20,9 +20,6 @@ void AppendMicros(std::string& out, TimeNs ns);
 // A JSON string literal (quotes, escapes; invalid UTF-8 replaced).
 std::string JsonString(std::string_view text);
 
-// The stages of a timeline: `given` when > 0, else the largest stage of its ops + 1.
-int StagesOf(const Timeline& timeline, int given);
-
 // Tracks of one process: each logical track (a stage lane, comm) gets as many numbered threads as
 // its slices need so that no two slices of one thread overlap. Slices must be placed in start order
 // per logical track.
@@ -43,6 +40,26 @@ class TrackAllocator {
  private:
   std::map<std::pair<int32_t, int64_t>, std::vector<TimeNs>> last_end_;  // per sub-track
 };
+
+// A complete ("X") event: `args` is the inside of its args object ("" for none).
+std::string CompleteEvent(std::string_view category, std::string_view name, int64_t pid,
+                          int64_t tid, TimeNs start, TimeNs end, const std::string& args);
+// A metadata ("M") event, e.g. ("thread_name", pid, tid, R"("name":"stage 3")").
+std::string MetadataEvent(std::string_view what, int64_t pid, int64_t tid, const std::string& args);
+
+// The logical tracks (TrackAllocator bases) of a rank's ops, in both formats: one per stage lane
+// and one for communication; the Perfetto trace adds its iteration and bubble tracks.
+inline constexpr int64_t kIterationTrack = 1000;
+inline constexpr int64_t kBubbleTrack = 2000;
+inline constexpr int64_t kCommTrack = 3000;
+inline constexpr int64_t kStageTrack = 1000000;  // + stage * TrackAllocator::kOverflow
+int64_t TrackOf(const TimelineOp& op);
+// "stage 3", "comm", ..., with " (overlap k)" for an overflow thread.
+std::string TrackName(const TrackAllocator::Used& used);
+
+// [earliest start, latest end] of each (rank, iteration)'s ops: the iteration markers.
+std::map<std::pair<int32_t, int32_t>, std::pair<TimeNs, TimeNs>> IterationSpans(
+    const Timeline& timeline);
 
 }  // namespace zb::profiler::trace_export_detail
 

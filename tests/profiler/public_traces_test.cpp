@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.h"
 #include "zb_command.h"
 
 namespace zb::profiler {
@@ -50,16 +51,10 @@ std::ostream& operator<<(std::ostream& out, const PublicTrace& trace) {
 
 class PublicTraceImport : public ::testing::TestWithParam<PublicTrace> {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/zbkit_public_traces_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  ZbResult Zb(const std::string& args) { return RunZb(args, temp_.path()); }
+  std::string Path(const std::string& name) const { return temp_.Path(name); }
 
-  ZbResult Zb(const std::string& args) { return RunZb(args, dir_); }
-
-  std::string dir_;
+  testing_support::TempDir temp_;
 };
 
 TEST_P(PublicTraceImport, ReadsRanksStagesAndTimesAReaderConfirms) {
@@ -68,15 +63,15 @@ TEST_P(PublicTraceImport, ReadsRanksStagesAndTimesAReaderConfirms) {
   if (trace.files.size() == 1) {
     input = "'" + TracePath(trace.files[0]) + "'";
   } else {
-    fs::create_directories(dir_ + "/traces");
+    fs::create_directories(Path("traces"));
     for (const std::string& file : trace.files)
-      fs::copy_file(TracePath(file), dir_ + "/traces/" + file);
-    input = "--format chrome '" + dir_ + "/traces'";
+      fs::copy_file(TracePath(file), Path("traces/" + file));
+    input = "--format chrome '" + Path("traces") + "'";
   }
-  std::ofstream(dir_ + "/rules.json") << trace.rules;
-  const std::string store = dir_ + "/zb.db";
-  ZbResult import = Zb("import " + input + " --rules '" + dir_ + "/rules.json' --json --store '" +
-                       store + "' " + trace.extra_args);
+  std::ofstream(Path("rules.json")) << trace.rules;
+  const std::string store = Path("zb.db");
+  ZbResult import = Zb("import " + input + " --rules '" + Path("rules.json") +
+                       "' --json --store '" + store + "' " + trace.extra_args);
   ASSERT_EQ(import.code, 0) << import.err;
   const json report = json::parse(import.out);
   EXPECT_EQ(report["ranks"], trace.ranks);
@@ -98,7 +93,7 @@ TEST_P(PublicTraceImport, ReadsRanksStagesAndTimesAReaderConfirms) {
   }
   // What was stored is a profile zbkit's own exporter takes.
   ZbResult exported =
-      Zb("costs export --store '" + store + "' --format json -o '" + dir_ + "/costs.json'");
+      Zb("costs export --store '" + store + "' --format json -o '" + Path("costs.json") + "'");
   EXPECT_EQ(exported.code, 0) << exported.err;
 }
 
@@ -184,29 +179,27 @@ INSTANTIATE_TEST_SUITE_P(
                     8,
                     0,
                     ""}),
-    [](const ::testing::TestParamInfo<PublicTrace>& info) { return info.param.label; });
+    [](const ::testing::TestParamInfo<PublicTrace>& param_info) { return param_info.param.label; });
 
 // A rank whose ops name their global stage (torch's PP:3F0) stays that rank: a trace set that
 // holds only rank 3 of a four-stage pipeline is refused at the store's door, with the stages that
 // measured nothing, and the store is not created.
 TEST(PublicTraceStore, PartOfAPipelineIsRefusedAndNothingIsWritten) {
-  char pattern[] = "/tmp/zbkit_public_traces_XXXXXX";
-  ASSERT_NE(mkdtemp(pattern), nullptr);
-  const std::string dir = pattern;
-  std::ofstream(dir + "/rank3.json") << R"({"distributedInfo": {"rank": 3, "world_size": 4},
+  const testing_support::TempDir temp;
+  std::ofstream(temp.Path("rank3.json")) << R"({"distributedInfo": {"rank": 3, "world_size": 4},
     "traceEvents": [
       {"ph": "X", "cat": "user_annotation", "name": "PP:3F0", "pid": 1, "tid": 1, "ts": 10,
        "dur": 5},
       {"ph": "X", "cat": "user_annotation", "name": "PP:3B0", "pid": 1, "tid": 1, "ts": 20,
        "dur": 9}]})";
-  const ZbResult result = RunZb("import '" + dir + "/rank3.json' --store '" + dir + "/zb.db'", dir);
+  const ZbResult result = RunZb(
+      "import '" + temp.Path("rank3.json") + "' --store '" + temp.Path("zb.db") + "'", temp.path());
   EXPECT_EQ(result.code, 1);
   EXPECT_EQ(result.err,
             "zb import: nothing stored: the measured costs are not a profile zbkit can use: "
             "stages[0].F: must be > 0 (no forward measured on stage(s) 0, 1, 2 of 4: give every "
             "rank's trace, or --pp/--rules that place the ops)\n");
-  EXPECT_FALSE(fs::exists(dir + "/zb.db"));
-  fs::remove_all(dir);
+  EXPECT_FALSE(fs::exists(temp.Path("zb.db")));
 }
 
 }  // namespace

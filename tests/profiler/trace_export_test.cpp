@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "assert_ok.h"
+#include "temp_dir.h"
 #include "zb_command.h"
 #include "zbkit/profiler/analyze.h"
 #include "zbkit/profiler/import.h"
@@ -35,15 +36,8 @@ std::string ReadFile(const std::string& path) {
 
 class TraceExport : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/zbkit_trace_export_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  ZbResult Zb(const std::string& args) { return RunZb(args, dir_); }
-  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+  ZbResult Zb(const std::string& args) { return RunZb(args, temp_.path()); }
+  std::string Path(const std::string& name) const { return temp_.Path(name); }
 
   // What zb import's reader makes of a directory of Kineto traces: the measured timeline.
   Timeline Reimport(const std::string& dir) {
@@ -56,7 +50,7 @@ class TraceExport : public ::testing::Test {
     return analysis.ok() ? analysis->report.timeline : Timeline{};
   }
 
-  std::string dir_;
+  testing_support::TempDir temp_;
 };
 
 using OpKey = std::tuple<int32_t, int32_t, int, int32_t, int32_t>;  // rank, iter, kind, stage, mb

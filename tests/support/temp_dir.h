@@ -26,6 +26,7 @@ class TempDir {
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   std::string Path(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return path_; }  // the directory itself
 
  private:
   std::string path_;
