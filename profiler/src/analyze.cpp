@@ -110,17 +110,23 @@ Expected<StoredAnalysis> StoreAnalysis(const Analysis& analysis, const AnalysisS
                                        const AnalysisRun& run) {
   ZB_RETURN_IF_ERROR(CheckStorable(analysis));
   ZB_ASSIGN_OR_RETURN(Store store, Store::Open(target.path));
-  ZB_ASSIGN_OR_RETURN(int64_t cluster_id, store.EnsureCluster({target.cluster, "", "", "", ""}));
-  ZB_ASSIGN_OR_RETURN(int64_t job_id, store.EnsureJob(cluster_id, target.name));
   StoredAnalysis stored;
-  ZB_ASSIGN_OR_RETURN(stored.run_id, store.InsertRun(job_id, run.kind, run.command, run.exit_code));
-  CostProfileDetails details = analysis.report.ToDetails();
-  details.run_id = stored.run_id;
-  details.layers = analysis.layers;
-  ZB_ASSIGN_OR_RETURN(stored.profile_id,
-                      store.InsertCostProfile(job_id, target.name, analysis.costs, details));
-  ZB_ASSIGN_OR_RETURN(stored.timeline_id,
-                      store.InsertRunTimeline(stored.run_id, analysis.report.timeline));
+  // One write: a run without its profile or timeline (or a job without either) is never left.
+  ZB_RETURN_IF_ERROR(store.WriteAtomically("store analysis", [&](Store& writing) -> Status {
+    ZB_ASSIGN_OR_RETURN(int64_t cluster_id,
+                        writing.EnsureCluster({target.cluster, "", "", "", ""}));
+    ZB_ASSIGN_OR_RETURN(int64_t job_id, writing.EnsureJob(cluster_id, target.name));
+    ZB_ASSIGN_OR_RETURN(stored.run_id,
+                        writing.InsertRun(job_id, run.kind, run.command, run.exit_code));
+    CostProfileDetails details = analysis.report.ToDetails();
+    details.run_id = stored.run_id;
+    details.layers = analysis.layers;
+    ZB_ASSIGN_OR_RETURN(stored.profile_id,
+                        writing.InsertCostProfile(job_id, target.name, analysis.costs, details));
+    ZB_ASSIGN_OR_RETURN(stored.timeline_id,
+                        writing.InsertRunTimeline(stored.run_id, analysis.report.timeline));
+    return Status::Ok();
+  }));
   return stored;
 }
 

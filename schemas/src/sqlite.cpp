@@ -271,25 +271,45 @@ void Connection::Abandon() {
 
 // ---- Transaction -----------------------------------------------------------------------------
 
+namespace {
+// One name serves every depth: ROLLBACK TO and RELEASE act on the most recent savepoint of the
+// name, which is always the innermost open Transaction's.
+constexpr const char* kBeginSavepoint = "SAVEPOINT zbkit_nested";
+constexpr const char* kReleaseSavepoint = "RELEASE zbkit_nested";
+constexpr const char* kUndoSavepoint = "ROLLBACK TO zbkit_nested; RELEASE zbkit_nested";
+}  // namespace
+
 Expected<Transaction> Transaction::Begin(Connection& conn, Kind kind, std::string_view what) {
+  if (conn.in_transaction()) {
+    ZB_RETURN_IF_ERROR(conn.Exec(kBeginSavepoint, std::string(what) + ": begin savepoint"));
+    return Transaction(&conn, true);
+  }
   ZB_RETURN_IF_ERROR(conn.Exec(kind == Kind::kWrite ? "BEGIN IMMEDIATE" : "BEGIN",
                                std::string(what) + ": begin transaction"));
-  return Transaction(&conn);
+  return Transaction(&conn, false);
 }
 
 Transaction::Transaction(Transaction&& other) noexcept
-    : conn_(std::exchange(other.conn_, nullptr)) {}
+    : conn_(std::exchange(other.conn_, nullptr)), nested_(other.nested_) {}
 
 Transaction::~Transaction() {
-  // Some errors (SQLITE_FULL, IOERR, ...) already rolled back; a second ROLLBACK would fail.
-  if (conn_ != nullptr && conn_->in_transaction()) {
+  // Some errors (SQLITE_FULL, IOERR, ...) already rolled back the whole transaction, savepoints
+  // included; a second ROLLBACK would fail.
+  if (conn_ == nullptr || !conn_->in_transaction()) return;
+  if (nested_) {
+    sqlite3_exec(conn_->get(), kUndoSavepoint, nullptr, nullptr, nullptr);
+  } else {
     sqlite3_exec(conn_->get(), "ROLLBACK", nullptr, nullptr, nullptr);
   }
 }
 
 Status Transaction::Commit(std::string_view what) {
   if (conn_ == nullptr) return InternalError("commit of a transaction that is not open");
-  ZB_RETURN_IF_ERROR(conn_->Exec("COMMIT", std::string(what) + ": commit"));
+  if (nested_) {
+    ZB_RETURN_IF_ERROR(conn_->Exec(kReleaseSavepoint, std::string(what) + ": release savepoint"));
+  } else {
+    ZB_RETURN_IF_ERROR(conn_->Exec("COMMIT", std::string(what) + ": commit"));
+  }
   conn_ = nullptr;
   return Status::Ok();
 }

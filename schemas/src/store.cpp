@@ -314,6 +314,14 @@ Expected<int64_t> Store::EnsureCluster(const ClusterInfo& cluster) {
   return id;
 }
 
+Status Store::WriteAtomically(std::string_view what, const std::function<Status(Store&)>& steps) {
+  if (!impl_) return StoreClosed();
+  ZB_RETURN_IF_ERROR(impl_->CheckWritable(what));
+  ZB_ASSIGN_OR_RETURN(sqlite::Transaction transaction, impl_->BeginWrite(what));
+  ZB_RETURN_IF_ERROR(steps(*this));
+  return transaction.Commit(what);
+}
+
 Expected<int64_t> Store::EnsureJob(int64_t cluster_id, const std::string& job_name) {
   if (!impl_) return StoreClosed();
   Impl& impl = *impl_;

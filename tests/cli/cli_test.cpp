@@ -3,6 +3,7 @@
 // requests giving one clear line on stderr with exit code 2 (usage) or 1 (failure). The malformed
 // input files are in cli_bad_input_test.cpp.
 #include "cli_test_support.h"
+#include "raw_db.h"
 
 namespace zb {
 namespace {
@@ -161,6 +162,44 @@ TEST_F(CliTest, TuneFrontierPrintsStoresAndRefusesBadGrids) {
   ExpectOneLineError(Zb("tune --costs " + Data("costs/hetero4.json") +
                         " -m 8 --mem-limit 1x --family search --time-limit 0"),
                      2, "tune", "needs --evaluations");
+}
+
+// A store that refuses the last write of `zb tune --store` (a trigger stands in for a full disk or
+// a constraint): what the command wrote before it must not stay behind either.
+TEST_F(CliTest, TuneStoresItsProfileSchedulesAndFrontierWholeOrNotAtAll) {
+  const std::string store = (dir_ / "refusing.db").string();
+  ASSERT_TRUE(Store::Open(store).ok());
+  auto refuse = [&](const std::string& trigger) {
+    testing_support::RawDb raw(store);
+    raw.Exec("DROP TRIGGER IF EXISTS refuse; CREATE TRIGGER refuse " + trigger);
+  };
+  const std::string tune = "tune --costs " + Data("costs/hetero4.json") + " -m 8 --store " + store;
+  // The frontier is written last, after the profile and every point's schedule.
+  refuse(
+      "BEFORE INSERT ON frontiers BEGIN SELECT RAISE(ABORT, 'frontiers refused by the test'); END");
+  ExpectOneLineError(Zb(tune + " --objective span --time-limit 0 --evaluations 300"
+                               " --frontier 1x:2x:0.5x"),
+                     1, "tune", "frontiers refused by the test");
+  // The schedule after its cost profile.
+  refuse(
+      "BEFORE INSERT ON schedules BEGIN SELECT RAISE(ABORT, 'schedules refused by the test'); END");
+  ExpectOneLineError(Zb(tune + " --mem-limit 2x --family zb-v"), 1, "tune",
+                     "schedules refused by the test");
+  {
+    testing_support::RawDb raw(store);
+    for (const char* table : {"clusters", "jobs", "cost_profiles", "schedules", "timelines"}) {
+      EXPECT_EQ(raw.Int(std::string("SELECT count(*) FROM ") + table), 0) << table;
+    }
+  }
+  // The same store takes what it does not refuse.
+  {
+    testing_support::RawDb raw(store);
+    raw.Exec("DROP TRIGGER refuse");
+  }
+  Result stored = Zb(tune + " --mem-limit 2x --family zb-h1");
+  ASSERT_EQ(stored.exit_code, 0) << stored.err;
+  testing_support::RawDb raw(store);
+  EXPECT_EQ(raw.Int("SELECT count(*) FROM schedules"), 1);
 }
 
 TEST_F(CliTest, BenchSearchMeetsItsOwnNeverWorseChecks) {

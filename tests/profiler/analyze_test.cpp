@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "raw_db.h"
 #include "zbkit/schemas/store.h"
 
 namespace zb::profiler {
@@ -202,6 +203,42 @@ TEST_F(StoreAnalysisTest, RunProfileAndMeasuredTimelineLandLinked) {
   EXPECT_EQ((*runs)[0].kind, RunKind::kImport);
   EXPECT_EQ((*runs)[0].command, "trace.json");
   EXPECT_EQ((*runs)[0].exit_code, std::optional<int>(0));
+}
+
+TEST_F(StoreAnalysisTest, ATimelineTheStoreRefusesLeavesNoRunProfileOrJob) {
+  auto analysis = Analyze(TwoRankJob(), "two-rank job", {});
+  ASSERT_TRUE(analysis.ok()) << analysis.status().message();
+  const std::string path = dir_ + "/zb.db";
+  // A job already there, so that the store file exists with something to keep.
+  ASSERT_TRUE(
+      StoreAnalysis(*analysis, {path, "lab", "first"}, {RunKind::kImport, "a.json", 0}).ok());
+  // The timeline is written last; an op ending before it starts breaks the table's CHECK.
+  Analysis broken = *analysis;
+  ASSERT_FALSE(broken.report.timeline.ops.empty());
+  broken.report.timeline.ops.back().end = broken.report.timeline.ops.back().start - 1;
+  auto stored =
+      StoreAnalysis(broken, {path, "other-lab", "second"}, {RunKind::kImport, "b.json", 0});
+  ASSERT_FALSE(stored.ok());
+  EXPECT_NE(stored.status().message().find("CHECK constraint failed"), std::string::npos)
+      << stored.status().message();
+
+  auto store = Store::Open(path, Store::Mode::kReadOnly);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  auto runs = store->ListRuns();
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ((*runs)[0].job, "first");
+  auto profiles = store->ListCostProfiles();
+  ASSERT_TRUE(profiles.ok());
+  ASSERT_EQ(profiles->size(), 1u);
+  EXPECT_EQ((*profiles)[0].job, "first");
+  auto timelines = store->ListTimelines();
+  ASSERT_TRUE(timelines.ok());
+  EXPECT_EQ(timelines->size(), 1u);
+  // Nor the cluster and job the failed import named.
+  testing_support::RawDb raw(path);
+  EXPECT_EQ(raw.Int("SELECT count(*) FROM clusters WHERE name = 'other-lab'"), 0);
+  EXPECT_EQ(raw.Int("SELECT count(*) FROM jobs WHERE name = 'second'"), 0);
 }
 
 TEST_F(StoreAnalysisTest, ReadShardDirectorySkipsUnreadableShards) {

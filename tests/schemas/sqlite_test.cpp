@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of zbkit's SQLite layer (zbkit/schemas/sqlite.h) on real files: binding and reading every
-// value type, queries as one call, transactions that roll back unless committed, the batched
-// inserter (full batches, the tail, the row an error names) and the one-line error messages.
+// value type, queries as one call, transactions that roll back unless committed (and nest as
+// savepoints), the batched inserter (full batches, the tail, the row an error names) and the
+// one-line error messages.
 #include "zbkit/schemas/sqlite.h"
 
 #include <gtest/gtest.h>
@@ -21,12 +22,6 @@ namespace zb::sqlite {
 namespace {
 
 namespace fs = std::filesystem;
-
-#define ZB_ASSERT_OK(expr)                                \
-  do {                                                    \
-    const ::zb::Status zb_status_ = (expr);               \
-    ASSERT_TRUE(zb_status_.ok()) << zb_status_.message(); \
-  } while (0)
 
 class SqliteTest : public testing_support::StoreDirTest {
  protected:
@@ -199,6 +194,52 @@ TEST_F(SqliteTest, TransactionRollsBackUnlessCommitted) {
   EXPECT_EQ(count.Int(0), 3);
   EXPECT_EQ(moved.path(), path_);
   conn_ = std::move(moved);
+}
+
+TEST_F(SqliteTest, TransactionBegunInsideAnotherIsASavepointOfIt) {
+  // The inner one rolled back: only its row goes; the outer commits the rest.
+  {
+    ZB_ASSERT_OK_AND_ASSIGN(Transaction outer,
+                            Transaction::Begin(conn_, Transaction::Kind::kWrite, "outer"));
+    ZB_ASSERT_OK(conn_.Exec("INSERT INTO parent VALUES (3)", "add"));
+    {
+      ZB_ASSERT_OK_AND_ASSIGN(Transaction inner,
+                              Transaction::Begin(conn_, Transaction::Kind::kWrite, "inner"));
+      ZB_ASSERT_OK(conn_.Exec("INSERT INTO parent VALUES (4)", "add"));
+    }
+    EXPECT_TRUE(conn_.in_transaction());
+    EXPECT_EQ(Count("SELECT count(*) FROM parent"), 3);
+    ZB_ASSERT_OK(outer.Commit("outer"));
+  }
+  EXPECT_FALSE(conn_.in_transaction());
+  EXPECT_EQ(Count("SELECT count(*) FROM parent"), 3);
+  // Inner commits (twice nested), the outer does not: nothing of either is kept.
+  {
+    ZB_ASSERT_OK_AND_ASSIGN(Transaction outer,
+                            Transaction::Begin(conn_, Transaction::Kind::kWrite, "outer"));
+    ZB_ASSERT_OK_AND_ASSIGN(Transaction inner,
+                            Transaction::Begin(conn_, Transaction::Kind::kWrite, "inner"));
+    ZB_ASSERT_OK(conn_.Exec("INSERT INTO parent VALUES (4)", "add"));
+    {
+      ZB_ASSERT_OK_AND_ASSIGN(Transaction innermost,
+                              Transaction::Begin(conn_, Transaction::Kind::kRead, "innermost"));
+      ZB_ASSERT_OK(conn_.Exec("INSERT INTO parent VALUES (5)", "add"));
+      ZB_ASSERT_OK(innermost.Commit("innermost"));
+    }
+    ZB_ASSERT_OK(inner.Commit("inner"));
+    EXPECT_EQ(Count("SELECT count(*) FROM parent"), 5);
+  }
+  EXPECT_FALSE(conn_.in_transaction());
+  EXPECT_EQ(Count("SELECT count(*) FROM parent"), 3);
+  // The batched inserter's row error inside a savepoint leaves the outer transaction usable.
+  {
+    ZB_ASSERT_OK_AND_ASSIGN(Transaction outer,
+                            Transaction::Begin(conn_, Transaction::Kind::kWrite, "outer"));
+    EXPECT_FALSE(InsertItems(10, 4).ok());
+    ZB_ASSERT_OK(InsertItems(10));
+    ZB_ASSERT_OK(outer.Commit("outer"));
+  }
+  EXPECT_EQ(Count("SELECT count(*) FROM item"), 10);
 }
 
 TEST_F(SqliteTest, BatchInserterWritesFullBatchesAndTheTail) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of runs in the store (store_runs.cpp): measured profiles, runs and their timelines,
-// RecordMeasuredRun as one transaction, and the stored names of run kinds.
+// RecordMeasuredRun as one transaction, several writes as one (WriteAtomically), and the stored
+// names of run kinds.
 #include "store_test_support.h"
 
 namespace zb {
@@ -186,6 +187,89 @@ TEST_F(StoreTest, RecordMeasuredRunIsOneTransaction) {
   auto refused = reader.RecordMeasuredRun(job, schedule, "", 0, measured);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("read-only"), std::string::npos);
+}
+
+// What `zb import --store` writes: cluster, job, run, measured profile and timeline, as one.
+Status WriteProfiledRun(Store& writing, const std::string& job_name, const Timeline& timeline) {
+  ZB_ASSIGN_OR_RETURN(int64_t cluster, writing.EnsureCluster(Cluster("lab")));
+  ZB_ASSIGN_OR_RETURN(int64_t job, writing.EnsureJob(cluster, job_name));
+  ZB_ASSIGN_OR_RETURN(int64_t run, writing.InsertRun(job, RunKind::kImport, "trace.json", 0));
+  CostProfile costs;
+  costs.comm = 1000;
+  costs.stages = {{10, 10, 5, 1, 1}, {10, 10, 5, 1, 1}};
+  CostProfileDetails details;
+  details.run_id = run;
+  ZB_RETURN_IF_ERROR(writing.InsertCostProfile(job, job_name, costs, details).status());
+  return writing.InsertRunTimeline(run, timeline).status();
+}
+
+TEST_F(StoreTest, WriteAtomicallyKeepsEveryWriteOrNone) {
+  const std::string path = PathOf("store.db");
+  ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
+  std::map<std::string, int64_t> empty;
+  {
+    RawDb raw(path);
+    empty = RowCounts(raw);
+  }
+  // The timeline fails on its last op after the cluster, job, run and profile were written.
+  Timeline bad = MakeMeasuredTimeline();
+  bad.ops.back().end = bad.ops.back().start - 1;
+  const Status failed = store.WriteAtomically(
+      "store analysis", [&](Store& writing) { return WriteProfiledRun(writing, "job", bad); });
+  ASSERT_FALSE(failed.ok());
+  EXPECT_TRUE(IsOneLine(failed.message()));
+  EXPECT_NE(failed.message().find("CHECK constraint failed"), std::string::npos)
+      << failed.message();
+  {
+    RawDb raw(path);
+    EXPECT_EQ(RowCounts(raw), empty);
+  }
+  // An error of the steps' own after successful calls undoes them too.
+  const Status refused = store.WriteAtomically("store analysis", [&](Store& writing) -> Status {
+    ZB_RETURN_IF_ERROR(WriteProfiledRun(writing, "job", MakeMeasuredTimeline()));
+    return InvalidInput("changed my mind");
+  });
+  EXPECT_EQ(refused.code(), ErrorCode::kInvalidInput);
+  {
+    RawDb raw(path);
+    EXPECT_EQ(RowCounts(raw), empty);
+  }
+  // Whole: all of it, seen by another connection only after the commit.
+  ZB_ASSERT_OK(store.WriteAtomically("store analysis", [&](Store& writing) -> Status {
+    ZB_RETURN_IF_ERROR(WriteProfiledRun(writing, "job", MakeMeasuredTimeline()));
+    ZB_ASSIGN_OR_RETURN(Store other, Store::Open(path, Store::Mode::kReadOnly));
+    ZB_ASSIGN_OR_RETURN(std::vector<RunInfo> seen, other.ListRuns());
+    EXPECT_TRUE(seen.empty()) << "another connection saw an uncommitted run";
+    return Status::Ok();
+  }));
+  ZB_ASSERT_OK_AND_ASSIGN(auto runs, store.ListRuns());
+  ASSERT_EQ(runs.size(), 1u);
+  ZB_ASSERT_OK_AND_ASSIGN(auto profiles, store.ListCostProfiles());
+  ASSERT_EQ(profiles.size(), 1u);
+  EXPECT_EQ(profiles[0].run_id, std::optional<int64_t>(runs[0].id));
+  ZB_ASSERT_OK_AND_ASSIGN(auto timelines, store.ListRunTimelines(runs[0].id));
+  EXPECT_EQ(timelines.size(), 1u);
+  // A failed call inside whose error the steps handle undoes only that call.
+  ZB_ASSERT_OK(store.WriteAtomically("store analysis", [&](Store& writing) -> Status {
+    EXPECT_FALSE(WriteProfiledRun(writing, "second", bad).ok());
+    ZB_ASSIGN_OR_RETURN(int64_t cluster, writing.EnsureCluster(Cluster("lab")));
+    return writing.EnsureJob(cluster, "third").status();
+  }));
+  {
+    RawDb raw(path);
+    EXPECT_EQ(raw.Int("SELECT count(*) FROM jobs"), 3);  // "job", "second" and "third"
+    EXPECT_EQ(raw.Int("SELECT count(*) FROM runs"), 2);  // the second's run, its timeline gone
+    EXPECT_EQ(raw.Int("SELECT count(*) FROM timelines"), 1);
+  }
+
+  ZB_ASSERT_OK_AND_ASSIGN(Store reader, Store::Open(path, Store::Mode::kReadOnly));
+  bool ran = false;
+  const Status read_only = reader.WriteAtomically("store analysis", [&](Store&) {
+    ran = true;
+    return Status::Ok();
+  });
+  EXPECT_NE(read_only.message().find("read-only"), std::string::npos) << read_only.message();
+  EXPECT_FALSE(ran);
 }
 
 TEST(StoreNamesTest, RunKindsAndMemorySourcesKeepTheirStoredNames) {

@@ -137,20 +137,23 @@ Expected<FrontierOutcome> ComputeFrontier(const TuneRequest& request,
 Status StoreFrontier(const TuneRequest& request, const StoreTarget& target,
                      FrontierOutcome& outcome, int64_t& frontier_id) {
   ZB_ASSIGN_OR_RETURN(Store store, Store::Open(target.path));
-  ZB_ASSIGN_OR_RETURN(int64_t cluster_id, store.EnsureCluster({target.cluster, "", "", "", ""}));
-  ZB_ASSIGN_OR_RETURN(int64_t job_id, store.EnsureJob(cluster_id, target.job));
-  ZB_ASSIGN_OR_RETURN(outcome.frontier.cost_profile_id,
-                      store.InsertCostProfile(job_id, request.costs_name, request.costs));
-  // Each schedule is its own transaction; a failure part way leaves complete schedules and no
-  // frontier, never a half-written record.
-  for (size_t i = 0; i < outcome.frontier.points.size(); ++i) {
-    if (!outcome.schedules[i]) continue;
-    ZB_ASSIGN_OR_RETURN(int64_t id, store.InsertSchedule(job_id, *outcome.schedules[i],
-                                                         outcome.frontier.points[i].cap));
-    outcome.frontier.points[i].schedule_id = id;
-  }
-  ZB_ASSIGN_OR_RETURN(frontier_id, store.RecordFrontier(outcome.frontier));
-  return Status::Ok();
+  // One write: the cost profile, every point's schedule and the frontier that names them land
+  // together, or (on any error) none of them does.
+  return store.WriteAtomically("store frontier", [&](Store& writing) -> Status {
+    ZB_ASSIGN_OR_RETURN(int64_t cluster_id,
+                        writing.EnsureCluster({target.cluster, "", "", "", ""}));
+    ZB_ASSIGN_OR_RETURN(int64_t job_id, writing.EnsureJob(cluster_id, target.job));
+    ZB_ASSIGN_OR_RETURN(outcome.frontier.cost_profile_id,
+                        writing.InsertCostProfile(job_id, request.costs_name, request.costs));
+    for (size_t i = 0; i < outcome.frontier.points.size(); ++i) {
+      if (!outcome.schedules[i]) continue;
+      ZB_ASSIGN_OR_RETURN(int64_t id, writing.InsertSchedule(job_id, *outcome.schedules[i],
+                                                             outcome.frontier.points[i].cap));
+      outcome.frontier.points[i].schedule_id = id;
+    }
+    ZB_ASSIGN_OR_RETURN(frontier_id, writing.RecordFrontier(outcome.frontier));
+    return Status::Ok();
+  });
 }
 
 }  // namespace zb::tuner

@@ -70,13 +70,17 @@ Status StoreTuneOutcome(const TuneRequest& request, const StoreTarget& target,
                         TuneOutcome& outcome) {
   if (!outcome.chosen) return Status::Ok();
   ZB_ASSIGN_OR_RETURN(Store store, Store::Open(target.path));
-  ZB_ASSIGN_OR_RETURN(int64_t cluster_id, store.EnsureCluster({target.cluster, "", "", "", ""}));
-  ZB_ASSIGN_OR_RETURN(int64_t job_id, store.EnsureJob(cluster_id, target.job));
-  ZB_ASSIGN_OR_RETURN(outcome.cost_profile_id,
-                      store.InsertCostProfile(job_id, request.costs_name, request.costs));
-  ZB_ASSIGN_OR_RETURN(outcome.schedule_id,
-                      store.InsertSchedule(job_id, *outcome.chosen, outcome.chosen_cap));
-  return Status::Ok();
+  // One write: a cost profile is never left without the schedule tuned from it.
+  return store.WriteAtomically("store tuned schedule", [&](Store& writing) -> Status {
+    ZB_ASSIGN_OR_RETURN(int64_t cluster_id,
+                        writing.EnsureCluster({target.cluster, "", "", "", ""}));
+    ZB_ASSIGN_OR_RETURN(int64_t job_id, writing.EnsureJob(cluster_id, target.job));
+    ZB_ASSIGN_OR_RETURN(outcome.cost_profile_id,
+                        writing.InsertCostProfile(job_id, request.costs_name, request.costs));
+    ZB_ASSIGN_OR_RETURN(outcome.schedule_id,
+                        writing.InsertSchedule(job_id, *outcome.chosen, outcome.chosen_cap));
+    return Status::Ok();
+  });
 }
 
 Status CertifyAndStore(const TuneRequest& request, TuneOutcome& outcome) {

@@ -69,7 +69,8 @@ struct StoredAnalysis {
 };
 
 // Records the run, the cost profile (with its spreads and per-block costs, linked to the run) and
-// the measured timeline in the store (created when missing).
+// the measured timeline in the store (created when missing), in one transaction: on any error
+// none of them (nor the cluster or job) is stored.
 Expected<StoredAnalysis> StoreAnalysis(const Analysis& analysis, const AnalysisStoreTarget& target,
                                        const AnalysisRun& run);
 

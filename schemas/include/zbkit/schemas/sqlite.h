@@ -7,7 +7,11 @@
 //    before changing anything in it.
 //  - Statement: one prepared statement. Values are bound by index; a failed bind is remembered
 //    and reported by the next step, so a row's binds read as straight-line code.
-//  - Transaction: RAII; Commit() commits, destruction without it rolls back.
+//  - Transaction: RAII; Commit() commits, destruction without it rolls back. Begun while the
+//    connection is already inside a transaction it is a savepoint of that one (nested): its
+//    Commit releases the savepoint, its rollback undoes only what it wrote, and nothing is
+//    durable until the outermost commits. That is how one store call can run inside another's
+//    transaction (Store::WriteAtomically).
 //  - BatchInserter: many child rows through multi-row INSERTs (kRowsPerBatch rows bound per
 //    statement), for the tables that take up to millions of rows.
 //  - Query / QueryInto / QueryFirst / ForEachRow: a SELECT as one call, one mapper per row.
@@ -171,6 +175,8 @@ class Transaction {
     kWrite,
   };
 
+  // A transaction of its own, or a savepoint when `conn` is already in one (then `kind` is the
+  // outer transaction's: a write inside a read transaction may fail with SQLITE_BUSY_SNAPSHOT).
   static Expected<Transaction> Begin(Connection& conn, Kind kind, std::string_view what);
 
   Transaction(Transaction&& other) noexcept;
@@ -183,8 +189,9 @@ class Transaction {
   Status Commit(std::string_view what);
 
  private:
-  explicit Transaction(Connection* conn) : conn_(conn) {}
+  Transaction(Connection* conn, bool nested) : conn_(conn), nested_(nested) {}
   Connection* conn_ = nullptr;
+  bool nested_ = false;  // a savepoint inside the connection's open transaction
 };
 
 // Inserts rows of one table kRowsPerBatch at a time: with one row per statement most of the time

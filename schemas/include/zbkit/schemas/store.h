@@ -9,7 +9,8 @@
 //    written by a newer zbkit is refused, not modified.
 //  - WAL journal, foreign keys on, a busy timeout, prepared statements.
 //  - Every logical write (one schedule with all its ops, one timeline with all its samples) is one
-//    transaction: on any error nothing of it is left behind.
+//    transaction: on any error nothing of it is left behind. WriteAtomically makes several calls
+//    one such write (a profiled run with its costs and timeline, a frontier with its schedules).
 //  - No method throws; errors are one line naming the store file and what failed.
 //  - The SQL goes through zbkit/schemas/sqlite.h; the implementation is split by table group
 //    (src/store.cpp, store_costs.cpp, store_schedules.cpp, store_timelines.cpp, store_runs.cpp,
@@ -18,6 +19,7 @@
 #define ZBKIT_SCHEMAS_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -192,6 +194,13 @@ class Store {
 
   const std::string& path() const;
   int schema_version() const;
+
+  // Runs `steps` inside one write transaction of this store: the Store calls they make join it
+  // (each as a savepoint), so that either everything they wrote is committed or, when `steps` or
+  // the commit fails, nothing is. Returns that error (`what` names the write in errors of its
+  // own). For writes that belong together but are several calls, e.g. a run, its measured cost
+  // profile and its timeline; a reader never sees part of them.
+  Status WriteAtomically(std::string_view what, const std::function<Status(Store&)>& steps);
 
   // Returns the id of the cluster with this name, inserting it (or updating its descriptive
   // fields when non-empty) as needed.
