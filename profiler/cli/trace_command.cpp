@@ -41,15 +41,6 @@ Status AddPrediction(const Schedule& schedule, std::optional<double> cap, const 
   return Status::Ok();
 }
 
-std::optional<double> CapOf(const Store& store, int64_t schedule_id) {
-  auto schedules = store.ListSchedules();
-  if (!schedules.ok()) return std::nullopt;
-  for (const ScheduleInfo& info : *schedules) {
-    if (info.id == schedule_id) return info.cap;
-  }
-  return std::nullopt;
-}
-
 // A stored timeline (--timeline, or the run's for --run), with its schedule's stages, hop
 // latency and cap where it replayed one, and that schedule's prediction with --with-prediction.
 Status LoadStoredTimeline(const po::variables_map& values, Loaded& loaded) {
@@ -66,11 +57,7 @@ Status LoadStoredTimeline(const po::variables_map& values, Loaded& loaded) {
     source = db + " run " + std::to_string(run);
   } else {
     const int64_t id = values["timeline"].as<int64_t>();
-    ZB_ASSIGN_OR_RETURN(std::vector<TimelineInfo> timelines, store.ListTimelines());
-    for (const TimelineInfo& candidate : timelines) {
-      if (candidate.id == id) info = candidate;
-    }
-    if (!info) return NotFound(db + ": no timeline with id " + std::to_string(id));
+    ZB_ASSIGN_OR_RETURN(info, store.LoadTimelineInfo(id));
     source = db + " timeline " + std::to_string(id);
   }
   ZB_ASSIGN_OR_RETURN(Timeline timeline, store.LoadTimeline(info->id));
@@ -82,7 +69,9 @@ Status LoadStoredTimeline(const po::variables_map& values, Loaded& loaded) {
     ZB_ASSIGN_OR_RETURN(schedule, store.LoadSchedule(*info->schedule_id));
     exported.num_stages = schedule->num_stages();
     exported.comm = schedule->costs.comm;
-    exported.cap = CapOf(store, *info->schedule_id);
+    ZB_ASSIGN_OR_RETURN(const ScheduleInfo schedule_info,
+                        store.LoadScheduleInfo(*info->schedule_id));
+    exported.cap = schedule_info.cap;
   }
   loaded.exported.push_back(exported);
   if (values["with-prediction"].as<bool>()) {
@@ -117,7 +106,9 @@ Expected<Loaded> LoadTimelines(const po::variables_map& values) {
     if (values.count("store")) {
       ZB_ASSIGN_OR_RETURN(Store store,
                           Store::Open(values["store"].as<std::string>(), Store::Mode::kReadOnly));
-      cap = CapOf(store, values["schedule"].as<int64_t>());
+      ZB_ASSIGN_OR_RETURN(const ScheduleInfo info,
+                          store.LoadScheduleInfo(values["schedule"].as<int64_t>()));
+      cap = info.cap;
     }
     ZB_RETURN_IF_ERROR(AddPrediction(schedule, cap, ScheduleSourceName(values), loaded));
   }

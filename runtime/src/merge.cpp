@@ -41,18 +41,6 @@ zb::Expected<std::vector<std::string>> ShardFiles(const std::string& shards) {
   return files;
 }
 
-// The job that owns the schedule (ScheduleInfo names it by cluster and job name).
-zb::Expected<int64_t> JobOfSchedule(zb::Store& store, int64_t schedule_id) {
-  ZB_ASSIGN_OR_RETURN(std::vector<zb::ScheduleInfo> schedules, store.ListSchedules());
-  for (const zb::ScheduleInfo& info : schedules) {
-    if (info.id != schedule_id) continue;
-    // Empty descriptive fields leave the existing cluster row as it is.
-    ZB_ASSIGN_OR_RETURN(int64_t cluster_id, store.EnsureCluster({info.cluster, "", "", "", ""}));
-    return store.EnsureJob(cluster_id, info.job);
-  }
-  return zb::NotFound(store.path() + ": no schedule with id " + std::to_string(schedule_id));
-}
-
 // One shard's ops and memory samples, checked against the schedule.
 zb::Status AddShard(const std::string& path, const zb::Schedule& schedule,
                     std::vector<bool>& seen_ranks, zb::Timeline& timeline) {
@@ -127,7 +115,9 @@ zb::Expected<int64_t> Merge(const std::string& store_path, int64_t schedule_id,
   }
   ZB_ASSIGN_OR_RETURN(zb::Store store, zb::Store::Open(store_path));
   ZB_ASSIGN_OR_RETURN(zb::Schedule schedule, store.LoadSchedule(schedule_id));
-  ZB_ASSIGN_OR_RETURN(int64_t job_id, JobOfSchedule(store, schedule_id));
+  // The replay's run belongs to the job that owns the schedule.
+  ZB_ASSIGN_OR_RETURN(const zb::ScheduleInfo owner, store.LoadScheduleInfo(schedule_id));
+  const int64_t job_id = owner.job_id;
   ZB_ASSIGN_OR_RETURN(std::vector<std::string> files, ShardFiles(shards));
 
   zb::Timeline timeline;

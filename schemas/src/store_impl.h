@@ -75,6 +75,9 @@ struct Store::Impl {
   Expected<std::vector<TimelineInfo>> ReadTimelineInfos(std::string_view where,
                                                         std::optional<int64_t> id,
                                                         std::string_view what) const;
+  // store_schedules.cpp: the ScheduleInfo of every schedule, or of the one with `id`, by id.
+  Expected<std::vector<ScheduleInfo>> ReadScheduleInfos(std::optional<int64_t> id,
+                                                        std::string_view what) const;
   // store_runs.cpp
   Expected<int64_t> WriteRun(int64_t job_id, RunKind kind, const std::string& command,
                              std::optional<int> exit_code, std::optional<int64_t> schedule_id);

@@ -357,22 +357,24 @@ Expected<Schedule> Store::LoadSchedule(int64_t id) const {
   return std::move(schedule);
 }
 
-Expected<std::vector<ScheduleInfo>> Store::ListSchedules() const {
-  if (!impl_) return StoreClosed();
-  Impl& impl = *impl_;
-  const char* what = "list schedules";
-  ZB_ASSIGN_OR_RETURN(sqlite::Transaction transaction, impl.BeginRead(what));
+Expected<std::vector<ScheduleInfo>> Store::Impl::ReadScheduleInfos(std::optional<int64_t> id,
+                                                                   std::string_view what) const {
   std::vector<bool> has_prediction;  // per info: peaks belong to a prediction only
   ZB_ASSIGN_OR_RETURN(
       std::vector<ScheduleInfo> infos,
       sqlite::Query<ScheduleInfo>(
-          impl.conn,
-          "SELECT s.id, c.name, j.name, s.family, s.ranks, s.microbatches, s.chunks,"
-          " s.placement, s.memory_limit, s.makespan_ns, s.span_ns, s.bubble_rate,"
-          " s.paper_bubble_rate, s.num_ops, s.created_at"
-          " FROM schedules s JOIN jobs j ON j.id = s.job_id"
-          " JOIN clusters c ON c.id = j.cluster_id ORDER BY s.id",
-          what, sqlite::kNoParams, [&](const Statement& row) -> Expected<ScheduleInfo> {
+          conn,
+          std::string("SELECT s.id, c.name, j.name, s.family, s.ranks, s.microbatches, s.chunks,"
+                      " s.placement, s.memory_limit, s.makespan_ns, s.span_ns, s.bubble_rate,"
+                      " s.paper_bubble_rate, s.num_ops, s.created_at, s.job_id"
+                      " FROM schedules s JOIN jobs j ON j.id = s.job_id"
+                      " JOIN clusters c ON c.id = j.cluster_id") +
+              (id ? " WHERE s.id = ?1" : "") + " ORDER BY s.id",
+          what,
+          [&](Statement& stmt) {
+            if (id) stmt.BindInt(1, *id);
+          },
+          [&](const Statement& row) -> Expected<ScheduleInfo> {
             ScheduleInfo info;
             info.id = row.Int(0);
             info.cluster = row.Text(1);
@@ -383,9 +385,9 @@ Expected<std::vector<ScheduleInfo>> Store::ListSchedules() const {
             info.chunks = static_cast<int>(row.Int(6));
             const auto placement = ParsePlacement(row.Text(7));
             if (!placement) {
-              return impl.Inconsistent(what, "schedule " + std::to_string(info.id) +
-                                                 " has unknown placement '" +
-                                                 std::string(row.Text(7)) + "'");
+              return Inconsistent(what, "schedule " + std::to_string(info.id) +
+                                            " has unknown placement '" + std::string(row.Text(7)) +
+                                            "'");
             }
             info.placement = *placement;
             info.cap = row.OptionalDouble(8);
@@ -398,14 +400,15 @@ Expected<std::vector<ScheduleInfo>> Store::ListSchedules() const {
             }
             info.num_ops = row.Int(13);
             info.created_at = row.Text(14);
+            info.job_id = row.Int(15);
             return info;
           }));
   // The per-rank peaks of the schedules that have a prediction, one prepared statement for all.
   ZB_ASSIGN_OR_RETURN(Statement peaks,
-                      impl.conn.Prepare("SELECT peak_memory FROM schedule_ranks"
-                                        " WHERE schedule_id = ?1 AND peak_memory IS NOT NULL"
-                                        " ORDER BY rank",
-                                        what));
+                      conn.Prepare("SELECT peak_memory FROM schedule_ranks"
+                                   " WHERE schedule_id = ?1 AND peak_memory IS NOT NULL"
+                                   " ORDER BY rank",
+                                   what));
   for (size_t i = 0; i < infos.size(); ++i) {
     if (!has_prediction[i]) continue;
     ScheduleInfo& info = infos[i];
@@ -418,6 +421,22 @@ Expected<std::vector<ScheduleInfo>> Store::ListSchedules() const {
     }
   }
   return infos;
+}
+
+Expected<std::vector<ScheduleInfo>> Store::ListSchedules() const {
+  if (!impl_) return StoreClosed();
+  const char* what = "list schedules";
+  ZB_ASSIGN_OR_RETURN(sqlite::Transaction transaction, impl_->BeginRead(what));
+  return impl_->ReadScheduleInfos(std::nullopt, what);
+}
+
+Expected<ScheduleInfo> Store::LoadScheduleInfo(int64_t id) const {
+  if (!impl_) return StoreClosed();
+  const char* what = "load schedule info";
+  ZB_ASSIGN_OR_RETURN(sqlite::Transaction transaction, impl_->BeginRead(what));
+  ZB_ASSIGN_OR_RETURN(std::vector<ScheduleInfo> infos, impl_->ReadScheduleInfos(id, what));
+  if (infos.empty()) return impl_->NoSuch(what, "schedule", id);
+  return std::move(infos.front());
 }
 
 }  // namespace zb

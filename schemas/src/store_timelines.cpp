@@ -213,4 +213,13 @@ Expected<std::vector<TimelineInfo>> Store::ListTimelines() const {
   return impl_->ReadTimelineInfos("", std::nullopt, "list timelines");
 }
 
+Expected<TimelineInfo> Store::LoadTimelineInfo(int64_t id) const {
+  if (!impl_) return StoreClosed();
+  const char* what = "load timeline info";
+  ZB_ASSIGN_OR_RETURN(std::vector<TimelineInfo> infos,
+                      impl_->ReadTimelineInfos(" WHERE id = ?1", id, what));
+  if (infos.empty()) return impl_->NoSuch(what, "timeline", id);
+  return std::move(infos.front());
+}
+
 }  // namespace zb

@@ -237,7 +237,7 @@ TEST_F(TraceExport, BadInputIsOneLineAndWritesNothing) {
       {"--store '" + store + "' --run 7 --format perfetto -o '" + Path("x.json") + "'", 1,
        "zb trace: "},
       {"--store '" + store + "' --timeline 9 --format kineto -o '" + Path("x") + "'", 1,
-       "zb trace: " + store + ": no timeline with id 9"},
+       "zb trace: " + store + ": load timeline info: no timeline with id 9"},
       {"--store '" + store + "' --schedule 1 --iteration 3 --format perfetto -o '" +
            Path("x.json") + "'",
        1, "zb trace: "},

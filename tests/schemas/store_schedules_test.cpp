@@ -43,6 +43,15 @@ TEST_F(StoreTest, VScheduleRoundTripsExactlyWithItsPredictedTimeline) {
   EXPECT_EQ(info.predicted, *schedule.predicted);
   EXPECT_EQ(info.num_ops, schedule.num_ops());
   EXPECT_FALSE(info.created_at.empty());
+  EXPECT_EQ(info.job_id, job);
+  // By id: the same row, the same peaks.
+  ZB_ASSERT_OK_AND_ASSIGN(ScheduleInfo by_id, store.LoadScheduleInfo(id));
+  EXPECT_EQ(by_id.id, id);
+  EXPECT_EQ(by_id.job_id, job);
+  EXPECT_EQ(by_id.family, info.family);
+  EXPECT_EQ(by_id.cap, info.cap);
+  EXPECT_EQ(by_id.predicted, info.predicted);
+  EXPECT_EQ(by_id.created_at, info.created_at);
 
   // The schedule's costs are a profile of their own.
   ZB_ASSERT_OK_AND_ASSIGN(auto profiles, store.ListCostProfiles());
@@ -56,6 +65,10 @@ TEST_F(StoreTest, VScheduleRoundTripsExactlyWithItsPredictedTimeline) {
   EXPECT_EQ(timelines[0].schedule_id, std::optional<int64_t>(id));
   EXPECT_EQ(timelines[0].kind, TimelineKind::kPredicted);
   EXPECT_EQ(timelines[0].num_ops, schedule.num_ops());
+  ZB_ASSERT_OK_AND_ASSIGN(TimelineInfo timeline_info, store.LoadTimelineInfo(timelines[0].id));
+  EXPECT_EQ(timeline_info.schedule_id, std::optional<int64_t>(id));
+  EXPECT_EQ(timeline_info.kind, TimelineKind::kPredicted);
+  EXPECT_EQ(timeline_info.num_ops, timelines[0].num_ops);
   ZB_ASSERT_OK_AND_ASSIGN(Timeline predicted, store.LoadTimeline(timelines[0].id));
   EXPECT_TRUE(predicted == TimelineFromSchedule(schedule));
 
@@ -110,6 +123,13 @@ TEST_F(StoreTest, UnknownScheduleIsNotFound) {
   ASSERT_FALSE(schedule.ok());
   EXPECT_EQ(schedule.status().code(), ErrorCode::kNotFound);
   EXPECT_EQ(schedule.status().message(), path + ": load schedule: no schedule with id 42");
+  auto info = store.LoadScheduleInfo(42);
+  ASSERT_FALSE(info.ok());
+  EXPECT_EQ(info.status().message(), path + ": load schedule info: no schedule with id 42");
+  auto timeline_info = store.LoadTimelineInfo(42);
+  ASSERT_FALSE(timeline_info.ok());
+  EXPECT_EQ(timeline_info.status().message(),
+            path + ": load timeline info: no timeline with id 42");
   auto timeline = store.LoadTimeline(42);
   ASSERT_FALSE(timeline.ok());
   EXPECT_EQ(timeline.status().code(), ErrorCode::kNotFound);

@@ -86,12 +86,10 @@ int RunShowCommand(const Args& args, std::ostream& out, std::ostream& err) {
   std::optional<double> cap;
   if (values.count("store")) {
     auto store = Store::Open(values["store"].as<std::string>(), Store::Mode::kReadOnly);
-    auto listed =
-        store.ok() ? store->ListSchedules() : Expected<std::vector<ScheduleInfo>>(store.status());
-    if (!listed.ok()) return ReportError(err, command, listed.status());
-    for (const ScheduleInfo& info : *listed) {
-      if (info.id == values["schedule"].as<int64_t>()) cap = info.cap;
-    }
+    auto info = store.ok() ? store->LoadScheduleInfo(values["schedule"].as<int64_t>())
+                           : Expected<ScheduleInfo>(store.status());
+    if (!info.ok()) return ReportError(err, command, info.status());
+    cap = info->cap;
   }
   const std::vector<double> caps(cap ? schedule.ranks : 0, cap.value_or(0));
   const tuner::LowerBounds bounds = tuner::ComputeLowerBounds(

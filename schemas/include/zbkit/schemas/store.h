@@ -44,6 +44,7 @@ struct ClusterInfo {
 // One row of ListSchedules(): what a browser or `zb show` needs without loading the ops.
 struct ScheduleInfo {
   int64_t id = 0;
+  int64_t job_id = 0;
   std::string cluster;
   std::string job;
   std::string family;
@@ -244,10 +245,14 @@ class Store {
   // NotFound if there is no such schedule.
   Expected<Schedule> LoadSchedule(int64_t id) const;
   Expected<std::vector<ScheduleInfo>> ListSchedules() const;
+  // One schedule's row of ListSchedules(); NotFound if there is no such schedule.
+  Expected<ScheduleInfo> LoadScheduleInfo(int64_t id) const;
 
   Expected<int64_t> InsertTimeline(std::optional<int64_t> schedule_id, const Timeline& timeline);
   Expected<Timeline> LoadTimeline(int64_t id) const;
   Expected<std::vector<TimelineInfo>> ListTimelines() const;
+  // One timeline's row of ListTimelines(); NotFound if there is no such timeline.
+  Expected<TimelineInfo> LoadTimelineInfo(int64_t id) const;
 
   // Stores a frontier and all its points, in order, in one transaction; returns its id. Checked
   // first, each error naming the field: microbatches >= 1, objective "makespan" or "span",
