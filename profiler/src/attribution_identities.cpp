@@ -6,6 +6,8 @@
 #include <deque>
 #include <map>
 #include <set>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -30,10 +32,65 @@ int32_t PeerStage(int32_t stage, CommDirection direction) {
   return -1;
 }
 
+// What a process's ranges say of its communication. torch.profiler records c10d's dispatcher op
+// for every call into a process group, whatever the backend: c10d::send, c10d::recv_ and
+// c10d::recv_any_source_ are point-to-point, every other c10d:: op (allreduce_, broadcast_,
+// _allgather_base_, alltoall_base_, barrier, ...) a collective. Kernel names cannot tell: NCCL
+// runs all_to_all as SendRecv kernels (docs/range-names.md §6).
+struct CommunicationSeen {
+  bool point_to_point = false;
+  std::string collective;  // the first collective's name, "" for none
+};
+
+CommunicationSeen CommunicationOf(const RawTrace& trace) {
+  constexpr std::string_view kDispatcher = "c10d::";
+  CommunicationSeen seen;
+  for (const TraceRange& range : trace.ranges) {
+    const std::string_view name = range.name;
+    if (name.substr(0, kDispatcher.size()) != kDispatcher) continue;
+    const std::string_view op = name.substr(kDispatcher.size());
+    if (op.substr(0, 4) == "send" || op.substr(0, 4) == "recv") {
+      seen.point_to_point = true;
+    } else if (seen.collective.empty()) {
+      seen.collective = name;
+    }
+  }
+  return seen;
+}
+
+// Several ranks whose ops name no stage, whose traces show collectives and not one send or
+// receive between any of them, are data-parallel (or sharded) copies of one stage, not a
+// pipeline: a pipeline's ranks pass activations point to point. Reads them as --pp 1 does.
+bool ReadAsReplicas(const std::vector<ProcessOps*>& with_ops, const std::set<int32_t>& present,
+                    Attribution& result) {
+  if (present.size() < 2) return false;
+  std::string collective;
+  for (const ProcessOps* proc : with_ops) {
+    const CommunicationSeen seen = CommunicationOf(*proc->trace);
+    if (seen.point_to_point) return false;
+    if (collective.empty()) collective = seen.collective;
+  }
+  if (collective.empty()) return false;  // no communication recorded: nothing to tell by
+  std::map<int32_t, int32_t> replica;
+  for (int32_t rank : present)
+    replica.emplace(rank, static_cast<int32_t>(replica.size()));
+  for (ProcessOps* proc : with_ops) {
+    proc->replica = replica[proc->rank];
+    proc->rank = 0;
+  }
+  result.notes.push_back("the traces hold " + std::to_string(present.size()) +
+                         " ranks whose ops name no stage and which never send to one another (" +
+                         collective +
+                         " and other collectives only): read as data-parallel replicas of a "
+                         "one-rank pipeline (--pp P reads them as a pipeline)");
+  return true;
+}
+
 // Without --pp, a process's global rank is its pipeline rank only where its ops name global
 // stages (then rank and stage must agree: InferLayout). Ops that name no stage take their stage
 // from the pipeline rank, so the pipeline is the ranks the traces hold, numbered in order: one
-// data-parallel rank 3 of 8 is a pipeline of one rank, not rank 3 of four with three empty.
+// data-parallel rank 3 of 8 is a pipeline of one rank, not rank 3 of four with three empty; ranks
+// that only ever meet in collectives are replicas of one (ReadAsReplicas).
 void DensePipelineRanks(const std::vector<ProcessOps*>& with_ops, Attribution& result) {
   for (const ProcessOps* proc : with_ops) {
     for (const RangeMatch& match : proc->matches) {
@@ -43,6 +100,7 @@ void DensePipelineRanks(const std::vector<ProcessOps*>& with_ops, Attribution& r
   std::set<int32_t> present;
   for (const ProcessOps* proc : with_ops)
     present.insert(proc->rank);
+  if (ReadAsReplicas(with_ops, present, result)) return;
   std::map<int32_t, int32_t> pipeline_rank;
   std::string global_ranks;
   std::string pipeline_ranks;

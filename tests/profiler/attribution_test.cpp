@@ -544,6 +544,48 @@ TEST(Attribution, RanksFromEnvironmentOrPidOrderAndPpGroups) {
   EXPECT_NE(skipped->notes[0].find("outside --pp 1"), std::string::npos);
 }
 
+// Without --pp and with ops that name no stage (the zb-fork names give only a chunk): ranks that
+// meet only in collectives are replicas of one pipeline rank; one send between any two makes
+// them a pipeline; traces without communication stay read as a pipeline.
+TEST(Attribution, RanksThatOnlyMeetInCollectivesAreReplicas) {
+  auto ranks_of = [](bool collective, bool send) {
+    std::vector<RawTrace> traces;
+    for (int32_t global : {2, 5}) {
+      RawTrace trace = Process(global);
+      trace.process.world_size = 8;
+      trace.ranges.push_back({"F0.0.0", "", 1, 0, 10, 0});
+      if (collective) trace.ranges.push_back({"c10d::allreduce_", "cpu_op", 1, 20, 30, 0});
+      if (send && global == 2) trace.ranges.push_back({"c10d::send", "cpu_op", 1, 12, 14, 0});
+      traces.push_back(trace);
+    }
+    auto result = Attribute(traces, RuleSet());
+    EXPECT_TRUE(result.ok()) << result.status().message();
+    return result.ok() ? *result : Attribution{};
+  };
+  const Attribution replicas = ranks_of(true, false);
+  EXPECT_EQ(replicas.ranks, 1);
+  ASSERT_EQ(replicas.ops.size(), 2u);
+  EXPECT_EQ(replicas.ops[0].rank, 0);
+  EXPECT_EQ(replicas.ops[1].rank, 0);
+  EXPECT_EQ(replicas.ops[0].replica + replicas.ops[1].replica, 1);  // replicas 0 and 1
+  bool noted = false;
+  for (const std::string& note : replicas.notes)
+    noted = noted || note.find(
+                         "c10d::allreduce_ and other collectives only): read as "
+                         "data-parallel replicas") != std::string::npos;
+  EXPECT_TRUE(noted) << testing::PrintToString(replicas.notes);
+
+  const Attribution pipeline = ranks_of(true, true);
+  EXPECT_EQ(pipeline.ranks, 2);
+  ASSERT_EQ(pipeline.ops.size(), 2u);
+  EXPECT_EQ(pipeline.ops[0].replica, 0);
+  EXPECT_EQ(pipeline.ops[1].replica, 0);
+  EXPECT_NE(pipeline.ops[0].rank, pipeline.ops[1].rank);
+
+  const Attribution silent = ranks_of(false, false);
+  EXPECT_EQ(silent.ranks, 2);
+}
+
 TEST(Attribution, MemoryNetInsideOps) {
   RawTrace trace = Process(0);
   trace.ranges.push_back({"zb:F:s0:mb0", "", 1, 100, 200, 0});

@@ -178,7 +178,20 @@ INSTANTIATE_TEST_SUITE_P(
                     2.216,
                     8,
                     0,
-                    ""}),
+                    ""},
+        // The same two without --pp: they only meet in collectives (c10d::allreduce_,
+        // _allgather_base_, alltoall_base_; NCCL runs the all_to_all as SendRecv kernels, which
+        // are no pipeline hop), so they are replicas without being told.
+        PublicTrace{"two_dp_ranks_of_128_found_to_be_replicas",
+                    {"kineto_sampled_rank-0.json.gz", "kineto_sampled_rank-1.json.gz"},
+                    R"([{"regex": "^## encoder fp8 None ##$", "kind": "F"}])",
+                    "",
+                    1,
+                    1,
+                    2.216,
+                    8,
+                    0,
+                    "read as data-parallel replicas of a one-rank pipeline"}),
     [](const ::testing::TestParamInfo<PublicTrace>& param_info) { return param_info.param.label; });
 
 // A rank whose ops name their global stage (torch's PP:3F0) stays that rank: a trace set that

@@ -6,6 +6,7 @@ ranges the shim adds."""
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
@@ -66,6 +67,56 @@ def test_zb_import_reads_the_whole_directory_with_memory(trace_dir):
     report = json.loads(done.stdout)
     assert report["ranks"] == 2
     assert report["memory_source"] == "measured"
+
+
+# Rules that name no stage leave the ranks to the traces: ranks that pass activations with
+# c10d::send / c10d::recv_ (torch's pipelining does) are a pipeline; ranks that meet only in
+# collectives are data-parallel replicas of one (HTA's traces: tests/profiler/public_traces_test.cpp).
+NO_STAGE_RULES = [
+    {"regex": r"^PP:\d+F\d+$", "kind": "F"},
+    {"regex": r"^PP:\d+I\d+$", "kind": "B"},
+    {"regex": r"^PP:\d+W\d+$", "kind": "W"},
+    {"regex": r"^PP:\d+B\d+$", "kind": "BW"},
+    {"regex": r"^PP:", "kind": "IGNORE"},
+]
+
+
+def _variant(trace_dir, out, *, all_reduce: bool, keep_p2p: bool):
+    """The real traces, with a data-parallel all-reduce added to each rank and/or their
+    point-to-point calls taken out."""
+    out.mkdir()
+    for path in sorted(trace_dir.glob("rank*.json.gz")):
+        with gzip.open(path, "rt") as f:
+            trace = json.load(f)
+        events = trace["traceEvents"]
+        if not keep_p2p:
+            events[:] = [e for e in events if e.get("name") not in ("c10d::send", "c10d::recv_")]
+        if all_reduce:
+            op = next(e for e in events if e.get("ph") == "X" and e["name"].startswith("PP:"))
+            events.append({"ph": "X", "cat": "cpu_op", "name": "c10d::allreduce_",
+                           "pid": op["pid"], "tid": op["tid"], "ts": op["ts"], "dur": 1})  # fmt: skip
+        with gzip.open(out / path.name, "wt") as f:
+            json.dump(trace, f)
+
+
+@pytest.mark.parametrize(
+    ("all_reduce", "keep_p2p", "ranks"),
+    [(False, True, 2), (True, True, 2), (True, False, 1)],
+    ids=["pipeline", "pipeline-with-data-parallel-all-reduce", "all-reduce-only-replicas"],
+)
+def test_ranks_are_a_pipeline_where_they_send_to_each_other(
+    trace_dir, tmp_path, all_reduce, keep_p2p, ranks
+):
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps(NO_STAGE_RULES))
+    traces = tmp_path / "traces"
+    _variant(trace_dir, traces, all_reduce=all_reduce, keep_p2p=keep_p2p)
+    done = zb("import", str(traces), "--format", "chrome", "--rules", str(rules), "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["ranks"] == ranks, report.get("notes")
+    replicas = [note for note in report.get("notes", []) if "replicas" in note]
+    assert bool(replicas) == (ranks == 1), report.get("notes")
 
 
 # Schedule1F1B (PipelineScheduleSingle) records no PP: ranges; the shim labels its stages.
