@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "zbkit/schemas/store.h"
 #include "zbkit/schemas/validate.h"
@@ -138,22 +139,27 @@ Status StoreFrontier(const TuneRequest& request, const StoreTarget& target,
                      FrontierOutcome& outcome, int64_t& frontier_id) {
   ZB_ASSIGN_OR_RETURN(Store store, Store::Open(target.path));
   // One write: the cost profile, every point's schedule and the frontier that names them land
-  // together, or (on any error) none of them does.
-  return store.WriteAtomically("store frontier", [&](Store& writing) -> Status {
+  // together, or (on any error) none of them does. The ids reach the outcome only once committed.
+  Frontier frontier = outcome.frontier;
+  int64_t stored_id = 0;
+  ZB_RETURN_IF_ERROR(store.WriteAtomically("store frontier", [&](Store& writing) -> Status {
     ZB_ASSIGN_OR_RETURN(int64_t cluster_id,
                         writing.EnsureCluster({target.cluster, "", "", "", ""}));
     ZB_ASSIGN_OR_RETURN(int64_t job_id, writing.EnsureJob(cluster_id, target.job));
-    ZB_ASSIGN_OR_RETURN(outcome.frontier.cost_profile_id,
+    ZB_ASSIGN_OR_RETURN(frontier.cost_profile_id,
                         writing.InsertCostProfile(job_id, request.costs_name, request.costs));
-    for (size_t i = 0; i < outcome.frontier.points.size(); ++i) {
+    for (size_t i = 0; i < frontier.points.size(); ++i) {
       if (!outcome.schedules[i]) continue;
-      ZB_ASSIGN_OR_RETURN(int64_t id, writing.InsertSchedule(job_id, *outcome.schedules[i],
-                                                             outcome.frontier.points[i].cap));
-      outcome.frontier.points[i].schedule_id = id;
+      ZB_ASSIGN_OR_RETURN(
+          frontier.points[i].schedule_id,
+          writing.InsertSchedule(job_id, *outcome.schedules[i], frontier.points[i].cap));
     }
-    ZB_ASSIGN_OR_RETURN(frontier_id, writing.RecordFrontier(outcome.frontier));
+    ZB_ASSIGN_OR_RETURN(stored_id, writing.RecordFrontier(frontier));
     return Status::Ok();
-  });
+  }));
+  outcome.frontier = std::move(frontier);
+  frontier_id = stored_id;
+  return Status::Ok();
 }
 
 }  // namespace zb::tuner

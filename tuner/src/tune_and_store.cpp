@@ -70,17 +70,23 @@ Status StoreTuneOutcome(const TuneRequest& request, const StoreTarget& target,
                         TuneOutcome& outcome) {
   if (!outcome.chosen) return Status::Ok();
   ZB_ASSIGN_OR_RETURN(Store store, Store::Open(target.path));
-  // One write: a cost profile is never left without the schedule tuned from it.
-  return store.WriteAtomically("store tuned schedule", [&](Store& writing) -> Status {
+  // One write: a cost profile is never left without the schedule tuned from it. The ids reach
+  // the outcome only once committed.
+  int64_t cost_profile_id = 0;
+  int64_t schedule_id = 0;
+  ZB_RETURN_IF_ERROR(store.WriteAtomically("store tuned schedule", [&](Store& writing) -> Status {
     ZB_ASSIGN_OR_RETURN(int64_t cluster_id,
                         writing.EnsureCluster({target.cluster, "", "", "", ""}));
     ZB_ASSIGN_OR_RETURN(int64_t job_id, writing.EnsureJob(cluster_id, target.job));
-    ZB_ASSIGN_OR_RETURN(outcome.cost_profile_id,
+    ZB_ASSIGN_OR_RETURN(cost_profile_id,
                         writing.InsertCostProfile(job_id, request.costs_name, request.costs));
-    ZB_ASSIGN_OR_RETURN(outcome.schedule_id,
+    ZB_ASSIGN_OR_RETURN(schedule_id,
                         writing.InsertSchedule(job_id, *outcome.chosen, outcome.chosen_cap));
     return Status::Ok();
-  });
+  }));
+  outcome.cost_profile_id = cost_profile_id;
+  outcome.schedule_id = schedule_id;
+  return Status::Ok();
 }
 
 Status CertifyAndStore(const TuneRequest& request, TuneOutcome& outcome) {
