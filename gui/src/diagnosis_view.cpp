@@ -128,6 +128,17 @@ QString DiagnosisView::titleText() const {
                          : QStringLiteral("diagnosed now"));
 }
 
+QString DiagnosisView::culpritHistoryText() const {
+  if (!report_) return {};
+  const doctor::RankFinding* culprit = FindingOf(*report_, report_->diagnosis.culprit_rank);
+  if (culprit == nullptr) return {};
+  const std::string before = doctor::RecentOpsText(*culprit);
+  if (before.empty()) return {};
+  return QStringLiteral("rank %1 before it stopped: %2")
+      .arg(culprit->rank)
+      .arg(QString::fromStdString(before));
+}
+
 DiagnosisView::Layout DiagnosisView::Place() const {
   Layout layout;
   const QFontMetrics metrics(font());
@@ -233,6 +244,7 @@ void DiagnosisView::paintEvent(QPaintEvent*) {
   };
   for (const std::string& chain : d.chain)
     paragraph(QStringLiteral("chain: %1").arg(QString::fromStdString(chain)));
+  if (const QString before = culpritHistoryText(); !before.isEmpty()) paragraph(before);
   if (!d.advice.empty())
     paragraph(QStringLiteral("what to do: %1").arg(QString::fromStdString(d.advice)));
   for (const std::string& problem : d.problems)

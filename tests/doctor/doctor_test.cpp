@@ -238,6 +238,71 @@ TEST_F(DoctorTest, AFrozenRankIsTheCulpritAndItsPeersWaitIsTheChain) {
   EXPECT_EQ(d.ranks[0].producer, "BW stage 1 mb 2 (op 5)");
 }
 
+// A version-2 record keeps the ops a rank ended last: the diagnosis gives them oldest first with
+// their times, then the op it is in (from the state, not ended), leaves out a half-written entry,
+// and keeps them through zb-diagnosis/1 and back.
+TEST_F(DoctorTest, TheLastOpsBeforeTheStallComeWithTheirTimes) {
+  RecordSpec frozen = InOp(1, OneFOneB(1), OpKind::kF, 2, 40);
+  frozen.history_capacity = 8;
+  const int64_t ms = 1000000;
+  const int64_t t0 = now_ - 41 * kSecond;
+  // In ring order, not time order: F1 ended, F0, BW0, BW1 (torn), an unknown op, one not ended.
+  frozen.history = {{0, IndexOf(frozen.program, OpKind::kF, 1), t0 + 50 * ms, t0 + 61 * ms},
+                    {0, IndexOf(frozen.program, OpKind::kF, 0), t0, t0 + 12 * ms},
+                    {0, IndexOf(frozen.program, OpKind::kBW, 0), t0 + 20 * ms, t0 + 45 * ms},
+                    {0, IndexOf(frozen.program, OpKind::kBW, 1), t0 + 70 * ms, t0 + 95 * ms},
+                    {0, 99, t0, t0 + ms},
+                    {0, IndexOf(frozen.program, OpKind::kF, 2), now_ - 40 * kSecond, 0}};
+  frozen.torn_history_entry = 3;
+  WriteRecord(dir_.string(), frozen);
+  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), OpKind::kBW, 2, 39));
+  auto read = ReadProgressFile((dir_ / "rank1.progress").string());
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  // The torn entry, the op index the program lacks and the entry not ended are left out.
+  ASSERT_EQ(read->history.size(), 3u);
+  EXPECT_EQ(read->history.front().op_index, IndexOf(frozen.program, OpKind::kF, 0));
+  EXPECT_EQ(read->history.back().op_index, IndexOf(frozen.program, OpKind::kF, 1));
+  EXPECT_EQ(read->version, 2);
+
+  const Diagnosis d = DiagnoseWith({{1, ProcessState::kStopped}});
+  ASSERT_EQ(d.culprit_rank, 1);
+  const RankFinding& rank1 = d.ranks[1];
+  ASSERT_EQ(rank1.recent.size(), 4u);
+  EXPECT_EQ(rank1.recent[0].op, "F stage 1 mb 0");
+  EXPECT_NEAR(rank1.recent[0].ms, 12.0, 1e-9);
+  EXPECT_NEAR(rank1.recent[0].began_s, 41.0, 1e-9);
+  EXPECT_EQ(rank1.recent[1].op, "BW stage 1 mb 0");
+  EXPECT_NEAR(rank1.recent[1].ms, 25.0, 1e-9);
+  EXPECT_EQ(rank1.recent[3].op, "F stage 1 mb 2");  // the op it is in, from the state
+  EXPECT_EQ(rank1.recent[3].ms, -1);
+  EXPECT_NEAR(rank1.recent[3].began_s, 40.0, 1e-9);
+  EXPECT_TRUE(d.ranks[0].recent.empty());  // a version-1 record
+
+  const std::string text = FormatDiagnosis(d);
+  EXPECT_NE(text.find("    before: F stage 1 mb 0 12.0 ms, BW stage 1 mb 0 25.0 ms, F stage 1 mb "
+                      "1 11.0 ms; the last ended 40.9 s ago\n"),
+            std::string::npos)
+      << text;
+
+  const std::string path = (dir_ / "diagnosis.json").string();
+  std::ofstream(path) << DiagnosisJson(d);
+  auto back = ReadDiagnosisJson(path);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->ranks[1].recent.size(), 4u);
+  EXPECT_EQ(back->ranks[1].recent[2].op, "F stage 1 mb 1");
+  EXPECT_NEAR(back->ranks[1].recent[2].ms, 11.0, 1e-9);
+  EXPECT_EQ(back->ranks[1].recent[3].ms, -1);
+
+  // A history that does not fit after the program is a clear error.
+  std::string bytes = testing::RecordBytes(frozen);
+  testing::Put<int32_t>(bytes, 148, 4000);
+  std::ofstream((dir_ / "rank1.progress").string(), std::ios::binary) << bytes;
+  auto unfit = ReadProgressFile((dir_ / "rank1.progress").string());
+  ASSERT_FALSE(unfit.ok());
+  EXPECT_NE(unfit.status().message().find("a history of 4000 entries"), std::string::npos)
+      << unfit.status().message();
+}
+
 TEST_F(DoctorTest, CrossedOrdersAreADeadlockNamingBothOps) {
   // Rank 0 runs 1F1B, rank 1 GPipe: rank 0's BW mb 0 waits for rank 1's, which comes after
   // rank 1's F mb 2, which waits for rank 0's F mb 2, which comes after rank 0's BW mb 0.

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Writes zb-progress/1 records (docs/formats.md §7) for the doctor's tests: the states a rank
-// leaves, set field by field. The real writer is zbkit.progress (Python); the Python fault suite
-// (adapters/pytorch/tests/test_stalls.py) checks that zb doctor reads what it writes.
+// Writes zb-progress/1 and /2 records (docs/formats.md §7) for the doctor's tests: the states a
+// rank leaves, set field by field. The real writer is zbkit.progress (Python); the Python fault
+// suite (adapters/pytorch/tests/test_stalls.py) checks that zb doctor reads what it writes.
 #ifndef ZBKIT_TESTS_DOCTOR_PROGRESS_RECORD_WRITER_H_
 #define ZBKIT_TESTS_DOCTOR_PROGRESS_RECORD_WRITER_H_
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -37,7 +38,18 @@ struct RecordSpec {
   int64_t ops_done = 0;
   std::string exit_message;
   bool tear_newer_slot = false;  // the newer slot's closing sequence number left unwritten
+  // Version 2: a history of `history_capacity` entries after the program, `history` written into
+  // its first entries in turn (entry i with sequence number 100 + i); `torn_history_entry` gets
+  // a closing sequence number that differs.
+  int history_capacity = 0;
+  std::vector<OpRun> history;
+  int torn_history_entry = -1;
 };
+
+// Where RecordBytes puts the history: after the program, 64-byte aligned, as zbkit.progress does.
+inline size_t HistoryOffset(const RecordSpec& spec) {
+  return (1024 + 8 * std::max<size_t>(1, spec.program.size()) + 63) / 64 * 64;
+}
 
 template <typename T>
 void Put(std::string& bytes, size_t offset, T value) {
@@ -47,7 +59,7 @@ void Put(std::string& bytes, size_t offset, T value) {
 inline std::string RecordBytes(const RecordSpec& spec) {
   std::string bytes(4096, '\0');
   std::memcpy(bytes.data(), "ZBPROG01", 8);
-  Put<uint32_t>(bytes, 8, 1);
+  Put<uint32_t>(bytes, 8, spec.history_capacity > 0 ? 2 : 1);
   Put<int32_t>(bytes, 12, spec.rank);
   Put<int32_t>(bytes, 16, spec.world);
   Put<int32_t>(bytes, 20, spec.pid);
@@ -62,6 +74,20 @@ inline std::string RecordBytes(const RecordSpec& spec) {
   Put<int32_t>(bytes, 136, spec.source);
   Put<int32_t>(bytes, 140, spec.stages);
   Put<int32_t>(bytes, 144, spec.local_world > 0 ? spec.local_world : spec.world);
+  if (spec.history_capacity > 0) {
+    Put<int32_t>(bytes, 148, spec.history_capacity);
+    Put<int32_t>(bytes, 152, static_cast<int32_t>(HistoryOffset(spec)));
+    for (size_t i = 0; i < spec.history.size(); ++i) {
+      const size_t at = HistoryOffset(spec) + 48 * i;
+      const uint64_t seq = 100 + i;
+      Put<uint64_t>(bytes, at, seq);
+      Put<int64_t>(bytes, at + 8, spec.history[i].iteration);
+      Put<int32_t>(bytes, at + 16, static_cast<int32_t>(spec.history[i].op_index));
+      Put<int64_t>(bytes, at + 24, spec.history[i].begin_ns);
+      Put<int64_t>(bytes, at + 32, spec.history[i].end_ns);
+      Put<uint64_t>(bytes, at + 40, static_cast<int>(i) == spec.torn_history_entry ? seq + 1 : seq);
+    }
+  }
   // The older slot holds the write before (a step starting), the newer one this state.
   auto slot = [&](size_t offset, uint64_t seq, int64_t op, Phase phase, bool torn) {
     Put<uint64_t>(bytes, offset, seq);

@@ -2,8 +2,9 @@
 // zbview's diagnosis view (DiagnosisView): on records of two ranks whose orders cross (rank 0
 // 1F1B, rank 1 GPipe), one cell per op of each rank's program at one width, the op each rank is
 // in outlined (the culprit's in red), each wait an arrow from the waiting op to the peer's op
-// that would send it; the diagnosis zb replay kept at the stall is shown over a fresh one;
-// `zbview --diagnosis` draws it headless, and bad input is one line.
+// that would send it, and the culprit's last ops before it stopped; the diagnosis zb replay kept
+// at the stall is shown over a fresh one; `zbview --diagnosis` draws it headless, and bad input
+// is one line.
 #include <unistd.h>
 
 #include <QImage>
@@ -64,6 +65,13 @@ void DiagnosisViewTest::initTestCase() {
     spec.op_index = 2;
     spec.phase = Phase::kInOp;
     spec.since_ns = now - 40LL * 1000000000LL;
+    if (rank == 0) {  // its history: F mb 0 and F mb 1 ended (10 and 12 ms), BW mb 0 running
+      const int64_t began = now - 41LL * 1000000000LL, ms = 1000000;
+      spec.history_capacity = 4;
+      spec.history = {{0, 0, began, began + 10 * ms},
+                      {0, 1, began + 20 * ms, began + 32 * ms},
+                      {0, 2, spec.since_ns, 0}};
+    }
     zb::doctor::testing::WriteRecord(dir_.path().toStdString(), spec);
   }
 }
@@ -103,6 +111,11 @@ void DiagnosisViewTest::cellsArrowsAndTheCulpritsOutline() {
   QCOMPARE(image.pixelColor(a0.left() + 2, a0.top() + 2).rgb(),
            zb::gui::ColorOf(zb::OpKind::kF).rgb());
   QVERIFY(view.titleText().contains(QStringLiteral("stalled (diagnosed now)")));
+  // What the culprit ran before it stopped, from its record's history.
+  QVERIFY2(view.culpritHistoryText().startsWith(QStringLiteral(
+               "rank 0 before it stopped: F stage 0 mb 0 10.0 ms, F stage 0 mb 1 12.0 ms; the "
+               "last ended ")),
+           qPrintable(view.culpritHistoryText()));
 }
 
 void DiagnosisViewTest::theDiagnosisKeptAtTheStallIsShown() {

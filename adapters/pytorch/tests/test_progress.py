@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The progress record (zbkit.progress) as `zb doctor` reads it: the op a SIGKILLed rank began is
-the one read back; a reader racing a writer never gets a torn state; a record that cannot be made
-is one warning and the job goes on."""
+the one read back, with the ops before it and their times; a reader racing a writer never gets a
+torn state or history entry; a record that cannot be made is one warning and the job goes on."""
 
 from __future__ import annotations
 
@@ -49,6 +49,13 @@ def test_the_state_after_sigkill_is_the_last_op_begun(tmp_path):
     rank = doctor(tmp_path)["ranks"][0]
     assert (rank["op_index"], rank["phase"], rank["process"]) == (337, "in-op", "dead")
     assert rank["op"] == "F stage 0 mb 337"
+    # The last HISTORY_SIZE (64) ops it ended, oldest first (273..336), then the one it died in.
+    recent = rank["recent"]
+    assert [entry["op_index"] for entry in recent] == list(range(273, 338))
+    assert all(entry["ms"] is not None and entry["ms"] >= 0 for entry in recent[:-1])
+    assert recent[-1]["ms"] is None and recent[-1]["op"] == "F stage 0 mb 337"
+    began = [entry["began_s"] for entry in recent]
+    assert began == sorted(began, reverse=True)  # seconds before the diagnosis: the oldest first
 
 
 def test_a_reader_racing_a_writer_never_reads_a_torn_state(tmp_path):
@@ -56,12 +63,15 @@ def test_a_reader_racing_a_writer_never_reads_a_torn_state(tmp_path):
         from zbkit.progress import ProgressRecord
         program = [("F", 0, i % 4) for i in range(64)]
         record = ProgressRecord(".", 0, 1, program, 4, 1)
-        print("ready", flush=True)
+        step = 0
         while True:
             record.iteration_begin()
             for i in range(64):
                 record.begin(i)
                 record.end(i)
+            if step == 0:
+                print("ready", flush=True)  # one whole step: a full history
+            step += 1
     """
     process = run_python(code, tmp_path)
     try:
@@ -72,6 +82,13 @@ def test_a_reader_racing_a_writer_never_reads_a_torn_state(tmp_path):
             assert rank["phase"] in ("starting", "in-op", "op-done"), rank
             assert -1 <= rank["op_index"] < 64
             seen.add(rank["op_index"])
+            # The history is read while it is written: at most the entry being written is left
+            # out, and every entry read is whole (an op of the program, a time that makes sense).
+            recent = rank["recent"]
+            assert len(recent) >= 63, len(recent)
+            for entry in recent:
+                assert 0 <= entry["op_index"] < 64 and entry["began_s"] >= 0, entry
+                assert entry["ms"] is None or 0 <= entry["ms"] < 60_000, entry
         assert len(seen) > 1  # the writer moved on between reads
     finally:
         process.kill()

@@ -149,6 +149,11 @@ def assert_culprit(run: Run, kind: str, rank: int, op: Optional[str] = None) -> 
     assert (culprit["kind"], culprit["rank"]) == (kind, rank), run.context()
     if op is not None:
         assert op in culprit["headline"], run.context()
+        # What the culprit ran before it stopped: its record's history ends with the op it is
+        # in (not ended), after ops it ended (the fault comes in step 1, after a whole step 0).
+        recent = next(r for r in run.diagnosis["ranks"] if r["rank"] == rank)["recent"]
+        assert recent and recent[-1]["ms"] is None and op in recent[-1]["op"], run.context()
+        assert any(entry["ms"] is not None for entry in recent[:-1]), run.context()
     if run.fault_at is not None:
         assert run.diagnosed_at - run.fault_at < DIAGNOSIS_WITHIN_S, run.context()
 
@@ -274,6 +279,10 @@ def test_the_unmodified_bundled_script(tmp_path, schedules, how, signal_number, 
               struck)  # fmt: skip
     assert left_behind(run_dir) == [], run.context()
     assert_culprit(run, culprit, 1)
+    # torch's runtime marks only beginnings: an action ends when the next begins.
+    recent = next(r for r in run.diagnosis["ranks"] if r["rank"] == 1)["recent"]
+    assert len(recent) >= 2 and recent[-1]["ms"] is None, run.context()
+    assert all(entry["ms"] is not None for entry in recent[:-1]), run.context()
 
 
 HEALTHY = [(runner, family, ranks) for runner in ("torch", "executor")

@@ -7,9 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 
@@ -313,6 +311,17 @@ std::vector<RankFinding> Findings(const RunProgress& run, const Graph& graph,
                                rank.phase == Phase::kOpDone);
     if (in_op) f.op = OpText(rank.program[static_cast<size_t>(rank.op_index)]);
     f.for_s = std::max(0.0, static_cast<double>(options.now_ns - rank.since_ns) / 1e9);
+    for (const OpRun& ran : rank.history) {
+      const double began_s = static_cast<double>(options.now_ns - ran.begin_ns) / 1e9;
+      const double ms = static_cast<double>(ran.end_ns - ran.begin_ns) / 1e6;
+      f.recent.push_back({OpText(rank.program[static_cast<size_t>(ran.op_index)]), ran.iteration,
+                          ran.op_index, std::max(0.0, began_s), ms});
+    }
+    // Then the op it is in, not ended: begun when the state says (for a step that raised, when
+    // it raised).
+    if (rank.version >= 2 && in_op && rank.phase != Phase::kOpDone) {
+      f.recent.push_back({f.op, rank.iteration, rank.op_index, f.for_s, -1.0});
+    }
     if (auto need = graph.NeedOf(rank)) {
       const RankProgress* peer = graph.Rank(need->peer);
       if (peer == nullptr || !Graph::Passed(*peer, rank.iteration, need->producer)) {
@@ -550,6 +559,24 @@ Diagnosis Diagnose(const RunProgress& run, const DiagnoseOptions& options) {
   return d;
 }
 
+std::string RecentOpsText(const RankFinding& f, size_t shown) {
+  std::vector<const RecentOp*> ended;
+  for (const RecentOp& op : f.recent) {
+    if (op.ms >= 0) ended.push_back(&op);
+  }
+  if (ended.empty() || shown == 0) return "";
+  std::string text;
+  const size_t first = ended.size() > shown ? ended.size() - shown : 0;
+  for (size_t i = first; i < ended.size(); ++i) {
+    char ms[32];
+    std::snprintf(ms, sizeof(ms), "%.1f ms", ended[i]->ms);
+    text += (i == first ? "" : ", ") + ended[i]->op + " " + ms;
+  }
+  const RecentOp& last = *ended.back();
+  return text + "; the last ended " + Seconds(std::max(0.0, last.began_s - last.ms / 1000)) +
+         " ago";
+}
+
 std::string FormatDiagnosis(const Diagnosis& d) {
   std::string text =
       d.directory + ": " + std::to_string(d.world) + " ranks (job " + d.job + "): " + d.state;
@@ -571,6 +598,9 @@ std::string FormatDiagnosis(const Diagnosis& d) {
       text += f.producer.empty() ? " (no op of its program sends it)" : " (its " + f.producer + ")";
     }
     text += "\n";
+    if (const std::string before = RecentOpsText(f); !before.empty()) {
+      text += "    before: " + before + "\n";
+    }
   }
   text += FormatFlightRecorder(d);
   for (const std::string& problem : d.problems)
@@ -583,112 +613,6 @@ std::string FormatFlightRecorder(const Diagnosis& d) {
   for (const std::string& line : d.flight_recorder)
     text += "flight recorder: " + line + "\n";
   return text;
-}
-
-std::string DiagnosisJson(const Diagnosis& d) {
-  nlohmann::json ranks = nlohmann::json::array();
-  for (const RankFinding& f : d.ranks) {
-    ranks.push_back({{"rank", f.rank},
-                     {"pid", f.pid},
-                     {"host", f.host},
-                     {"process", ProcessStateName(f.process)},
-                     {"phase", PhaseName(f.phase)},
-                     {"step", f.iteration},
-                     {"op_index", f.op_index},
-                     {"op", f.op},
-                     {"for_s", f.for_s},
-                     {"waits_for", f.waits_for >= 0 ? nlohmann::json(f.waits_for) : nullptr},
-                     {"message", f.message},
-                     {"producer", f.producer},
-                     {"producer_index", f.producer_index}});
-  }
-  nlohmann::json doc = {
-      {"format", "zb-diagnosis/1"},
-      {"run_dir", d.directory},
-      {"job", d.job},
-      {"world", d.world},
-      {"state", d.state},
-      {"quiet_s", d.quiet_s},
-      {"culprit",
-       {{"kind", CulpritName(d.culprit)},
-        {"rank", d.culprit_rank >= 0 ? nlohmann::json(d.culprit_rank) : nullptr},
-        {"headline", d.headline}}},
-      {"chain", d.chain},
-      {"advice", d.advice},
-      {"ranks", ranks},
-      {"problems", d.problems},
-      {"flight_recorder", d.flight_recorder},
-  };
-  // Names come from records and dumps a rank may have torn: bytes that are not UTF-8 are replaced,
-  // not thrown at the reader.
-  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-}
-
-}  // namespace zb::doctor
-
-namespace zb::doctor {
-namespace {
-
-// The enum value whose name (CulpritName, PhaseName, ...) is `name`; `fallback` for none of the
-// first `count` values.
-template <typename Enum, typename NameOf>
-Enum FromName(const std::string& name, int count, NameOf name_of, Enum fallback) {
-  for (int i = 0; i < count; ++i) {
-    if (name == name_of(static_cast<Enum>(i))) return static_cast<Enum>(i);
-  }
-  return fallback;
-}
-
-}  // namespace
-
-Expected<Diagnosis> ReadDiagnosisJson(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFound(path + ": cannot open");
-  nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) return InvalidInput(path + ": not JSON");
-  if (doc.value("format", "") != "zb-diagnosis/1") {
-    return InvalidInput(path + ": format: not zb-diagnosis/1");
-  }
-  try {
-    Diagnosis d;
-    d.directory = doc.at("run_dir").get<std::string>();
-    d.job = doc.at("job").get<std::string>();
-    d.world = doc.at("world").get<int>();
-    d.state = doc.at("state").get<std::string>();
-    d.quiet_s = doc.at("quiet_s").get<double>();
-    const auto& culprit = doc.at("culprit");
-    d.culprit = FromName(culprit.at("kind").get<std::string>(),
-                         static_cast<int>(Culprit::kFinished) + 1, CulpritName, Culprit::kNone);
-    d.culprit_rank = culprit.at("rank").is_null() ? -1 : culprit.at("rank").get<int>();
-    d.headline = culprit.at("headline").get<std::string>();
-    d.chain = doc.at("chain").get<std::vector<std::string>>();
-    d.advice = doc.at("advice").get<std::string>();
-    d.problems = doc.at("problems").get<std::vector<std::string>>();
-    d.flight_recorder = doc.value("flight_recorder", std::vector<std::string>{});
-    for (const auto& r : doc.at("ranks")) {
-      RankFinding f;
-      f.rank = r.at("rank").get<int>();
-      f.pid = r.at("pid").get<int>();
-      f.host = r.value("host", "");
-      f.process =
-          FromName(r.at("process").get<std::string>(), static_cast<int>(ProcessState::kUnknown) + 1,
-                   ProcessStateName, ProcessState::kUnknown);
-      f.phase = FromName(r.at("phase").get<std::string>(), static_cast<int>(Phase::kRaised) + 1,
-                         PhaseName, Phase::kStarting);
-      f.iteration = r.at("step").get<int64_t>();
-      f.op_index = r.at("op_index").get<int64_t>();
-      f.op = r.at("op").get<std::string>();
-      f.for_s = r.at("for_s").get<double>();
-      f.waits_for = r.at("waits_for").is_null() ? -1 : r.at("waits_for").get<int>();
-      f.message = r.at("message").get<std::string>();
-      f.producer = r.at("producer").get<std::string>();
-      f.producer_index = r.value("producer_index", -1);
-      d.ranks.push_back(std::move(f));
-    }
-    return d;
-  } catch (const nlohmann::json::exception& error) {
-    return InvalidInput(path + ": " + error.what());
-  }
 }
 
 }  // namespace zb::doctor

@@ -14,6 +14,8 @@
 #include <map>
 #include <regex>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 namespace zb::doctor {
 namespace {
@@ -23,14 +25,17 @@ namespace fs = std::filesystem;
 // The layout zbkit.progress writes (docs/formats.md §7); little-endian, as every host zbkit
 // runs on.
 constexpr char kMagic[8] = {'Z', 'B', 'P', 'R', 'O', 'G', '0', '1'};
-constexpr uint32_t kVersion = 1;
-constexpr size_t kHeaderSize = 148;
+constexpr uint32_t kOldestVersion = 1;  // no history
+constexpr uint32_t kVersion = 2;        // the history's size at 148, its offset at 152
+constexpr size_t kHeaderSize = 156;
 constexpr size_t kSlotOffsets[2] = {256, 320};
 constexpr size_t kSlotSize = 56;
 constexpr size_t kExitOffset = 512;
 constexpr size_t kExitMessageSize = 496;
 constexpr size_t kProgramOffset = 1024;
 constexpr size_t kOpSize = 8;
+constexpr size_t kHistoryEntrySize = 48;
+constexpr int32_t kMaxHistory = 4096;
 
 template <typename T>
 T Load(const std::string& bytes, size_t offset) {
@@ -64,6 +69,29 @@ Slot ReadSlot(const std::string& bytes, size_t offset) {
   return slot;
 }
 
+// The whole history entries of ended ops, oldest first (a writer mid-entry leaves that one out).
+std::vector<OpRun> ReadHistory(const std::string& bytes, size_t offset, int32_t entries,
+                               int32_t program_length) {
+  std::vector<std::pair<uint64_t, OpRun>> whole;
+  for (int32_t i = 0; i < entries; ++i) {
+    const size_t at = offset + kHistoryEntrySize * static_cast<size_t>(i);
+    const auto seq = Load<uint64_t>(bytes, at);
+    if (seq == 0 || seq != Load<uint64_t>(bytes, at + 40)) continue;
+    OpRun run{Load<int64_t>(bytes, at + 8), Load<int32_t>(bytes, at + 16),
+              Load<int64_t>(bytes, at + 24), Load<int64_t>(bytes, at + 32)};
+    if (run.op_index < 0 || run.op_index >= program_length || run.end_ns <= 0) continue;
+    whole.emplace_back(seq, run);
+  }
+  // Begin order (the writer's order: ops of one rank run one after another).
+  std::sort(whole.begin(), whole.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.second.begin_ns, a.first) < std::tie(b.second.begin_ns, b.first);
+  });
+  std::vector<OpRun> history;
+  for (const auto& [seq, run] : whole)
+    history.push_back(run);
+  return history;
+}
+
 Expected<std::string> ReadBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound(path + ": cannot open: " + std::strerror(errno));
@@ -81,13 +109,15 @@ Expected<RankProgress> Decode(const std::string& path, const std::string& bytes)
   if (std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
     return bad("not a zbkit progress record (no ZBPROG01 magic)");
   }
-  if (const auto version = Load<uint32_t>(bytes, 8); version != kVersion) {
+  const auto version = Load<uint32_t>(bytes, 8);
+  if (version < kOldestVersion || version > kVersion) {
     return bad("progress record version " + std::to_string(version) + ", this zb reads " +
-               std::to_string(kVersion));
+               std::to_string(kOldestVersion) + " to " + std::to_string(kVersion));
   }
   static_assert(kHeaderSize <= kSlotOffsets[0]);
   RankProgress rank;
   rank.path = path;
+  rank.version = static_cast<int>(version);
   rank.rank = Load<int32_t>(bytes, 12);
   rank.world = Load<int32_t>(bytes, 16);
   rank.pid = Load<int32_t>(bytes, 20);
@@ -136,6 +166,20 @@ Expected<RankProgress> Decode(const std::string& path, const std::string& bytes)
   rank.phase = static_cast<Phase>(best.phase);
   rank.since_ns = best.since_ns;
   rank.ops_done = best.ops_done;
+  if (version >= 2) {
+    const int32_t entries = Load<int32_t>(bytes, 148);
+    const int32_t offset = Load<int32_t>(bytes, 152);
+    const size_t program_end = kProgramOffset + kOpSize * static_cast<size_t>(length);
+    if (entries < 0 || entries > kMaxHistory || offset < 0 ||
+        static_cast<size_t>(offset) < program_end ||
+        static_cast<size_t>(offset) + kHistoryEntrySize * static_cast<size_t>(entries) >
+            bytes.size()) {
+      return bad("a history of " + std::to_string(entries) + " entries at byte " +
+                 std::to_string(offset) + " does not fit after the program in " +
+                 std::to_string(bytes.size()) + " bytes");
+    }
+    rank.history = ReadHistory(bytes, static_cast<size_t>(offset), entries, length);
+  }
   const int32_t message_length = std::clamp<int32_t>(Load<int32_t>(bytes, kExitOffset + 4), 0,
                                                      static_cast<int32_t>(kExitMessageSize));
   rank.exit_message = bytes.substr(kExitOffset + 16, static_cast<size_t>(message_length));

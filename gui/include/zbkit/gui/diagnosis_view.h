@@ -49,6 +49,9 @@ class DiagnosisView : public QWidget {
   QRect opCell(int rank, int index) const;
   std::optional<QLine> waitArrow(int rank) const;
   QString titleText() const;
+  // "rank 1 before it stopped: F stage 1 mb 0 12.0 ms, ...; the last ended 40.9 s ago": the
+  // culprit's last ended ops from its record's history; empty without a culprit or a history.
+  QString culpritHistoryText() const;
 
   QSize sizeHint() const override;
   QSize minimumSizeHint() const override;

@@ -29,6 +29,15 @@ enum class Culprit {
 };
 const char* CulpritName(Culprit culprit);
 
+// An op a rank ran before the diagnosis (its record's history), as a person reads it.
+struct RecentOp {
+  std::string op;  // OpText
+  int64_t iteration = -1;
+  int64_t op_index = -1;
+  double began_s = 0;  // seconds before the diagnosis
+  double ms = -1;      // how long it took; -1: not ended (running, or where the rank stopped)
+};
+
 // What one rank is doing, as the diagnosis reads it.
 struct RankFinding {
   int rank = 0;
@@ -38,12 +47,13 @@ struct RankFinding {
   Phase phase = Phase::kStarting;
   int64_t iteration = -1;
   int64_t op_index = -1;
-  std::string op;           // OpText of the current op, "" outside ops
-  double for_s = 0;         // seconds since the rank's last mark
-  int waits_for = -1;       // the peer whose message it waits for, -1 if none
-  std::string message;      // "RECV_F stage 2 mb 5": what it waits for
-  std::string producer;     // the peer's op that sends it, "" when its program has none
-  int producer_index = -1;  // its index in the peer's program
+  std::string op;                // OpText of the current op, "" outside ops
+  double for_s = 0;              // seconds since the rank's last mark
+  int waits_for = -1;            // the peer whose message it waits for, -1 if none
+  std::string message;           // "RECV_F stage 2 mb 5": what it waits for
+  std::string producer;          // the peer's op that sends it, "" when its program has none
+  int producer_index = -1;       // its index in the peer's program
+  std::vector<RecentOp> recent;  // its last ops, oldest first (none from a version-1 record)
 };
 
 struct Diagnosis {
@@ -73,7 +83,11 @@ struct DiagnoseOptions {
 
 Diagnosis Diagnose(const RunProgress& run, const DiagnoseOptions& options);
 
-// A few lines for a person: state, culprit, chain, advice, then one line per rank.
+// The last ops a rank ended, as one line for a person: "F stage 1 mb 0 12.0 ms, BW stage 1 mb 0
+// 25.0 ms; the last ended 40.9 s ago" (the last `shown` of them); "" when its record kept none.
+std::string RecentOpsText(const RankFinding& rank, size_t shown = 6);
+// A few lines for a person: state, culprit, chain, advice, then one line per rank (and one with
+// the ops it ended before, where its record kept them).
 std::string FormatDiagnosis(const Diagnosis& diagnosis);
 // Its flight-recorder lines alone ("flight recorder: ..."), for a job without zbkit's records.
 std::string FormatFlightRecorder(const Diagnosis& diagnosis);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Reading the ranks' progress records (zb-progress/1, docs/formats.md §7): the small file each
-// rank of a job run under zbkit keeps in place, `<dir>/rank<R>.progress`, with its program (the
-// ordered ops it runs) and where it is in it. The writer is zbkit.progress (Python); readers are
-// `zb doctor` and the stall watch of `zb replay` / `zb profile` (docs/stalls.md).
+// Reading the ranks' progress records (zb-progress/1 and /2, docs/formats.md §7): the small file
+// each rank of a job run under zbkit keeps in place, `<dir>/rank<R>.progress`, with its program
+// (the ordered ops it runs), where it is in it and (version 2) the last ops it ended, with times.
+// The writer is zbkit.progress (Python); readers are `zb doctor` and the stall watch of `zb replay`
+// / `zb profile` (docs/stalls.md).
 #ifndef ZBKIT_DOCTOR_PROGRESS_H_
 #define ZBKIT_DOCTOR_PROGRESS_H_
 
@@ -50,8 +51,17 @@ const char* PhaseName(Phase phase);
 // torch's runtime through the shim (its actions, sends and receives their own ops).
 enum class ProgramSource : int32_t { kExecutor = 0, kTorchRuntime = 1 };
 
+// One op the rank ran: a history entry of a version-2 record.
+struct OpRun {
+  int64_t iteration = -1;
+  int64_t op_index = -1;  // into the program
+  int64_t begin_ns = 0;
+  int64_t end_ns = 0;
+};
+
 struct RankProgress {
   std::string path;
+  int version = 1;  // of the record: 2 keeps a history
   int rank = 0;
   int world = 0;
   int pid = 0;
@@ -71,11 +81,14 @@ struct RankProgress {
   int64_t since_ns = 0;  // when the phase began (the last write)
   int64_t ops_done = 0;
   std::string exit_message;  // for kRaised
+  // The last ops it ended (up to the writer's history size), oldest first; half-written entries
+  // left out. Empty for a version-1 record. The op it is in is the state's (op_index, since_ns).
+  std::vector<OpRun> history;
 };
 
 // One rank's file. InvalidInput (naming the file and what is wrong) for a file that is not a
-// whole zb-progress/1 record: wrong magic or version, too short, a program that does not fit, no
-// consistent state slot.
+// whole zb-progress record: wrong magic or version, too short, a program or history that does not
+// fit, no consistent state slot.
 Expected<RankProgress> ReadProgressFile(const std::string& path);
 
 // Every rank<R>.progress of a directory (or of several: a multi-host job keeps one per host), by
