@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """`zb rehearse --layers` (zbkit_harness.rehearse_split): every split `zb partition` compares runs
-with its order on real ranks whose emulated stages take the sums of their blocks' costs. Asserted
+with its order on real ranks whose emulated stages take the sums of their blocks' costs, through
+zbkit's executor and through torch's schedule class (the shim). Asserted
 exactly, whatever the machine's noise: each split's order file carries its stages' block sums,
 every split runs as scheduled, every emulated F lasts its stage's F, no iteration is shorter than
 a rank's work, peaks are the predicted ones. The measured/predicted figures are in
@@ -68,6 +69,36 @@ def test_every_split_runs_its_order_with_its_blocks_costs(tmp_path: Path) -> Non
         rank_work = 4 * sum(stage_costs[s][k] for s in (0, 3) for k in ("F", "B", "W"))
         assert row["measured_ms"] >= rank_work, row
     assert any(line.startswith("split:co-tuned vs split:even") for line in doc["gains"]), doc
+
+
+def test_torchs_schedule_class_runs_each_splits_order_through_the_shim(tmp_path: Path) -> None:
+    """--runtime shim: each split's order, tuned for torch's runtime, replayed by the shim in the
+    torch class of the layout (ZBVZeroBubble for V), with the split's per-stage costs."""
+    done = _rehearse(tmp_path, "--layers", str(_layers(tmp_path)), "-p", "2", "-m", "4",
+                     "--layout", "v", "--runtime", "shim", "--iters", "2", "--rounds", "1",
+                     "--evaluations", "200", "--json", timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads(done.stdout.strip().splitlines()[-1])
+    rows = {row["schedule"]: row for row in doc["rows"]}
+    assert set(rows) == {"split:even", "split:torchtitan", "split:min-max", "split:co-tuned"}
+    work = tmp_path / "zbkit-rehearse"
+    names = [layer["name"] for layer in LAYERS["layers"]]
+    for name, row in rows.items():
+        assert row["runtime"] == "shim" and row["order"] == "as scheduled", row
+        split = name.split(":", 1)[1]
+        order = json.loads((work / "orders-shim" / f"{split}-v.json").read_text())
+        assert order["predicted"]["makespan"] == pytest.approx(row["predicted_ms"], abs=1e-3)
+        stage_costs = order["costs"]["stages"]
+        for stage, blocks in enumerate(doc["splits"][f"{name} (shim)"]):
+            members = [LAYERS["layers"][names.index(b)] for b in blocks]
+            assert stage_costs[stage]["F"] == pytest.approx(sum(m["F"] for m in members))
+        # torch's runtime ran the emulated stages with the split's costs, not one profile's.
+        timeline = work / "summaries" / f"split-{split}-shim-round0" / "timeline.rank0.json"
+        ops = json.loads(timeline.read_text())["ops"]
+        for op in (op for op in ops if op["type"] == "F"):
+            assert (op["end_ns"] - op["start_ns"]) / 1e6 == pytest.approx(
+                stage_costs[op["stage"]]["F"], abs=1e-3
+            )
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:

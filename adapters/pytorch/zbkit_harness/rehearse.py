@@ -403,14 +403,10 @@ class Rehearsal:
                 note(f"{name}: {error}")
                 continue
             schedule = json.loads(path.read_text())
-            cls, layout = torch_class_for(schedule["chunks"], schedule["placement"])
             best = next(r for r in report["candidates"] if r["family"] == report["best"])
             for runtime in ("shim", "executor"):
                 if runtime == "shim":
-                    row = Row(name, runtime, ["--schedule", cls, *layout],
-                              env={"ZBKIT_SCHEDULE": str(path),
-                                   "PYTHONPATH": os.pathsep.join(
-                                       [str(locate.hook_dir()), self.jobs.env["PYTHONPATH"]])})  # fmt: skip
+                    row = self.shim_row(name, path, schedule)
                 else:
                     row = Row(name, runtime, ["--schedule-file", str(path)])
                 row.schedule_id = report.get("schedule_id")
@@ -420,6 +416,15 @@ class Rehearsal:
                 else:
                     self.predicted(row, self.executor_prediction(schedule, family))
                 self.rows.append(row)
+
+    def shim_row(self, name: str, path: Path, schedule: Dict[str, Any],
+                 extra: Sequence[str] = ()) -> Row:  # fmt: skip
+        """A row that replays the order of `path` through the shim: a plain pipelining script
+        builds the stages of the order's layout and steps the torch class of that layout."""
+        cls, layout = torch_class_for(schedule["chunks"], schedule["placement"])
+        hooked = os.pathsep.join([str(locate.hook_dir()), self.jobs.env["PYTHONPATH"]])
+        return Row(name, "shim", ["--schedule", cls, *layout, *extra],
+                   env={"ZBKIT_SCHEDULE": str(path), "PYTHONPATH": hooked})  # fmt: skip
 
     def executor_prediction(self, schedule: Dict[str, Any], family: str) -> Dict[str, Any]:
         """The order as zbkit's executor runs it: zb tune predicted it as torch's runtime runs it

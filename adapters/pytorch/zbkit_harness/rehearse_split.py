@@ -1,16 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
 """`zb rehearse --layers FILE -p P`: every layer split `zb partition` compares, each with its best
-order, run by zbkit's executor on P real ranks whose stages take their blocks' F, B and W (the
-sums over the split's blocks) as timed waits, measured against the prediction (docs/partition.md
-§5, docs/rehearse.md).
+order, run by zbkit's executor and/or by torch's own schedule class through the shim on P real
+ranks whose stages take their blocks' F, B and W (the sums over the split's blocks) as timed
+waits, measured against the prediction (docs/partition.md §5, docs/rehearse.md).
 
     zb rehearse --layers FILE -p P -m M [--layout loop:1|loop:V|v] [--mem-limit SIZE|none]
-                [--iters K] [--rounds R] [--dir DIR] [--evaluations N] [--splits N] [--json]
+                [--runtime executor|shim|both] [--iters K] [--rounds R] [--dir DIR]
+                [--evaluations N] [--splits N] [--json]
 
 1. probe the hop time between neighbouring ranks, as `zb rehearse --costs` does;
-2. predict: `zb partition` on the per-block costs with that hop time as their comm, for zbkit's
-   runtime (the executor runs the first stage's backward as any other), each compared split's
-   order written with its own per-stage costs (`--orders-dir`);
+2. predict: `zb partition` on the per-block costs with that hop time as their comm, once per
+   runtime rehearsed: `--runtime zbkit` for the executor (it runs the first stage's backward as
+   any other), `--runtime torch` for the shim (torch's runtime runs it all in its W), each
+   compared split's order written with its own per-stage costs (`--orders-dir`);
 3. run: R rounds, each running every split once in turn (alternating direction);
 4. report: per split the measured iteration time against the predicted one, and how much of each
    predicted gain of the co-tuned split over the others the measurement realises.
@@ -60,6 +62,7 @@ class SplitSettings:
     time_scale: float = 1.0
     evaluations: int = 2000
     splits: int = 300
+    runtimes: Tuple[str, ...] = ("executor",)  # "executor" and/or "shim"
     json: bool = False
     store: str = ""  # the rows record nothing in a store
 
@@ -86,7 +89,9 @@ class SplitRehearsal(Rehearsal):
         self.rows: List[Row] = []
         self.failed = False
         self.max_memory = 0.0
-        self.split_stages: Dict[str, List[List[str]]] = {}  # row -> its stages' blocks
+        # Each split's stages' blocks, by row: its name for the executor's rows, "<name> (shim)"
+        # for the shim's (torch's runtime may co-tune another split).
+        self.split_stages: Dict[str, List[List[str]]] = {}
         self.check_request(environment["zb"])
 
     def common_args(self) -> List[str]:
@@ -96,10 +101,11 @@ class SplitRehearsal(Rehearsal):
                 str(self.s.message_bytes), "--memory-scale", repr(memory_scale), "--device",
                 self.s.device, "--hop-ms", repr(self.comm_ms())]  # fmt: skip
 
-    def partition_args(self, layers: Path) -> List[str]:
+    def partition_args(self, layers: Path, runtime: str = "executor") -> List[str]:
         return ["partition", "--layers", str(layers), "-p", str(self.ranks), "-m",
                 str(self.s.microbatches), "--layout", self.s.layout, "--mem-limit",
-                self.s.mem_limit, "--runtime", "zbkit"]  # fmt: skip
+                self.s.mem_limit, "--runtime",
+                "zbkit" if runtime == "executor" else "torch"]  # fmt: skip
 
     def check_request(self, zb: str) -> None:
         """`zb partition` judges the file, p, m, the layout and the cap before anything runs: its
@@ -107,10 +113,10 @@ class SplitRehearsal(Rehearsal):
         check_with_zb([zb, *self.partition_args(self.s.layers), "--evaluations", "0", "--splits",
                        "1"])  # fmt: skip
 
-    def partition(self, layers: Path, orders: Path) -> Dict[str, Any]:
-        return self.jobs.zb_json("partition", *self.partition_args(layers), "--evaluations",
-                                 str(self.s.evaluations), "--splits", str(self.s.splits),
-                                 "--orders-dir", str(orders))  # fmt: skip
+    def partition(self, layers: Path, orders: Path, runtime: str) -> Dict[str, Any]:
+        return self.jobs.zb_json(f"partition-{runtime}", *self.partition_args(layers, runtime),
+                                 "--evaluations", str(self.s.evaluations), "--splits",
+                                 str(self.s.splits), "--orders-dir", str(orders))  # fmt: skip
 
     def rehearsed_layers(self) -> Path:
         """The per-block costs as rehearsed: times --time-scale, the probed hop time as comm."""
@@ -124,40 +130,55 @@ class SplitRehearsal(Rehearsal):
         return path
 
     def predict(self) -> None:
-        report = self.partition(self.rehearsed_layers(), self.s.dir / "orders")
-        for entry in report["rows"]:
-            name = f"split:{entry['split']}"
-            if not entry.get("ok"):
-                note(f"{name}: {entry.get('reason', 'no order')}; not rehearsed")
-                continue
-            path = Path(entry["order_file"])
-            row = Row(name, "executor", ["--schedule-file", str(path), "--costs", str(path)])
-            row.schedule_file = path
-            row.predicted_ms = float(entry["iteration_ms"])
-            self.split_stages[name] = entry["stages"]
-            schedule = json.loads(path.read_text())
-            row.predicted_peak = max(schedule.get("predicted", {}).get("peak_memory") or [0.0])
-            self.max_memory = max(
-                [self.max_memory] + [float(st.get("M_B", 0)) for st in schedule["costs"]["stages"]]
-            )
-            self.rows.append(row)
+        layers = self.rehearsed_layers()
+        for runtime in self.s.runtimes:
+            # The executor's orders where they always were; the shim's beside them.
+            orders = self.s.dir / ("orders" if runtime == "executor" else f"orders-{runtime}")
+            for entry in self.partition(layers, orders, runtime)["rows"]:
+                self.add_split_row(runtime, entry)
         if not self.rows:
             raise RehearsalError("no compared split has an order that fits --mem-limit")
 
+    def add_split_row(self, runtime: str, entry: Dict[str, Any]) -> None:
+        """The row of one split `zb partition` reported, run by `runtime` with the split's order
+        and per-stage costs (the order file carries both)."""
+        name = f"split:{entry['split']}"
+        if not entry.get("ok"):
+            note(f"{name} ({runtime}): {entry.get('reason', 'no order')}; not rehearsed")
+            return
+        path = Path(entry["order_file"])
+        schedule = json.loads(path.read_text())
+        if runtime == "executor":
+            row = Row(name, runtime, ["--schedule-file", str(path), "--costs", str(path)])
+        else:
+            row = self.shim_row(name, path, schedule, ["--costs", str(path)])
+        row.schedule_file = path
+        row.predicted_ms = float(entry["iteration_ms"])
+        self.split_stages[name if runtime == "executor" else row.label] = entry["stages"]
+        row.predicted_peak = max(schedule.get("predicted", {}).get("peak_memory") or [0.0])
+        self.max_memory = max(
+            [self.max_memory] + [float(st.get("M_B", 0)) for st in schedule["costs"]["stages"]]
+        )
+        self.rows.append(row)
+
 
 def gains(rows: List[Row]) -> List[str]:
-    """How much of the co-tuned split's predicted gain over each other split was measured."""
-    ran = {row.schedule: row for row in rows if not row.error and row.measured.iteration_s}
-    chosen = ran.get("split:co-tuned")
+    """How much of the co-tuned split's predicted gain over each other split was measured, on
+    each runtime (a runtime's rows are compared among themselves; the executor's lines name no
+    runtime, as before the shim's rows)."""
     lines = []
-    for name, row in ran.items():
-        if chosen is None or row is chosen or row.predicted_ms <= chosen.predicted_ms:
-            continue
-        predicted = 1 - chosen.predicted_ms / row.predicted_ms
-        measured = 1 - chosen.measured_ms() / row.measured_ms()
-        lines.append(
-            f"split:co-tuned vs {name}: {measured:.1%} faster measured, {predicted:.1%} predicted"
-        )
+    for runtime in dict.fromkeys(row.runtime for row in rows):
+        ran = {row.schedule: row for row in rows
+               if row.runtime == runtime and not row.error and row.measured.iteration_s}  # fmt: skip
+        chosen = ran.get("split:co-tuned")
+        suffix = "" if runtime == "executor" else f" ({runtime})"
+        for name, row in ran.items():
+            if chosen is None or row is chosen or row.predicted_ms <= chosen.predicted_ms:
+                continue
+            predicted = 1 - chosen.predicted_ms / row.predicted_ms
+            measured = 1 - chosen.measured_ms() / row.measured_ms()
+            lines.append(f"split:co-tuned vs {name}{suffix}: {measured:.1%} faster measured, "
+                         f"{predicted:.1%} predicted")  # fmt: skip
     return lines
 
 
@@ -165,6 +186,7 @@ def report(rehearsal: SplitRehearsal, out: IO[str]) -> None:
     s = rehearsal.s
     out.write(
         f"p={rehearsal.ranks} m={s.microbatches} layout={s.layout} mem-limit={s.mem_limit} "
+        f"runtime={'+'.join(s.runtimes)} "
         f"layers={s.layers} comm={rehearsal.comm_ms():.3f} ms ({s.comm}) device={s.device} "
         f"time-scale={s.time_scale:g} iterations={s.iters}x{s.rounds} rounds\n"
     )
@@ -187,8 +209,9 @@ def parse(argv: Optional[Sequence[str]]) -> Tuple[SplitSettings, Dict[str, str]]
     parser = argparse.ArgumentParser(
         prog="zb rehearse --layers",
         description="Run every layer split zb partition compares, with its order, on real ranks "
-        "whose stages take their blocks' F, B and W as timed waits, and report each measured "
-        "against its prediction (docs/partition.md).",
+        "whose stages take their blocks' F, B and W as timed waits, through zbkit's executor "
+        "and/or torch's schedule class (the shim), and report each measured against its "
+        "prediction (docs/partition.md).",
         epilog="example: zb rehearse --layers tests/data/layers/llm19.json -p 4 -m 8 --layout v",
     )
     parser.add_argument("--layers", required=True, help="zb-layers/1: per-block costs")
@@ -199,6 +222,9 @@ def parse(argv: Optional[Sequence[str]]) -> Tuple[SplitSettings, Dict[str, str]]
     parser.add_argument("--evaluations", type=int, default=2000,
                         help="order-search simulations per split (zb partition)")  # fmt: skip
     parser.add_argument("--splits", type=int, default=300, help="splits the co-tuning judges")
+    parser.add_argument("--runtime", choices=("executor", "shim", "both"), default="executor",
+                        help="who runs each split's order: zbkit's executor, torch's schedule "
+                        "class through the shim (orders tuned for torch's runtime), or both")  # fmt: skip
     add_run_options(parser)
     args = parser.parse_args(argv)
     for name in ("ranks", "microbatches", "iters", "rounds", "message_bytes", "splits"):
@@ -216,6 +242,7 @@ def parse(argv: Optional[Sequence[str]]) -> Tuple[SplitSettings, Dict[str, str]]
         rounds=args.rounds, dir=Path(args.dir), message_bytes=args.message_bytes, comm=args.comm,
         device=args.device, time_scale=args.time_scale, evaluations=args.evaluations,
         splits=args.splits, json=args.json,
+        runtimes=("executor", "shim") if args.runtime == "both" else (args.runtime,),
     )  # fmt: skip
     return settings, located()
 
