@@ -149,12 +149,21 @@ def test_shim_runs_a_zb_v_schedule_json_in_the_unmodified_zbv_script(tmp_path):
     schedule = tuned_schedule(tmp_path, "zb-v")
     prefix = tmp_path / "dump"
     args = JOB + ["--schedule", "ZBVZeroBubble", "--dump", str(prefix)]
-    env = job_env(ZBKIT_SCHEDULE=str(schedule), PYTHONPATH=str(HOOK_DIR))
+    temp = tmp_path / "tmp"  # where the shim's conversions go: nothing may stay there
+    temp.mkdir()
+    env = job_env(ZBKIT_SCHEDULE=str(schedule), PYTHONPATH=str(HOOK_DIR), TMPDIR=str(temp))
     done = run(torchrun_command(*args), env)
     assert done.returncode == 0, done.stderr[-3000:]
     for rank in range(2):
         assert f"zbkit: rank {rank}: replaying {schedule} (4 stages, v placement" in done.stderr
     assert_matches_reference(prefix, args)
+    assert list(temp.glob("zbkit-schedule-*")) == []
+    # Refused (a V order in a 1F1B script): each rank ends at once (os._exit, no atexit), and
+    # its conversion is gone all the same.
+    refused = run(torchrun_command(*JOB, "--schedule", "1F1B"), env)
+    assert refused.returncode != 0
+    assert "zbkit: schedule has 4 stages in v placement" in refused.stderr, refused.stderr[-3000:]
+    assert list(temp.glob("zbkit-schedule-*")) == []
 
 
 def test_mismatched_schedule_is_refused_with_one_line_on_every_rank(tmp_path):

@@ -4,7 +4,6 @@ script built and loaded into PyTorch's `_PipelineScheduleRuntime` (see zbkit.shi
 
 from __future__ import annotations
 
-import atexit
 import csv
 import os
 import subprocess
@@ -32,7 +31,8 @@ def _is_json(path: str) -> bool:
 
 def schedule_csv(path: str) -> str:
     """The CSV to load for ZBKIT_SCHEDULE=path: the file itself, or `zb export`'s conversion of a
-    zb-schedule/1 JSON file (written next to nothing the user owns: a private temp file)."""
+    zb-schedule/1 JSON file (written next to nothing the user owns: a private temp file, which the
+    caller removes once loaded: a rank that is refused or killed runs no atexit)."""
     try:
         json_file = _is_json(path)
     except OSError as error:
@@ -41,16 +41,17 @@ def schedule_csv(path: str) -> str:
         return path
     handle, converted = tempfile.mkstemp(prefix="zbkit-schedule-", suffix=".csv")
     os.close(handle)
-    atexit.register(_remove_quietly, converted)
     command = [locate.zb_binary(), "export", path, "--format", "torch-csv", "-o", converted]
     try:
         done = subprocess.run(command, capture_output=True, text=True)
     except OSError as error:
+        _remove_quietly(converted)
         raise Refusal(
             f"zbkit: cannot run {command[0]} to convert {path} (set ZBKIT_ZB_BINARY): "
             f"{error.strerror}"
         ) from None
     if done.returncode != 0:
+        _remove_quietly(converted)
         detail = (done.stderr.strip().splitlines() or ["no message"])[-1]
         raise Refusal(f"zbkit: zb export could not convert {path}: {detail}")
     return converted
@@ -171,12 +172,20 @@ def refuse(message: str) -> None:
 
 def prepare(schedule, path: str):
     """Checks the schedule against `schedule`'s stages and returns the runtime that runs it."""
+    stages = local_stages(schedule)
+    csv_path = schedule_csv(path)
+    try:
+        return _prepare(schedule, stages, path, csv_path)
+    finally:
+        if csv_path != path:  # a conversion: loaded (or refused) now, not needed any more
+            _remove_quietly(csv_path)
+
+
+def _prepare(schedule, stages, path: str, csv_path: str):
     from torch.distributed.pipelining import schedules as torch_schedules  # noqa: PLC0415
 
-    stages = local_stages(schedule)
     first = stages[0]
     rank, ranks, num_stages = first.group_rank, first.group_size, first.num_stages
-    csv_path = schedule_csv(path)
     shape = read_shape(csv_path)
     local = {stage.stage_index for stage in stages}
     check_fit(shape, local, rank, ranks, num_stages, schedule._n_microbatches)
