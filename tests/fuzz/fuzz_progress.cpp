@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // A rank's progress record (zb doctor's input, written in place by a rank that may die at any
-// byte): any bytes either get an error or a record that diagnoses without crashing.
+// byte): any bytes either get an error or a record that diagnoses (and gives its history as a
+// timeline) without crashing.
 #include "fuzz_support.h"
 #include "zbkit/doctor/diagnosis.h"
+#include "zbkit/doctor/history.h"
 #include "zbkit/doctor/progress.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -19,5 +21,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const zb::doctor::Diagnosis diagnosis = zb::doctor::Diagnose(run, options);
   (void)zb::doctor::FormatDiagnosis(diagnosis);
   (void)zb::doctor::DiagnosisJson(diagnosis);
+  (void)zb::doctor::HistoryTimeline(run, options.now_ns);
   return 0;
 }

@@ -283,6 +283,18 @@ def test_the_unmodified_bundled_script(tmp_path, schedules, how, signal_number, 
     recent = next(r for r in run.diagnosis["ranks"] if r["rank"] == 1)["recent"]
     assert len(recent) >= 2 and recent[-1]["ms"] is None, run.context()
     assert all(entry["ms"] is not None for entry in recent[:-1]), run.context()
+    # The steps before the stall as a Perfetto trace: every rank's last ops, the one each is in
+    # open, and what Perfetto's importer needs (zb trace --check).
+    trace = tmp_path / "stall.json"
+    doctor = subprocess.run([str(zb_binary()), "doctor", str(run_dir), "--trace-out", str(trace)],
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert f"wrote {trace}: the last " in doctor.stdout, doctor.stdout + doctor.stderr
+    checked = subprocess.run([str(zb_binary()), "trace", "--check", str(trace)],
+                             capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    slices = [e for e in json.loads(trace.read_text())["traceEvents"] if e.get("ph") == "X"]
+    open_ops = [e for e in slices if "(not ended)" in e.get("args", {}).get("range", "")]
+    assert {e["pid"] for e in open_ops} == {1, 2}, open_ops  # one open op on each rank
 
 
 HEALTHY = [(runner, family, ranks) for runner in ("torch", "executor")

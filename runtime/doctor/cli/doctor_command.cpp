@@ -1,12 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// zb doctor RUN_DIR... [--json] [--stall-timeout S]: the diagnosis of a job from its ranks'
-// progress records (docs/stalls.md), of every host's directory for a job across hosts. Exit 0 when
-// every rank's record was read, 1 when some are missing or unreadable (the diagnosis of the others
-// is printed all the same) or none is there.
+// zb doctor RUN_DIR... [--json] [--stall-timeout S] [--trace-out FILE]: the diagnosis of a job
+// from its ranks' progress records (docs/stalls.md), of every host's directory for a job across
+// hosts; with --trace-out, the ranks' last ops as a Perfetto trace. Exit 0 when every rank's
+// record was read, 1 when some are missing or unreadable (the diagnosis of the others is printed
+// all the same), none is there, or the trace could not be written.
+#include <algorithm>
+#include <optional>
+#include <string>
+
 #include "doctor_commands.h"
 #include "zbkit/doctor/diagnosis.h"
 #include "zbkit/doctor/flight_recorder.h"
+#include "zbkit/doctor/history.h"
 #include "zbkit/doctor/progress.h"
+#include "zbkit/profiler/trace_export.h"
+#include "zbkit/schemas/json_io.h"
 
 namespace zb::cli {
 namespace {
@@ -24,11 +32,33 @@ Expected<std::vector<std::string>> FlightRecorderLines(const std::string& where)
   return lines;
 }
 
+// The ranks' last ops (their records' history) as a Perfetto trace in `path`.
+Status WriteHistoryTrace(const doctor::RunProgress& run, const doctor::Diagnosis& diagnosis,
+                         int64_t now_ns, const std::string& path, std::ostream& out) {
+  ZB_ASSIGN_OR_RETURN(const Timeline timeline, doctor::HistoryTimeline(run, now_ns));
+  int stages = 0;
+  for (const doctor::RankProgress& rank : run.ranks)
+    stages = std::max(stages, rank.stages);
+  const profiler::ExportedTimeline exported{
+      &timeline,
+      "last ops",
+      stages,
+      0,
+      std::nullopt,
+      "zb doctor " + run.directory + ": the ranks' last ops (" + diagnosis.state + ")"};
+  ZB_ASSIGN_OR_RETURN(const std::string text, profiler::WritePerfettoTrace({exported}));
+  ZB_RETURN_IF_ERROR(WriteFileAtomically(path, text).WithContext("--trace-out " + path));
+  out << "wrote " << path << ": the last " << timeline.ops.size() << " ops of " << run.ranks.size()
+      << " rank(s), the op each is in up to now (ui.perfetto.dev)\n";
+  return Status::Ok();
+}
+
 }  // namespace
 
 int RunDoctorCommand(const Args& args, std::ostream& out, std::ostream& err) {
   const std::string command_name = "doctor";
-  const std::string usage = "RUN_DIR... [--json] [--stall-timeout S] [--flight-recorder PATH]";
+  const std::string usage =
+      "RUN_DIR... [--json] [--stall-timeout S] [--flight-recorder PATH] [--trace-out FILE]";
   po::options_description options("options");
   options.add_options()("run-dir", po::value<std::vector<std::string>>(),
                         "the job's run directory, its ranks' rank<R>.progress records (a "
@@ -38,7 +68,10 @@ int RunDoctorCommand(const Args& args, std::ostream& out, std::ostream& err) {
       "seconds without a mark, ranks inside a step, that make a job stalled")(
       "flight-recorder", po::value<std::string>(),
       "also read torch's flight-recorder dumps: a directory, or the prefix of TORCH_FR_DUMP_"
-      "TEMP_FILE (/tmp/nccl_trace_rank_ reads /tmp/nccl_trace_rank_<R>)");
+      "TEMP_FILE (/tmp/nccl_trace_rank_ reads /tmp/nccl_trace_rank_<R>)")(
+      "trace-out", po::value<std::string>(),
+      "also write the ranks' last ops (each record's history) and the op each is in as a "
+      "Chrome trace for Perfetto");
   po::positional_options_description positional;
   positional.add("run-dir", -1);
   po::variables_map values;
@@ -54,7 +87,9 @@ int RunDoctorCommand(const Args& args, std::ostream& out, std::ostream& err) {
       "  zb doctor host0/run1 host1/run1\n"
       "      a job across two hosts: each kept its own ranks' records\n"
       "  zb doctor run1 --flight-recorder /tmp/nccl_trace_rank_\n"
-      "      with what torch's flight recorder dumped (NCCL jobs, on a timeout)\n";
+      "      with what torch's flight recorder dumped (NCCL jobs, on a timeout)\n"
+      "  zb doctor run1 --trace-out stall.json\n"
+      "      the steps before the stall, rank beside rank, for ui.perfetto.dev\n";
   if (!ParseCommandLine(command_name, usage, args, options, positional, values, out, err, exit_code,
                         epilogue)) {
     return exit_code;
@@ -95,6 +130,13 @@ int RunDoctorCommand(const Args& args, std::ostream& out, std::ostream& err) {
     out << "at the stall (diagnosis.json): culprit: " << kept->headline << "\n";
   }
   out << (json ? doctor::DiagnosisJson(diagnosis) : doctor::FormatDiagnosis(diagnosis));
+  if (values.count("trace-out")) {
+    // With --json, stdout is the document alone: the line saying where the trace went goes to
+    // stderr.
+    const Status traced = WriteHistoryTrace(
+        *run, diagnosis, diagnose.now_ns, values["trace-out"].as<std::string>(), json ? err : out);
+    if (!traced.ok()) return ReportError(err, command_name, traced);
+  }
   if (!run->problems.empty()) {
     err << "zb doctor: " << run->problems.front()
         << (run->problems.size() > 1 ? " (and " + std::to_string(run->problems.size() - 1) +
