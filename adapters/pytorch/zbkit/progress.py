@@ -6,9 +6,9 @@ keeps one small file, ``<dir>/rank<R>.progress`` (zb-progress/1, docs/formats.md
 its memory: a header (rank, world, pid, host, job), the rank's program (its ordered ops), the
 state it is in (iteration, op index, phase, since when, ops done) and the last HISTORY_SIZE ops it
 ended with their begin and end times, so that a diagnosis shows what the rank did before it
-stalled, not only where it stopped. `zb doctor` and the live stall
-watch of `zb replay` / `zb profile` read these files and the programs in them to build the
-wait-for graph (docs/stalls.md).
+stalled, not only where it stopped. `zb doctor` and the live stall watch of `zb replay` /
+`zb profile` read these files and the programs in them to build the wait-for graph
+(docs/stalls.md).
 
 Cost: one ``struct.pack_into`` into the shared mapping per mark, and one more for the history
 entry of each op that ends (no system call, no lock shared between ranks;

@@ -62,7 +62,7 @@ Expected<Timeline> HistoryTimeline(const RunProgress& run, int64_t now_ns) {
       add(rank, ran.iteration, ran.op_index, ran.begin_ns, ran.end_ns, "");
     const bool in_op =
         rank.op_index >= 0 && (rank.phase == Phase::kInOp || rank.phase == Phase::kRaised);
-    if (rank.version >= 2 && in_op) {
+    if (rank.version >= 2 && in_op && rank.since_ns > 0) {
       add(rank, rank.iteration, rank.op_index, rank.since_ns, now_ns, " (not ended)");
     }
   }

@@ -79,7 +79,12 @@ std::vector<OpRun> ReadHistory(const std::string& bytes, size_t offset, int32_t 
     if (seq == 0 || seq != Load<uint64_t>(bytes, at + 40)) continue;
     OpRun run{Load<int64_t>(bytes, at + 8), Load<int32_t>(bytes, at + 16),
               Load<int64_t>(bytes, at + 24), Load<int64_t>(bytes, at + 32)};
-    if (run.op_index < 0 || run.op_index >= program_length || run.end_ns <= 0) continue;
+    // An entry a writer made has an op of the program and begin <= end, both after the epoch
+    // (anything else is not one: left out, and no time difference of it can overflow).
+    if (run.op_index < 0 || run.op_index >= program_length || run.begin_ns <= 0 ||
+        run.end_ns < run.begin_ns) {
+      continue;
+    }
     whole.emplace_back(seq, run);
   }
   // Begin order (the writer's order: ops of one rank run one after another).
