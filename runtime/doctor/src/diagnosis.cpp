@@ -598,7 +598,11 @@ std::string FormatDiagnosis(const Diagnosis& d) {
       text += f.producer.empty() ? " (no op of its program sends it)" : " (its " + f.producer + ")";
     }
     text += "\n";
-    if (const std::string before = RecentOpsText(f); !before.empty()) {
+    // What the culprit and the ranks waiting for it did last (every rank's is in --json and
+    // --trace-out; a 64-rank text stays one line per rank elsewhere).
+    const bool near_culprit =
+        d.culprit_rank >= 0 && (f.rank == d.culprit_rank || f.waits_for == d.culprit_rank);
+    if (const std::string before = RecentOpsText(f); near_culprit && !before.empty()) {
       text += "    before: " + before + "\n";
     }
   }

@@ -86,8 +86,8 @@ Diagnosis Diagnose(const RunProgress& run, const DiagnoseOptions& options);
 // The last ops a rank ended, as one line for a person: "F stage 1 mb 0 12.0 ms, BW stage 1 mb 0
 // 25.0 ms; the last ended 40.9 s ago" (the last `shown` of them); "" when its record kept none.
 std::string RecentOpsText(const RankFinding& rank, size_t shown = 6);
-// A few lines for a person: state, culprit, chain, advice, then one line per rank (and one with
-// the ops it ended before, where its record kept them).
+// A few lines for a person: state, culprit, chain, advice, then one line per rank, and for the
+// culprit and the ranks that wait for it one more with the ops they ended last (RecentOpsText).
 std::string FormatDiagnosis(const Diagnosis& diagnosis);
 // Its flight-recorder lines alone ("flight recorder: ..."), for a job without zbkit's records.
 std::string FormatFlightRecorder(const Diagnosis& diagnosis);
