@@ -36,69 +36,59 @@ def _layers(tmp_path: Path) -> Path:
     return path
 
 
-def test_every_split_runs_its_order_with_its_blocks_costs(tmp_path: Path) -> None:
+def _rehearse_splits(tmp_path: Path, runtime: str) -> dict:
+    """`zb rehearse --layers` on LAYERS, p=2, m=4, V, through `runtime`: its zb-rehearse/1 document,
+    after checking what every split's row has whatever the runtime: the four compared splits, each
+    run as scheduled, its order predicted as reported, its stages costing the sums of their blocks
+    (V: rank 0 holds stages 0 and 3), every emulated F lasting its stage's F."""
     done = _rehearse(tmp_path, "--layers", str(_layers(tmp_path)), "-p", "2", "-m", "4",
-                     "--layout", "v", "--iters", "2", "--rounds", "1", "--evaluations", "200",
-                     "--json", timeout=600)  # fmt: skip
+                     "--layout", "v", "--runtime", runtime, "--iters", "2", "--rounds", "1",
+                     "--evaluations", "200", "--json", timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     doc = json.loads(done.stdout.strip().splitlines()[-1])
     assert doc["format"] == "zb-rehearse/1" and doc["layout"] == "v" and doc["ranks"] == 2
     rows = {row["schedule"]: row for row in doc["rows"]}
     assert set(rows) == {"split:even", "split:torchtitan", "split:min-max", "split:co-tuned"}
     work = tmp_path / "zbkit-rehearse"
+    orders = work / ("orders" if runtime == "executor" else f"orders-{runtime}")
     names = [layer["name"] for layer in LAYERS["layers"]]
     for name, row in rows.items():
-        assert row["runtime"] == "executor" and row["order"] == "as scheduled", row
-        assert row["peak_bytes"] == row["predicted_peak"], row
+        assert row["runtime"] == runtime and row["order"] == "as scheduled", row
         split = name.split(":", 1)[1]
-        order = json.loads((work / "orders" / f"{split}-v.json").read_text())
+        order = json.loads((orders / f"{split}-v.json").read_text())
         assert order["predicted"]["makespan"] == pytest.approx(row["predicted_ms"], abs=1e-3)
-        # The order's stages cost the sums of the split's blocks (V: rank 0 holds 0 and 3).
-        stage_costs = order["costs"]["stages"]
-        for stage, blocks in enumerate(doc["splits"][name]):
+        row["stage_costs"] = stage_costs = order["costs"]["stages"]
+        key = name if runtime == "executor" else f"{name} ({runtime})"
+        for stage, blocks in enumerate(doc["splits"][key]):
             members = [LAYERS["layers"][names.index(b)] for b in blocks]
             assert stage_costs[stage]["F"] == pytest.approx(sum(m["F"] for m in members))
             assert stage_costs[stage]["M_B"] == pytest.approx(sum(m["M_B"] for m in members))
-        # Every emulated F lasted its stage's F, and no iteration beat a rank's work.
-        timeline = work / "summaries" / f"split-{split}-executor-round0" / "timeline.rank0.json"
+        timeline = work / "summaries" / f"split-{split}-{runtime}-round0" / "timeline.rank0.json"
         ops = json.loads(timeline.read_text())["ops"]
         for op in (op for op in ops if op["type"] == "F"):
             assert (op["end_ns"] - op["start_ns"]) / 1e6 == pytest.approx(
                 stage_costs[op["stage"]]["F"], abs=1e-3
             )
-        rank_work = 4 * sum(stage_costs[s][k] for s in (0, 3) for k in ("F", "B", "W"))
+    return doc
+
+
+def test_every_split_runs_its_order_with_its_blocks_costs(tmp_path: Path) -> None:
+    doc = _rehearse_splits(tmp_path, "executor")
+    for row in doc["rows"]:
+        # The executor's peaks are the predicted ones, and no iteration beat a rank's work.
+        assert row["peak_bytes"] == row["predicted_peak"], row
+        costs = row["stage_costs"]
+        rank_work = 4 * sum(costs[s][k] for s in (0, 3) for k in ("F", "B", "W"))
         assert row["measured_ms"] >= rank_work, row
     assert any(line.startswith("split:co-tuned vs split:even") for line in doc["gains"]), doc
 
 
 def test_torchs_schedule_class_runs_each_splits_order_through_the_shim(tmp_path: Path) -> None:
     """--runtime shim: each split's order, tuned for torch's runtime, replayed by the shim in the
-    torch class of the layout (ZBVZeroBubble for V), with the split's per-stage costs."""
-    done = _rehearse(tmp_path, "--layers", str(_layers(tmp_path)), "-p", "2", "-m", "4",
-                     "--layout", "v", "--runtime", "shim", "--iters", "2", "--rounds", "1",
-                     "--evaluations", "200", "--json", timeout=600)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    doc = json.loads(done.stdout.strip().splitlines()[-1])
-    rows = {row["schedule"]: row for row in doc["rows"]}
-    assert set(rows) == {"split:even", "split:torchtitan", "split:min-max", "split:co-tuned"}
-    work = tmp_path / "zbkit-rehearse"
-    names = [layer["name"] for layer in LAYERS["layers"]]
-    for name, row in rows.items():
-        assert row["runtime"] == "shim" and row["order"] == "as scheduled", row
-        split = name.split(":", 1)[1]
-        order = json.loads((work / "orders-shim" / f"{split}-v.json").read_text())
-        assert order["predicted"]["makespan"] == pytest.approx(row["predicted_ms"], abs=1e-3)
-        stage_costs = order["costs"]["stages"]
-        for stage, blocks in enumerate(doc["splits"][f"{name} (shim)"]):
-            members = [LAYERS["layers"][names.index(b)] for b in blocks]
-            assert stage_costs[stage]["F"] == pytest.approx(sum(m["F"] for m in members))
-        # torch's runtime ran the emulated stages with the split's costs, not one profile's.
-        timeline = work / "summaries" / f"split-{split}-shim-round0" / "timeline.rank0.json"
-        ops = json.loads(timeline.read_text())["ops"]
-        for op in (op for op in ops if op["type"] == "F"):
-            assert (op["end_ns"] - op["start_ns"]) / 1e6 == pytest.approx(
-                stage_costs[op["stage"]]["F"], abs=1e-3
-            )
+    torch class of the layout (ZBVZeroBubble for V), with the split's per-stage costs (not one
+    profile's: every emulated F lasts its own stage's F)."""
+    doc = _rehearse_splits(tmp_path, "shim")
+    assert any(line.startswith("split:co-tuned vs split:even (shim)") for line in doc["gains"]), doc
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
