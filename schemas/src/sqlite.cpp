@@ -17,6 +17,8 @@ namespace zb::sqlite {
 struct Statement::Owner {
   sqlite3* db = nullptr;
   std::string path;
+  // Transaction objects open on the connection (the outermost and its savepoints).
+  int open_transactions = 0;
 
   Owner() = default;
   Owner(const Owner&) = delete;
@@ -280,12 +282,21 @@ constexpr const char* kUndoSavepoint = "ROLLBACK TO zbkit_nested; RELEASE zbkit_
 }  // namespace
 
 Expected<Transaction> Transaction::Begin(Connection& conn, Kind kind, std::string_view what) {
+  if (!conn.state_) return StoreError(std::string(what) + ": the connection is closed");
+  int& open = conn.state_->open_transactions;
   if (conn.in_transaction()) {
     ZB_RETURN_IF_ERROR(conn.Exec(kBeginSavepoint, std::string(what) + ": begin savepoint"));
+    ++open;
     return Transaction(&conn, true);
+  }
+  if (open > 0) {
+    return StoreError(conn.path() + ": " + std::string(what) +
+                      ": the enclosing transaction was rolled back by SQLite after an error; "
+                      "nothing more is written");
   }
   ZB_RETURN_IF_ERROR(conn.Exec(kind == Kind::kWrite ? "BEGIN IMMEDIATE" : "BEGIN",
                                std::string(what) + ": begin transaction"));
+  ++open;
   return Transaction(&conn, false);
 }
 
@@ -293,9 +304,11 @@ Transaction::Transaction(Transaction&& other) noexcept
     : conn_(std::exchange(other.conn_, nullptr)), nested_(other.nested_) {}
 
 Transaction::~Transaction() {
+  if (conn_ == nullptr) return;
+  if (conn_->state_) --conn_->state_->open_transactions;
   // Some errors (SQLITE_FULL, IOERR, ...) already rolled back the whole transaction, savepoints
   // included; a second ROLLBACK would fail.
-  if (conn_ == nullptr || !conn_->in_transaction()) return;
+  if (!conn_->in_transaction()) return;
   if (nested_) {
     sqlite3_exec(conn_->get(), kUndoSavepoint, nullptr, nullptr, nullptr);
   } else {
@@ -310,6 +323,7 @@ Status Transaction::Commit(std::string_view what) {
   } else {
     ZB_RETURN_IF_ERROR(conn_->Exec("COMMIT", std::string(what) + ": commit"));
   }
+  if (conn_->state_) --conn_->state_->open_transactions;
   conn_ = nullptr;
   return Status::Ok();
 }

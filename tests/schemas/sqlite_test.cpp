@@ -242,6 +242,32 @@ TEST_F(SqliteTest, TransactionBegunInsideAnotherIsASavepointOfIt) {
   EXPECT_EQ(Count("SELECT count(*) FROM item"), 10);
 }
 
+// What SQLite does itself after SQLITE_FULL, IOERR or NOMEM (stood in for by a ROLLBACK behind
+// the Transactions' back): the rest of the enclosing write must not begin a transaction of its
+// own that would commit alone.
+TEST_F(SqliteTest, NothingBeginsOnItsOwnInsideATransactionSqliteRolledBack) {
+  {
+    ZB_ASSERT_OK_AND_ASSIGN(Transaction outer,
+                            Transaction::Begin(conn_, Transaction::Kind::kWrite, "outer"));
+    ZB_ASSERT_OK(conn_.Exec("INSERT INTO parent VALUES (3)", "add"));
+    ZB_ASSERT_OK(conn_.Exec("ROLLBACK", "sqlite's own rollback"));
+    auto inner = Transaction::Begin(conn_, Transaction::Kind::kWrite, "inner");
+    ASSERT_FALSE(inner.ok());
+    EXPECT_EQ(inner.status().code(), ErrorCode::kStore);
+    EXPECT_NE(inner.status().message().find("inner: the enclosing transaction was rolled back"),
+              std::string::npos)
+        << inner.status().message();
+    EXPECT_FALSE(outer.Commit("outer").ok());  // no transaction is active
+  }
+  EXPECT_EQ(Count("SELECT count(*) FROM parent"), 2);
+  // Once the enclosing Transaction is gone, transactions begin again.
+  ZB_ASSERT_OK_AND_ASSIGN(Transaction again,
+                          Transaction::Begin(conn_, Transaction::Kind::kWrite, "again"));
+  ZB_ASSERT_OK(conn_.Exec("INSERT INTO parent VALUES (3)", "add"));
+  ZB_ASSERT_OK(again.Commit("again"));
+  EXPECT_EQ(Count("SELECT count(*) FROM parent"), 3);
+}
+
 TEST_F(SqliteTest, BatchInserterWritesFullBatchesAndTheTail) {
   const size_t num_rows = 3 * BatchInserter::kRowsPerBatch + 5;
   ZB_ASSERT_OK(InsertItems(num_rows));

@@ -161,6 +161,7 @@ class Connection {
   sqlite3* get() const;
 
  private:
+  friend class Transaction;  // counts the transactions open on the connection in its state
   std::unique_ptr<Statement::Owner> state_;
 };
 
@@ -177,6 +178,8 @@ class Transaction {
 
   // A transaction of its own, or a savepoint when `conn` is already in one (then `kind` is the
   // outer transaction's: a write inside a read transaction may fail with SQLITE_BUSY_SNAPSHOT).
+  // kStore when a Transaction of `conn` is still open but SQLite already rolled its transaction
+  // back (SQLITE_FULL, IOERR, ...): what is begun now must not commit on its own, outside it.
   static Expected<Transaction> Begin(Connection& conn, Kind kind, std::string_view what);
 
   Transaction(Transaction&& other) noexcept;
