@@ -319,7 +319,7 @@ std::vector<RankFinding> Findings(const RunProgress& run, const Graph& graph,
     }
     // Then the op it is in, not ended: begun when the state says (for a step that raised, when
     // it raised).
-    if (rank.version >= 2 && in_op && rank.phase != Phase::kOpDone) {
+    if (rank.version >= 2 && InsideOp(rank)) {
       f.recent.push_back({f.op, rank.iteration, rank.op_index, f.for_s, -1.0});
     }
     if (auto need = graph.NeedOf(rank)) {
@@ -602,7 +602,7 @@ std::string FormatDiagnosis(const Diagnosis& d) {
     // --trace-out; a 64-rank text stays one line per rank elsewhere).
     const bool near_culprit =
         d.culprit_rank >= 0 && (f.rank == d.culprit_rank || f.waits_for == d.culprit_rank);
-    if (const std::string before = RecentOpsText(f); near_culprit && !before.empty()) {
+    if (const std::string before = near_culprit ? RecentOpsText(f) : ""; !before.empty()) {
       text += "    before: " + before + "\n";
     }
   }

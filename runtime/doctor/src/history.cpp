@@ -60,9 +60,7 @@ Expected<Timeline> HistoryTimeline(const RunProgress& run, int64_t now_ns) {
     any_history = any_history || !rank.history.empty();
     for (const OpRun& ran : rank.history)
       add(rank, ran.iteration, ran.op_index, ran.begin_ns, ran.end_ns, "");
-    const bool in_op =
-        rank.op_index >= 0 && (rank.phase == Phase::kInOp || rank.phase == Phase::kRaised);
-    if (rank.version >= 2 && in_op && rank.since_ns > 0) {
+    if (rank.version >= 2 && InsideOp(rank) && rank.since_ns > 0) {
       add(rank, rank.iteration, rank.op_index, rank.since_ns, now_ns, " (not ended)");
     }
   }

@@ -226,6 +226,10 @@ int64_t BootTimeNs() {
 
 }  // namespace
 
+bool InsideOp(const RankProgress& rank) {
+  return rank.op_index >= 0 && (rank.phase == Phase::kInOp || rank.phase == Phase::kRaised);
+}
+
 const char* OpKindName(OpKind kind) {
   static const char* const kNames[] = {"F",      "B",      "W",      "BW",   "SEND_F",
                                        "RECV_F", "SEND_B", "RECV_B", "OTHER"};

@@ -86,6 +86,10 @@ struct RankProgress {
   std::vector<OpRun> history;
 };
 
+// Whether the rank is inside its op `op_index` now: begun and not ended (running, or its step
+// raised in it). The diagnosis and the history timeline end a rank's history with that op.
+bool InsideOp(const RankProgress& rank);
+
 // One rank's file. InvalidInput (naming the file and what is wrong) for a file that is not a
 // whole zb-progress record: wrong magic or version, too short, a program or history that does not
 // fit, no consistent state slot.
