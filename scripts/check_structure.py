@@ -11,7 +11,13 @@
 3. C++ layers: no #include runs from a lower layer up to a higher one (LAYERS: the `zb` program
    on top, the commands, the kit they share, the libraries, schemas at the bottom); between the
    libraries only the sideways links ARCHITECTURE.md names;
-4. ARCHITECTURE.md names every top-level folder, and every folder it names exists.
+4. ARCHITECTURE.md names every top-level folder, and every folder it names exists;
+5. the Python packages' `__all__` lists exactly their public modules (files and subpackages not
+   named `_...`), so that a new module is either public and listed or internal and named so;
+6. one spelling per rule: what has one home (SPELLINGS: torch's action letters and the progress
+   record's codes in `zbkit.actions`; CPP_SPELLINGS: torch's tokens in schemas/src/op_text.cpp)
+   is not spelled again elsewhere, and the two languages' action tables are equal (names, torch
+   tokens, codes).
 
 Prints one line per finding and exits 1 when there is any; `--list` prints the measurements.
 """
@@ -368,17 +374,124 @@ def check_architecture() -> List[str]:
     return findings
 
 
+# ---- 5: the packages' __all__ ------------------------------------------------------------------
+
+
+def declared_all(init: Path) -> Optional[List[str]]:
+    """The names a package's __init__.py assigns to __all__, or None when it assigns none."""
+    for node in ast.parse(init.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            return [ast.literal_eval(e) for e in node.value.elts]
+    return None
+
+
+def check_package_all() -> List[str]:
+    findings = []
+    for package in PY_PACKAGES:
+        folder = PY_ROOT / package
+        public = sorted(
+            p.stem if p.is_file() else p.name
+            for p in folder.iterdir()
+            if not p.name.startswith("_")
+            and ((p.is_file() and p.suffix == ".py") or (p / "__init__.py").is_file())
+        )
+        declared = declared_all(folder / "__init__.py")
+        if declared is None:
+            findings.append(f"adapters/pytorch/{package}/__init__.py has no __all__")
+            continue
+        for name in sorted(set(public) - set(declared)):
+            findings.append(f"{package}.{name} is a public module missing from {package}.__all__ "
+                            "(list it, or name it _" + name + " if it is internal)")  # fmt: skip
+        for name in sorted(set(declared) - set(public)):
+            findings.append(f"{package}.__all__ names {name}, which is not a public module of it")
+    return findings
+
+
+def strip_cpp_comments(text: str) -> str:
+    """`text` with // comments blanked (line numbers kept): prose may name what code must not."""
+    return re.sub(r"//[^\n]*", "", text)
+
+
+# ---- 6: one spelling ---------------------------------------------------------------------------
+
+# (what, its one home relative to adapters/pytorch, a pattern that spells it again)
+SPELLINGS: List[Tuple[str, str, "re.Pattern[str]"]] = [
+    ("torch's action letters against zbkit's kinds", "zbkit/actions.py",
+     re.compile(r"""["']I["']\s*:\s*["']B["']|["']B["']\s*:\s*["']BW["']|["']BW["']\s*:\s*["']B["']""")),
+    ("torch's computation type names", "zbkit/actions.py",
+     re.compile(r"""["'](?:BACKWARD_INPUT|FULL_BACKWARD|BACKWARD_WEIGHT)["']""")),
+    ("the progress record's kind codes", "zbkit/actions.py",
+     re.compile(r"""["']RECV_B["']\s*:\s*\d""")),
+    ("a PP: label built by hand", "zbkit/actions.py",
+     re.compile(r"""f["']PP:\{[^}]*\}[FIWB]\{""")),
+]  # fmt: skip
+
+
+# C++: torch's tokens and the action names have their home in the vocabulary's table; elsewhere in
+# library code they are spelled through it (ActionKindName, TorchToken). Tests are free to write
+# the texts they expect.
+CPP_VOCABULARY = "schemas/src/op_text.cpp"
+CPP_SPELLINGS = re.compile(
+    r"""["'](?:SEND_F|RECV_F|SEND_B|RECV_B|UNSHARD|RESHARD|OVERLAP_F_B)["']"""
+)
+CPP_LIBRARY_DIRS = ("schemas", "tuner", "profiler", "runtime", "gui", "cli")
+
+
+def action_tables() -> Tuple[List[Tuple[str, str]], List[Tuple[str, str]]]:
+    """(name, torch token) of every action kind in code order: C++'s table, Python's."""
+    cpp = (ROOT / CPP_VOCABULARY).read_text(encoding="utf-8")
+    cpp_rows = re.findall(r'\{ActionKind::k\w+, "([A-Z_]+)", "([A-Z_]*)"\}', cpp)
+    py = (PY_ROOT / "zbkit" / "actions.py").read_text(encoding="utf-8")
+    py_rows = re.findall(r'Kind\("([A-Z_]+)", "([A-Z_]*)", (\d+)\)', py)
+    ordered = [(name, token) for name, token, _ in sorted(py_rows, key=lambda r: int(r[2]))]
+    return cpp_rows, ordered
+
+
+def check_spellings() -> List[str]:
+    findings = []
+    cpp_rows, py_rows = action_tables()
+    if not cpp_rows or cpp_rows != py_rows:
+        findings.append(f"the action tables differ: {CPP_VOCABULARY} has {cpp_rows}, "
+                        f"adapters/pytorch/zbkit/actions.py has {py_rows}")  # fmt: skip
+    for path in source_files(CPP_SUFFIXES):
+        name = rel(path)
+        if name == CPP_VOCABULARY or not name.startswith(CPP_LIBRARY_DIRS):
+            continue
+        text = strip_cpp_comments(path.read_text(encoding="utf-8", errors="replace"))
+        found = CPP_SPELLINGS.search(text)
+        if found:
+            line = text.count("\n", 0, found.start()) + 1
+            findings.append(f"{name}:{line} spells an action name again ({found.group(0)}); use "
+                            f"ActionKindName / TorchToken ({CPP_VOCABULARY})")  # fmt: skip
+    for package in PY_PACKAGES:
+        for path in sorted((PY_ROOT / package).rglob("*.py")):
+            name = path.relative_to(PY_ROOT).as_posix()
+            text = path.read_text(encoding="utf-8")
+            for what, home, pattern in SPELLINGS:
+                found = pattern.search(text)
+                if found and name != home:
+                    line = text.count("\n", 0, found.start()) + 1
+                    findings.append(f"adapters/pytorch/{name}:{line} spells {what} again "
+                                    f"({found.group(0)!r}); use adapters/pytorch/{home}")  # fmt: skip
+    return findings
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--list", action="store_true", help="print functions near the limit")
     args = parser.parse_args(argv)
-    findings = check_sizes(args.list) + check_imports() + check_layers() + check_architecture()
+    findings = (check_sizes(args.list) + check_imports() + check_layers() + check_architecture()
+                + check_package_all() + check_spellings())  # fmt: skip
     for finding in findings:
         print(f"check_structure: {finding}")
     if findings:
         print(f"check_structure: {len(findings)} finding(s); see scripts/check_structure.py")
         return 1
-    print("check_structure: sizes, imports, layers and ARCHITECTURE.md within limits")
+    print(
+        "check_structure: sizes, imports, layers, ARCHITECTURE.md, __all__ and spellings within limits"
+    )
     return 0
 
 

@@ -232,8 +232,8 @@ EOF
 echo "gpu-check: torch $("$python" -c 'import torch; print(torch.__version__)'): shim and export tests"
 if "$python" -c 'import pytest' 2>/dev/null; then
   ZBKIT_ZB_BINARY="$zb" OMP_NUM_THREADS=1 "$python" -m pytest -q -rs -p no:cacheprovider \
-    "$root/adapters/pytorch/tests/test_export_torch.py" \
-    "$root/adapters/pytorch/tests/test_shim.py" || status=1
+    "$root/adapters/pytorch/tests/library/test_export_torch.py" \
+    "$root/adapters/pytorch/tests/library/test_shim.py" || status=1
 else
   echo "gpu-check: no pytest for $python: the shim and export tests skipped"
 fi

@@ -13,6 +13,12 @@ build_dir="${ZBKIT_BUILD_DIR:-$root/build}"
 python3 "$root/scripts/check_doc_paths.py"
 python3 "$root/scripts/check_structure.py"
 ctest --test-dir "$build_dir" --output-on-failure --no-tests=error -j "${ZBKIT_JOBS:-2}"
+# Where the time goes (the suite's budget is CI's): ctest's slowest tests, from its own timings.
+cost_data="$build_dir/Testing/Temporary/CTestCostData.txt"
+if [[ -f "$cost_data" ]]; then
+  echo "run-tests: the 10 slowest C++ tests (seconds):"
+  awk 'NF == 3 { printf "  %8.2f  %s\n", $3, $1 }' "$cost_data" | sort -rn | head -10
+fi
 
 venv="${ZBKIT_VENV:-$root/.venv}"
 # The Python tests find the build's zb and libzbrt through these.
@@ -24,7 +30,10 @@ if [[ ! -d "$root/adapters/pytorch/tests" ]]; then
   exit 0
 fi
 status=0
-"$venv/bin/python" -m pytest "$root/adapters/pytorch/tests" -q -rs -p no:cacheprovider || status=$?
+# Folders by package: library/ (zbkit), harness/ (zbkit_harness), project/ (the checks); their jobs
+# live in job_scripts/. --durations: the 25 slowest, for CI's time budget.
+"$venv/bin/python" -m pytest "$root/adapters/pytorch/tests" -q -rs -p no:cacheprovider \
+  --durations=25 || status=$?
 if ((status == 5)); then
   echo "run-tests: pytest collected no tests in adapters/pytorch/tests" >&2
 fi

@@ -8,8 +8,8 @@
 # test in it, then the Python tests that load libzbrt (the binding, the executor's training
 # runs, zb rehearse) with libasan preloaded into Python and build-asan's libzbrt.so and zb. Any
 # report fails the run: ASan and UBSan abort on the first one, leaks included for the C++ tests
-# (Python itself is not leak-checked: the interpreter keeps its objects at exit by design).
-# Takes about an hour on 2 cores from scratch (ccache makes rebuilds quicker).
+# (Python itself is not leak-checked: the interpreter keeps its objects at exit by design). The
+# Qt GUI is not built here (the preset's ZBKIT_BUILD_GUI=OFF; the plain build's GUI tests cover it).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${ZBKIT_ASAN_BUILD_DIR:-$root/build-asan}"
@@ -42,8 +42,8 @@ if [ "$python_tests" -eq 1 ]; then
   ASAN_OPTIONS="abort_on_error=1:detect_leaks=0" LD_PRELOAD="$libasan" \
     ZBKIT_ZB_BINARY="$build_dir/cli/zb" ZBKIT_ZBRT_LIBRARY="$build_dir/runtime/libzbrt.so" \
     OMP_NUM_THREADS=1 "$python" -m pytest -q -rs -p no:cacheprovider \
-    "$root/adapters/pytorch/tests/test_runtime_binding.py" \
-    "$root/adapters/pytorch/tests/test_train_zbkit.py" \
-    "$root/adapters/pytorch/tests/test_rehearse.py"
+    "$root/adapters/pytorch/tests/library/test_runtime_binding.py" \
+    "$root/adapters/pytorch/tests/library/test_train_zbkit.py" \
+    "$root/adapters/pytorch/tests/harness/test_rehearse.py"
 fi
 echo "sanitize.sh: no ASan/UBSan report in the suite"

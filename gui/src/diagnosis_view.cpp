@@ -20,23 +20,12 @@ constexpr int kLabelWidth = 190;
 constexpr int kLaneHeight = 40;
 constexpr int kCellHeight = 22;
 
-zb::OpKind PaletteKind(doctor::OpKind kind) {
-  switch (kind) {
-    case doctor::OpKind::kF:
-      return zb::OpKind::kF;
-    case doctor::OpKind::kB:
-      return zb::OpKind::kB;
-    case doctor::OpKind::kW:
-      return zb::OpKind::kW;
-    case doctor::OpKind::kBW:
-      return zb::OpKind::kBW;
-    default:
-      return zb::OpKind::kComm;
-  }
+zb::OpKind PaletteKind(ActionKind kind) {
+  return ComputeKindOf(kind).value_or(zb::OpKind::kComm);
 }
 
-bool IsCompute(doctor::OpKind kind) {
-  return PaletteKind(kind) != zb::OpKind::kComm;
+bool IsCompute(ActionKind kind) {
+  return ComputeKindOf(kind).has_value();
 }
 
 enum class CellState { kDone, kCurrent, kAhead };
@@ -284,7 +273,7 @@ void DiagnosisView::PaintLane(QPainter& painter, const Layout& layout, size_t la
     if (state == CellState::kAhead) color.setAlpha(60);
     painter.fillRect(cell, color);
     const QString name =
-        QStringLiteral("%1%2").arg(QLatin1String(doctor::OpKindName(op.kind))).arg(op.microbatch);
+        QStringLiteral("%1%2").arg(QLatin1String(ActionKindName(op.kind))).arg(op.microbatch);
     if (IsCompute(op.kind) && painter.fontMetrics().horizontalAdvance(name) + 4 < cell.width()) {
       painter.setPen(state == CellState::kAhead ? SecondaryTextColor()
                                                 : BlockLabelColor(PaletteKind(op.kind)));

@@ -18,7 +18,8 @@ namespace zb::cli {
 
 namespace {
 
-// The traces of one FILE|DIR argument, in the format asked for (auto: a directory is shards).
+// The traces of one FILE|DIR argument, in the format asked for (auto: a directory's shards, else
+// its Chrome traces: ReadTraceDirectory).
 Expected<std::vector<profiler::RawTrace>> ReadOne(const std::string& path,
                                                   const std::string& format_name,
                                                   std::ostream& err) {
@@ -27,8 +28,9 @@ Expected<std::vector<profiler::RawTrace>> ReadOne(const std::string& path,
   const bool chrome_dir = is_dir && format_name == "chrome";
   if (chrome_dir || format_name == "shards" || (format_name == "auto" && is_dir)) {
     std::vector<std::string> skipped;
-    auto read = chrome_dir ? profiler::ImportChromeTraceDirectory(path, skipped)
-                           : profiler::ReadShardDirectory(path, skipped);
+    auto read = chrome_dir                ? profiler::ImportChromeTraceDirectory(path, skipped)
+                : format_name == "shards" ? profiler::ReadShardDirectory(path, skipped)
+                                          : profiler::ReadTraceDirectory(path, skipped);
     for (const std::string& problem : skipped)
       err << "zb import: warning: " << problem << "\n";
     return read;
@@ -45,11 +47,12 @@ int RunImportCommand(const Args& args, std::ostream& out, std::ostream& err) {
   po::positional_options_description positional;
   options.add_options()(
       "file", po::value<std::vector<std::string>>()->required()->multitoken(),
-      "trace file, or a directory of *.zbshard (or of per-rank Chrome traces with --format "
-      "chrome); several (also positional) make one profile, e.g. each host's directory of a "
+      "trace file, or a directory of *.zbshard or of per-rank Chrome traces (*.json, *.json.gz); "
+      "several (also positional) make one profile, e.g. each host's directory of a "
       "multi-host job")(
       "format", po::value<std::string>()->default_value("auto"),
-      "nsys (SQLite export), chrome (Chrome trace / Kineto JSON, .gz ok), shards, or auto");
+      "nsys (SQLite export), chrome (Chrome trace / Kineto JSON, .gz ok), shards, or auto (a "
+      "directory: its shards, else its Chrome traces)");
   positional.add("file", -1);
   AddAnalysisOptions(options);
   po::variables_map values;

@@ -11,6 +11,7 @@
 
 #include "zbkit/profiler/attribution.h"
 #include "zbkit/schemas/json_io.h"
+#include "zbkit/schemas/op_text.h"
 #include "zbkit/schemas/range_name.h"
 
 namespace zb::profiler {
@@ -63,23 +64,16 @@ std::optional<RangeMatch> MatchTorchPp(std::string_view name) {
     ++pos;
   auto stage = ParseDigits(name, pos);
   if (!stage) return std::nullopt;  // e.g. "(0F7;7B3)OVERLAP_F_B": not one op
+  // torch's token, from the one vocabulary (zbkit/schemas/op_text.h): I is zbkit's B (the input
+  // gradient), B its BW (the full backward, torch >= 2.6).
+  const std::optional<ActionKind> action = ConsumeTorchToken(name, pos);
+  if (!action) return std::nullopt;
   RangeMatch match;
-  if (Consume(name, pos, "SEND_F")) {
-    match = Comm(CommDirection::kSendForward, "torch-pp");
-  } else if (Consume(name, pos, "RECV_F")) {
-    match = Comm(CommDirection::kRecvForward, "torch-pp");
-  } else if (Consume(name, pos, "SEND_B")) {
-    match = Comm(CommDirection::kSendBackward, "torch-pp");
-  } else if (Consume(name, pos, "RECV_B")) {
-    match = Comm(CommDirection::kRecvBackward, "torch-pp");
-  } else if (Consume(name, pos, "F")) {
-    match = Op(OpKind::kF, "torch-pp");
-  } else if (Consume(name, pos, "I")) {
-    match = Op(OpKind::kB, "torch-pp");  // input grad = zbkit's B
-  } else if (Consume(name, pos, "W")) {
-    match = Op(OpKind::kW, "torch-pp");
-  } else if (Consume(name, pos, "B")) {
-    match = Op(OpKind::kBW, "torch-pp");  // full backward (torch >= 2.6)
+  if (const std::optional<OpKind> kind = ComputeKindOf(*action)) {
+    match = Op(*kind, "torch-pp");
+  } else if (const CommDirection direction = DirectionOf(*action);
+             direction != CommDirection::kNone) {
+    match = Comm(direction, "torch-pp");
   } else {
     return std::nullopt;  // UNSHARD, RESHARD, REDUCE_GRAD: not pipeline ops
   }

@@ -12,6 +12,7 @@
 
 #include "trace_export_internal.h"
 #include "zbkit/schemas/dependencies.h"
+#include "zbkit/schemas/op_text.h"
 #include "zbkit/schemas/timeline_analysis.h"
 #include "zbkit/schemas/timeline_index.h"
 
@@ -137,7 +138,7 @@ int StagesOf(const Timeline& timeline, int given) {
 }
 
 std::string OpShortName(OpKind kind, int32_t stage, int32_t microbatch) {
-  return std::string(OpKindName(kind)) + std::to_string(microbatch) + " s" + std::to_string(stage);
+  return FormatSliceLabel(kind, stage, microbatch, /*with_stage=*/true);
 }
 
 // Writes one trace: the events of every timeline, then the track names.
@@ -198,10 +199,7 @@ void PerfettoWriter::OpSlices(const ExportedTimeline& exported, int k,
     if (op->name >= 0 && op->name < static_cast<int32_t>(timeline.names.size())) {
       args += R"(,"range":)" + JsonString(timeline.names[op->name]);
     }
-    const std::string name =
-        op->kind == OpKind::kComm
-            ? "COMM s" + std::to_string(op->stage) + " mb" + std::to_string(op->microbatch)
-            : std::string(OpKindName(op->kind)) + std::to_string(op->microbatch);
+    const std::string name = FormatSliceLabel(op->kind, op->stage, op->microbatch, false);
     Slice(pid, tid, op->start, op->end, name, "zb.op", args);
     placed.push_back({op, pid, tid});
   }

@@ -8,6 +8,8 @@
 #include <iterator>
 #include <utility>
 
+#include "zbkit/schemas/op_text.h"
+
 namespace zb {
 
 namespace range_scan {
@@ -36,20 +38,9 @@ namespace {
 using range_scan::Consume;
 using range_scan::ParseDigits;
 
+// The contract's name of a transfer: the vocabulary's (op_text.h); nullptr for kNone.
 const char* CommToken(CommDirection direction) {
-  switch (direction) {
-    case CommDirection::kSendForward:
-      return "SEND_F";
-    case CommDirection::kRecvForward:
-      return "RECV_F";
-    case CommDirection::kSendBackward:
-      return "SEND_B";
-    case CommDirection::kRecvBackward:
-      return "RECV_B";
-    case CommDirection::kNone:
-      break;
-  }
-  return nullptr;
+  return direction == CommDirection::kNone ? nullptr : ActionKindName(ActionOf(direction));
 }
 
 std::string Format(const char* token, int32_t stage, int32_t microbatch) {
@@ -74,38 +65,25 @@ std::string FormatIterationRangeName(int32_t iteration) {
   return "zb:iter:" + std::to_string(iteration);
 }
 
-namespace {
-
-// torch's action letters of the compute kinds (docs/range-names.md §3): I is B, B is BW.
-constexpr std::pair<OpKind, char> kTorchLetters[] = {
-    {OpKind::kF, 'F'}, {OpKind::kB, 'I'}, {OpKind::kW, 'W'}, {OpKind::kBW, 'B'}};
-
-}  // namespace
-
 std::string FormatTorchActionName(OpKind kind, int32_t stage, int32_t microbatch) {
-  if (stage < 0 || microbatch < 0) return {};
-  for (const auto& [letter_kind, letter] : kTorchLetters) {
-    if (letter_kind == kind) {
-      return "PP:" + std::to_string(stage) + letter + std::to_string(microbatch);
-    }
-  }
-  return {};  // COMM: torch labels transfers by direction, which a kind alone does not say
+  // COMM: torch labels transfers by direction, which a kind alone does not say.
+  if (kind == OpKind::kComm || stage < 0 || microbatch < 0) return {};
+  return "PP:" + FormatTorchAction(ActionOf(kind), stage, microbatch);
 }
 
 std::optional<RangeName> ParseTorchActionName(std::string_view name) {
   size_t pos = 0;
   if (!Consume(name, pos, "PP:")) return std::nullopt;
   const std::optional<int32_t> stage = ParseDigits(name, pos);
-  if (!stage || pos >= name.size()) return std::nullopt;
-  const char letter = name[pos++];
-  const auto* match = std::find_if(std::begin(kTorchLetters), std::end(kTorchLetters),
-                                   [&](const auto& entry) { return entry.second == letter; });
-  if (match == std::end(kTorchLetters)) return std::nullopt;
+  if (!stage) return std::nullopt;
+  const std::optional<ActionKind> action = ConsumeTorchToken(name, pos);
+  const std::optional<OpKind> kind = action ? ComputeKindOf(*action) : std::nullopt;
+  if (!kind) return std::nullopt;
   const std::optional<int32_t> microbatch = ParseDigits(name, pos);
   if (!microbatch || pos != name.size()) return std::nullopt;
   RangeName parsed;
   parsed.role = RangeName::Role::kOp;
-  parsed.kind = match->first;
+  parsed.kind = *kind;
   parsed.stage = *stage;
   parsed.microbatch = *microbatch;
   return parsed;
@@ -122,37 +100,22 @@ std::optional<RangeName> ParseRangeName(std::string_view name) {
     parsed.iteration = *iteration;
     return parsed;
   }
-  struct Token {
-    const char* text;
-    OpKind kind;
-    CommDirection direction;
-  };
-  // "BW:" before "B:" so that a fused backward is not read as a B.
-  static constexpr Token kTokens[] = {
-      {"BW:", OpKind::kBW, CommDirection::kNone},
-      {"F:", OpKind::kF, CommDirection::kNone},
-      {"B:", OpKind::kB, CommDirection::kNone},
-      {"W:", OpKind::kW, CommDirection::kNone},
-      {"SEND_F:", OpKind::kComm, CommDirection::kSendForward},
-      {"RECV_F:", OpKind::kComm, CommDirection::kRecvForward},
-      {"SEND_B:", OpKind::kComm, CommDirection::kSendBackward},
-      {"RECV_B:", OpKind::kComm, CommDirection::kRecvBackward},
-  };
-  const Token* found = nullptr;
-  for (const Token& token : kTokens) {
-    if (Consume(name, pos, token.text)) {
-      found = &token;
-      break;
-    }
-  }
-  if (found == nullptr || !Consume(name, pos, "s")) return std::nullopt;
+  // The action's name up to its ':' (the vocabulary's, op_text.h): a compute op or a transfer.
+  const size_t colon = name.find(':', pos);
+  if (colon == std::string_view::npos) return std::nullopt;
+  const std::optional<ActionKind> action = ParseActionKindName(name.substr(pos, colon - pos));
+  pos = colon + 1;
+  const std::optional<OpKind> compute = action ? ComputeKindOf(*action) : std::nullopt;
+  const CommDirection direction = action ? DirectionOf(*action) : CommDirection::kNone;
+  const bool found = compute.has_value() || direction != CommDirection::kNone;
+  if (!found || !Consume(name, pos, "s")) return std::nullopt;
   auto stage = ParseDigits(name, pos);
   if (!stage || !Consume(name, pos, ":mb")) return std::nullopt;
   auto microbatch = ParseDigits(name, pos);
   if (!microbatch || pos != name.size()) return std::nullopt;
-  parsed.role = found->kind == OpKind::kComm ? RangeName::Role::kComm : RangeName::Role::kOp;
-  parsed.kind = found->kind;
-  parsed.direction = found->direction;
+  parsed.role = compute ? RangeName::Role::kOp : RangeName::Role::kComm;
+  parsed.kind = compute.value_or(OpKind::kComm);
+  parsed.direction = direction;
   parsed.stage = *stage;
   parsed.microbatch = *microbatch;
   return parsed;

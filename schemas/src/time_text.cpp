@@ -25,4 +25,10 @@ std::string FormatTime(TimeNs ns) {
   return std::to_string(ns) + " ns";
 }
 
+std::string FormatSeconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f s", seconds);
+  return text;
+}
+
 }  // namespace zb

@@ -9,11 +9,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "progress_record_writer.h"
 #include "zbkit/doctor/diagnosis.h"
 #include "zbkit/doctor/flight_recorder.h"
+#include "zbkit/doctor/stall_watch.h"
 
 namespace zb::doctor {
 namespace {
@@ -31,10 +33,10 @@ std::vector<ProgramOp> OneFOneB(int rank, int microbatches = 4) {
   const int warmup = rank == 0 ? 2 : 1;
   int f = 0, b = 0;
   for (; f < std::min(warmup, microbatches); ++f)
-    ops.push_back({OpKind::kF, rank, f});
+    ops.push_back({ActionKind::kF, rank, f});
   while (b < microbatches) {
-    ops.push_back({OpKind::kBW, rank, b++});
-    if (f < microbatches) ops.push_back({OpKind::kF, rank, f++});
+    ops.push_back({ActionKind::kBW, rank, b++});
+    if (f < microbatches) ops.push_back({ActionKind::kF, rank, f++});
   }
   return ops;
 }
@@ -43,13 +45,13 @@ std::vector<ProgramOp> OneFOneB(int rank, int microbatches = 4) {
 std::vector<ProgramOp> GPipe(int rank, int microbatches = 4) {
   std::vector<ProgramOp> ops;
   for (int mb = 0; mb < microbatches; ++mb)
-    ops.push_back({OpKind::kF, rank, mb});
+    ops.push_back({ActionKind::kF, rank, mb});
   for (int mb = 0; mb < microbatches; ++mb)
-    ops.push_back({OpKind::kBW, rank, mb});
+    ops.push_back({ActionKind::kBW, rank, mb});
   return ops;
 }
 
-int IndexOf(const std::vector<ProgramOp>& ops, OpKind kind, int mb) {
+int IndexOf(const std::vector<ProgramOp>& ops, ActionKind kind, int mb) {
   for (size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].kind == kind && ops[i].microbatch == mb) return static_cast<int>(i);
   }
@@ -69,7 +71,8 @@ class DoctorTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   // A rank in op `kind` mb `mb` of its program since `seconds` ago.
-  RecordSpec InOp(int rank, std::vector<ProgramOp> program, OpKind kind, int mb, double seconds) {
+  RecordSpec InOp(int rank, std::vector<ProgramOp> program, ActionKind kind, int mb,
+                  double seconds) {
     RecordSpec spec;
     spec.rank = rank;
     spec.pid = 1000 + rank;
@@ -98,7 +101,7 @@ class DoctorTest : public ::testing::Test {
 };
 
 TEST_F(DoctorTest, ReadsEveryFieldOfARecord) {
-  RecordSpec spec = InOp(1, OneFOneB(1), OpKind::kF, 2, 3);
+  RecordSpec spec = InOp(1, OneFOneB(1), ActionKind::kF, 2, 3);
   spec.job = "abc";
   spec.host = "node7";
   spec.iteration = 12;
@@ -122,7 +125,7 @@ TEST_F(DoctorTest, ReadsEveryFieldOfARecord) {
 }
 
 TEST_F(DoctorTest, ATornSlotGivesTheOtherOneAndTwoTornSlotsAClearError) {
-  RecordSpec spec = InOp(0, OneFOneB(0), OpKind::kBW, 1, 1);
+  RecordSpec spec = InOp(0, OneFOneB(0), ActionKind::kBW, 1, 1);
   spec.tear_newer_slot = true;
   WriteRecord(dir_.string(), spec);
   auto rank = ReadProgressFile((dir_ / "rank0.progress").string());
@@ -143,7 +146,7 @@ TEST_F(DoctorTest, ATornSlotGivesTheOtherOneAndTwoTornSlotsAClearError) {
 
 TEST_F(DoctorTest, MalformedRecordsNameTheFileAndWhatIsWrong) {
   const std::string path = (dir_ / "rank0.progress").string();
-  RecordSpec spec = InOp(0, OneFOneB(0), OpKind::kF, 0, 1);
+  RecordSpec spec = InOp(0, OneFOneB(0), ActionKind::kF, 0, 1);
   std::string bytes = testing::RecordBytes(spec);
   struct Case {
     std::string bytes, expected;
@@ -169,7 +172,7 @@ TEST_F(DoctorTest, MalformedRecordsNameTheFileAndWhatIsWrong) {
 }
 
 TEST_F(DoctorTest, ARunNamesMissingRanksAndRecordsOfAnotherJob) {
-  RecordSpec a = InOp(0, OneFOneB(0, 4), OpKind::kF, 0, 1);
+  RecordSpec a = InOp(0, OneFOneB(0, 4), ActionKind::kF, 0, 1);
   a.world = 4;
   RecordSpec b = a, c = a;
   b.rank = 2;
@@ -225,8 +228,8 @@ TEST_F(DoctorTest, ProbesRealProcessesAliveStoppedDeadAndReused) {
 }
 
 TEST_F(DoctorTest, AFrozenRankIsTheCulpritAndItsPeersWaitIsTheChain) {
-  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), OpKind::kBW, 2, 94));
-  WriteRecord(dir_.string(), InOp(1, OneFOneB(1), OpKind::kF, 2, 94.5));
+  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), ActionKind::kBW, 2, 94));
+  WriteRecord(dir_.string(), InOp(1, OneFOneB(1), ActionKind::kF, 2, 94.5));
   const Diagnosis d = DiagnoseWith({{1, ProcessState::kStopped}});
   EXPECT_EQ(d.state, "stalled");
   EXPECT_EQ(d.culprit, Culprit::kFrozen);
@@ -242,26 +245,26 @@ TEST_F(DoctorTest, AFrozenRankIsTheCulpritAndItsPeersWaitIsTheChain) {
 // their times, then the op it is in (from the state, not ended), leaves out a half-written entry,
 // and keeps them through zb-diagnosis/1 and back.
 TEST_F(DoctorTest, TheLastOpsBeforeTheStallComeWithTheirTimes) {
-  RecordSpec frozen = InOp(1, OneFOneB(1), OpKind::kF, 2, 40);
+  RecordSpec frozen = InOp(1, OneFOneB(1), ActionKind::kF, 2, 40);
   frozen.history_capacity = 8;
   const int64_t ms = 1000000;
   const int64_t t0 = now_ - 41 * kSecond;
   // In ring order, not time order: F1 ended, F0, BW0, BW1 (torn), an unknown op, one not ended.
-  frozen.history = {{0, IndexOf(frozen.program, OpKind::kF, 1), t0 + 50 * ms, t0 + 61 * ms},
-                    {0, IndexOf(frozen.program, OpKind::kF, 0), t0, t0 + 12 * ms},
-                    {0, IndexOf(frozen.program, OpKind::kBW, 0), t0 + 20 * ms, t0 + 45 * ms},
-                    {0, IndexOf(frozen.program, OpKind::kBW, 1), t0 + 70 * ms, t0 + 95 * ms},
+  frozen.history = {{0, IndexOf(frozen.program, ActionKind::kF, 1), t0 + 50 * ms, t0 + 61 * ms},
+                    {0, IndexOf(frozen.program, ActionKind::kF, 0), t0, t0 + 12 * ms},
+                    {0, IndexOf(frozen.program, ActionKind::kBW, 0), t0 + 20 * ms, t0 + 45 * ms},
+                    {0, IndexOf(frozen.program, ActionKind::kBW, 1), t0 + 70 * ms, t0 + 95 * ms},
                     {0, 99, t0, t0 + ms},
-                    {0, IndexOf(frozen.program, OpKind::kF, 2), now_ - 40 * kSecond, 0}};
+                    {0, IndexOf(frozen.program, ActionKind::kF, 2), now_ - 40 * kSecond, 0}};
   frozen.torn_history_entry = 3;
   WriteRecord(dir_.string(), frozen);
-  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), OpKind::kBW, 2, 39));
+  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), ActionKind::kBW, 2, 39));
   auto read = ReadProgressFile((dir_ / "rank1.progress").string());
   ASSERT_TRUE(read.ok()) << read.status().message();
   // The torn entry, the op index the program lacks and the entry not ended are left out.
   ASSERT_EQ(read->history.size(), 3u);
-  EXPECT_EQ(read->history.front().op_index, IndexOf(frozen.program, OpKind::kF, 0));
-  EXPECT_EQ(read->history.back().op_index, IndexOf(frozen.program, OpKind::kF, 1));
+  EXPECT_EQ(read->history.front().op_index, IndexOf(frozen.program, ActionKind::kF, 0));
+  EXPECT_EQ(read->history.back().op_index, IndexOf(frozen.program, ActionKind::kF, 1));
   EXPECT_EQ(read->version, 2);
 
   const Diagnosis d = DiagnoseWith({{1, ProcessState::kStopped}});
@@ -306,8 +309,8 @@ TEST_F(DoctorTest, TheLastOpsBeforeTheStallComeWithTheirTimes) {
 TEST_F(DoctorTest, CrossedOrdersAreADeadlockNamingBothOps) {
   // Rank 0 runs 1F1B, rank 1 GPipe: rank 0's BW mb 0 waits for rank 1's, which comes after
   // rank 1's F mb 2, which waits for rank 0's F mb 2, which comes after rank 0's BW mb 0.
-  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), OpKind::kBW, 0, 40));
-  WriteRecord(dir_.string(), InOp(1, GPipe(1), OpKind::kF, 2, 40));
+  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), ActionKind::kBW, 0, 40));
+  WriteRecord(dir_.string(), InOp(1, GPipe(1), ActionKind::kF, 2, 40));
   const Diagnosis d = DiagnoseWith({});
   EXPECT_EQ(d.culprit, Culprit::kDeadlock);
   EXPECT_NE(d.headline.find("BW stage 0 mb 0 waits for rank 1's BW stage 1 mb 0"),
@@ -326,7 +329,7 @@ TEST_F(DoctorTest, APeerWhoseProgramNeverSendsTheMessageMakesTheScheduleUnrunnab
   done.op_index = static_cast<int64_t>(done.program.size()) - 1;
   done.since_ns = now_ - 20 * kSecond;
   WriteRecord(dir_.string(), done);
-  WriteRecord(dir_.string(), InOp(1, OneFOneB(1), OpKind::kF, 3, 20));
+  WriteRecord(dir_.string(), InOp(1, OneFOneB(1), ActionKind::kF, 3, 20));
   const Diagnosis d = DiagnoseWith({});
   EXPECT_EQ(d.culprit, Culprit::kUnrunnable);
   EXPECT_EQ(d.culprit_rank, 1);
@@ -336,7 +339,7 @@ TEST_F(DoctorTest, APeerWhoseProgramNeverSendsTheMessageMakesTheScheduleUnrunnab
       << d.headline;
   // The same programs, both ranks still running: no culprit yet, but the problem is said.
   fs::remove(dir_ / "rank0.progress");
-  WriteRecord(dir_.string(), InOp(0, OneFOneB(0, 3), OpKind::kF, 0, 0.1));
+  WriteRecord(dir_.string(), InOp(0, OneFOneB(0, 3), ActionKind::kF, 0, 0.1));
   const Diagnosis early = DiagnoseWith({});
   EXPECT_EQ(early.state, "progressing");
   EXPECT_EQ(early.culprit, Culprit::kNone);
@@ -346,8 +349,8 @@ TEST_F(DoctorTest, APeerWhoseProgramNeverSendsTheMessageMakesTheScheduleUnrunnab
 
 TEST_F(DoctorTest, ADeadRankThatWaitedForNoOneIsBlamedNotItsKilledPeers) {
   // After the launcher ended the job: every process gone, rank 1 died computing, rank 0 waiting.
-  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), OpKind::kBW, 1, 30));
-  WriteRecord(dir_.string(), InOp(1, OneFOneB(1), OpKind::kF, 2, 31));
+  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), ActionKind::kBW, 1, 30));
+  WriteRecord(dir_.string(), InOp(1, OneFOneB(1), ActionKind::kF, 2, 31));
   const Diagnosis d = DiagnoseWith({{0, ProcessState::kDead}, {1, ProcessState::kDead}});
   EXPECT_EQ(d.state, "failed");
   EXPECT_EQ(d.culprit, Culprit::kDied);
@@ -356,22 +359,22 @@ TEST_F(DoctorTest, ADeadRankThatWaitedForNoOneIsBlamedNotItsKilledPeers) {
 }
 
 TEST_F(DoctorTest, ARankThatRaisedOnAWaitTimeoutIsAVictimOfTheSlowPeer) {
-  RecordSpec raised = InOp(0, OneFOneB(0), OpKind::kBW, 0, 2);
+  RecordSpec raised = InOp(0, OneFOneB(0), ActionKind::kBW, 0, 2);
   raised.phase = Phase::kRaised;
   raised.exit_message = "ZbkitPipelineError: no gradient from rank 1 within 60 s";
   WriteRecord(dir_.string(), raised);
-  WriteRecord(dir_.string(), InOp(1, OneFOneB(1), OpKind::kF, 0, 70));
+  WriteRecord(dir_.string(), InOp(1, OneFOneB(1), ActionKind::kF, 0, 70));
   const Diagnosis d = DiagnoseWith({});
   EXPECT_EQ(d.culprit, Culprit::kSlow);
   EXPECT_EQ(d.culprit_rank, 1);
 
   // An exception in a rank's own op is the culprit, with its message.
   fs::remove(dir_ / "rank0.progress");
-  RecordSpec own = InOp(1, OneFOneB(1), OpKind::kF, 1, 2);
+  RecordSpec own = InOp(1, OneFOneB(1), ActionKind::kF, 1, 2);
   own.phase = Phase::kRaised;
   own.exit_message = "RuntimeError: injected";
   WriteRecord(dir_.string(), own);
-  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), OpKind::kBW, 0, 2));
+  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), ActionKind::kBW, 0, 2));
   const Diagnosis e = DiagnoseWith({});
   EXPECT_EQ(e.culprit, Culprit::kRaised);
   EXPECT_EQ(e.culprit_rank, 1);
@@ -380,13 +383,17 @@ TEST_F(DoctorTest, ARankThatRaisedOnAWaitTimeoutIsAVictimOfTheSlowPeer) {
 
 TEST_F(DoctorTest, TorchRuntimeProgramsWaitForTheSendAction) {
   // torch's runtime: the producer of stage 0's activation is its SEND_F, not its F.
-  std::vector<ProgramOp> rank0 = {
-      {OpKind::kF, 0, 0}, {OpKind::kSendF, 0, 0}, {OpKind::kF, 0, 1}, {OpKind::kSendF, 0, 1}};
-  std::vector<ProgramOp> rank1 = {
-      {OpKind::kRecvF, 1, 0}, {OpKind::kF, 1, 0}, {OpKind::kRecvF, 1, 1}, {OpKind::kF, 1, 1}};
-  RecordSpec a = InOp(0, rank0, OpKind::kF, 1, 12);  // computing F mb 1, not yet sent
+  std::vector<ProgramOp> rank0 = {{ActionKind::kF, 0, 0},
+                                  {ActionKind::kSendF, 0, 0},
+                                  {ActionKind::kF, 0, 1},
+                                  {ActionKind::kSendF, 0, 1}};
+  std::vector<ProgramOp> rank1 = {{ActionKind::kRecvF, 1, 0},
+                                  {ActionKind::kF, 1, 0},
+                                  {ActionKind::kRecvF, 1, 1},
+                                  {ActionKind::kF, 1, 1}};
+  RecordSpec a = InOp(0, rank0, ActionKind::kF, 1, 12);  // computing F mb 1, not yet sent
   a.source = 1;
-  RecordSpec b = InOp(1, rank1, OpKind::kF, 1, 12);
+  RecordSpec b = InOp(1, rank1, ActionKind::kF, 1, 12);
   b.source = 1;
   WriteRecord(dir_.string(), a);
   WriteRecord(dir_.string(), b);
@@ -397,8 +404,8 @@ TEST_F(DoctorTest, TorchRuntimeProgramsWaitForTheSendAction) {
 }
 
 TEST_F(DoctorTest, AProgressingJobHasNoCulpritAndAFinishedOneSaysSo) {
-  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), OpKind::kBW, 1, 0.2));
-  WriteRecord(dir_.string(), InOp(1, OneFOneB(1), OpKind::kF, 2, 0.1));
+  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), ActionKind::kBW, 1, 0.2));
+  WriteRecord(dir_.string(), InOp(1, OneFOneB(1), ActionKind::kF, 2, 0.1));
   Diagnosis d = DiagnoseWith({});
   EXPECT_EQ(d.state, "progressing");
   EXPECT_EQ(d.culprit, Culprit::kNone);
@@ -412,10 +419,14 @@ TEST_F(DoctorTest, AProgressingJobHasNoCulpritAndAFinishedOneSaysSo) {
   d = DiagnoseWith({{0, ProcessState::kDead}, {1, ProcessState::kDead}});
   EXPECT_EQ(d.state, "finished");
   EXPECT_EQ(d.culprit, Culprit::kFinished);
+  // A healthy run has no culprit to name, and the text does not call it one.
+  const std::string text = FormatDiagnosis(d);
+  EXPECT_NE(text.find("\nno culprit: every rank exited normally\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("culprit: every"), text.find("no culprit: every") + 3) << text;
 }
 
 TEST_F(DoctorTest, ARankWithoutARecordThatOthersWaitForIsNamed) {
-  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), OpKind::kBW, 0, 50));
+  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), ActionKind::kBW, 0, 50));
   const Diagnosis d = DiagnoseWith({});
   EXPECT_EQ(d.culprit, Culprit::kNoRecord);
   EXPECT_EQ(d.culprit_rank, 1);
@@ -427,7 +438,8 @@ TEST_F(DoctorTest, AJobAcrossHostsIsReadFromEveryHostsDirectory) {
   const fs::path host0 = dir_ / "host0", host1 = dir_ / "host1";
   fs::create_directories(host0);
   fs::create_directories(host1);
-  RecordSpec a = InOp(0, OneFOneB(0), OpKind::kF, 2, 4), b = InOp(1, OneFOneB(1), OpKind::kF, 1, 9);
+  RecordSpec a = InOp(0, OneFOneB(0), ActionKind::kF, 2, 4),
+             b = InOp(1, OneFOneB(1), ActionKind::kF, 1, 9);
   a.local_world = b.local_world = 1;
   a.phase = Phase::kRaised;
   a.exit_message = "RuntimeError: [../gloo/transport/tcp/pair.cc:553] Connection closed by peer";
@@ -467,8 +479,9 @@ TEST_F(DoctorTest, AJobAcrossHostsIsReadFromEveryHostsDirectory) {
 
 // ---- torch's flight recorder ----------------------------------------------------------------
 
-// Dumps torch 2.13 wrote (tests/data/flight_recorder, adapters/pytorch/tests/fr_hang_job.py): two
-// gloo ranks all-reduce twice, then rank 0 a third time, which rank 1 never joins.
+// Dumps torch 2.13 wrote (tests/data/flight_recorder,
+// adapters/pytorch/tests/job_scripts/fr_hang_job.py): two gloo ranks all-reduce twice, then rank 0
+// a third time, which rank 1 never joins.
 const std::string kDumps = std::string(ZBKIT_TEST_DATA_DIR) + "/flight_recorder/gloo_hang_rank_";
 
 TEST(FlightRecorderTest, ReadsTorchsDumpsAndNamesTheRankThatNeverJoined) {
@@ -546,7 +559,8 @@ Ran RunZb(const std::string& arguments) {
 
 TEST_F(DoctorTest, ZbDoctorPrintsTheDiagnosisAsTextAndJson) {
   // Both records name this test's process: alive, as the ranks of a hung job are.
-  RecordSpec a = InOp(0, OneFOneB(0), OpKind::kBW, 0, 40), b = InOp(1, GPipe(1), OpKind::kF, 2, 40);
+  RecordSpec a = InOp(0, OneFOneB(0), ActionKind::kBW, 0, 40),
+             b = InOp(1, GPipe(1), ActionKind::kF, 2, 40);
   a.pid = b.pid = getpid();
   a.started_ns = b.started_ns = now_;
   WriteRecord(dir_.string(), a);
@@ -565,8 +579,57 @@ TEST_F(DoctorTest, ZbDoctorPrintsTheDiagnosisAsTextAndJson) {
   EXPECT_EQ(doc["ranks"][1]["waits_for"], 0);
 }
 
+// --on-stall kill: the watch SIGKILLs the ranks and keeps its diagnosis with who ended the job;
+// zb doctor afterwards says that zb ended it and why (the deadlock), not that the ranks it killed
+// are "gone without exiting" (which would send the user to dmesg).
+TEST_F(DoctorTest, AJobZbEndedAtTheStallIsToldAsSuchNotAsDeadRanks) {
+  std::vector<pid_t> children;
+  for (int rank : {0, 1}) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      execlp("sleep", "sleep", "60", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    children.push_back(child);
+  }
+  RecordSpec a = InOp(0, OneFOneB(0), ActionKind::kBW, 0, 40),
+             b = InOp(1, GPipe(1), ActionKind::kF, 2, 40);
+  a.pid = children[0];
+  b.pid = children[1];
+  a.started_ns = b.started_ns = now_;
+  WriteRecord(dir_.string(), a);
+  WriteRecord(dir_.string(), b);
+  StallWatch watch({"replay", dir_.string(), 5, OnStall::kKill});
+  std::ostringstream said;
+  ASSERT_TRUE(watch.Check(said, now_));
+  EXPECT_NE(said.str().find("zb replay: ending the job (--on-stall kill): its ranks are SIGKILLed, "
+                            "so the launcher's report"),
+            std::string::npos)
+      << said.str();
+  for (const pid_t child : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  }
+  Ran text = RunZb("doctor " + dir_.string());
+  EXPECT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("zb replay --on-stall kill ended this job at the stall"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("culprit: deadlock: rank 0's BW stage 0 mb 0"), std::string::npos)
+      << text.out;
+  EXPECT_EQ(text.out.find("gone without exiting"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("dmesg"), std::string::npos) << text.out;
+  Ran json = RunZb("doctor " + dir_.string() + " --json");
+  ASSERT_EQ(json.code, 0) << json.err;
+  const auto doc = nlohmann::json::parse(json.out);
+  EXPECT_EQ(doc["culprit"]["kind"], "deadlock");
+  EXPECT_EQ(doc["ended_by"], "zb replay --on-stall kill");
+}
+
 TEST_F(DoctorTest, ZbDoctorOnBadInputSaysOneLineAndGivesWhatItCan) {
-  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), OpKind::kBW, 0, 40));
+  WriteRecord(dir_.string(), InOp(0, OneFOneB(0), ActionKind::kBW, 0, 40));
   std::ofstream((dir_ / "rank1.progress").string()) << "garbage";
   Ran partial = RunZb("doctor " + dir_.string());
   EXPECT_EQ(partial.code, 1);

@@ -32,11 +32,11 @@ RecordSpec TorchRank(int rank, int64_t t0, int64_t since_ns) {
   spec.rank = rank;
   spec.pid = getpid();
   spec.source = 1;
-  spec.program = {{OpKind::kRecvF, rank, 0},
-                  {OpKind::kF, rank, 0},
-                  {OpKind::kSendF, rank, 0},
-                  {OpKind::kOther, rank, -1},
-                  {OpKind::kF, rank, 1}};
+  spec.program = {{ActionKind::kRecvF, rank, 0},
+                  {ActionKind::kF, rank, 0},
+                  {ActionKind::kSendF, rank, 0},
+                  {ActionKind::kOther, rank, -1},
+                  {ActionKind::kF, rank, 1}};
   spec.op_index = 4;
   spec.phase = Phase::kInOp;
   spec.since_ns = since_ns;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Writes zb-progress/1 and /2 records (docs/formats.md §7) for the doctor's tests: the states a
 // rank leaves, set field by field. The real writer is zbkit.progress (Python); the Python fault
-// suite (adapters/pytorch/tests/test_stalls.py) checks that zb doctor reads what it writes.
+// suite (adapters/pytorch/tests/library/test_stalls.py) checks that zb doctor reads what it writes.
 #ifndef ZBKIT_TESTS_DOCTOR_PROGRESS_RECORD_WRITER_H_
 #define ZBKIT_TESTS_DOCTOR_PROGRESS_RECORD_WRITER_H_
 

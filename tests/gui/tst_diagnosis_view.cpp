@@ -17,7 +17,7 @@
 #include "zbkit/gui/diagnosis_view.h"
 #include "zbkit/gui/palette.h"
 
-using zb::doctor::OpKind;
+using zb::ActionKind;
 using zb::doctor::Phase;
 using zb::doctor::ProgramOp;
 using zb::doctor::testing::RecordSpec;
@@ -27,13 +27,15 @@ namespace {
 using Run = zb::gui::testing::ProgramRun;
 
 std::vector<ProgramOp> OneFOneB() {  // stage 0 of 2, 4 microbatches
-  return {{OpKind::kF, 0, 0},  {OpKind::kF, 0, 1}, {OpKind::kBW, 0, 0}, {OpKind::kF, 0, 2},
-          {OpKind::kBW, 0, 1}, {OpKind::kF, 0, 3}, {OpKind::kBW, 0, 2}, {OpKind::kBW, 0, 3}};
+  return {{ActionKind::kF, 0, 0},  {ActionKind::kF, 0, 1},  {ActionKind::kBW, 0, 0},
+          {ActionKind::kF, 0, 2},  {ActionKind::kBW, 0, 1}, {ActionKind::kF, 0, 3},
+          {ActionKind::kBW, 0, 2}, {ActionKind::kBW, 0, 3}};
 }
 
 std::vector<ProgramOp> GPipe() {  // stage 1 of 2
-  return {{OpKind::kF, 1, 0},  {OpKind::kF, 1, 1},  {OpKind::kF, 1, 2},  {OpKind::kF, 1, 3},
-          {OpKind::kBW, 1, 0}, {OpKind::kBW, 1, 1}, {OpKind::kBW, 1, 2}, {OpKind::kBW, 1, 3}};
+  return {{ActionKind::kF, 1, 0},  {ActionKind::kF, 1, 1},  {ActionKind::kF, 1, 2},
+          {ActionKind::kF, 1, 3},  {ActionKind::kBW, 1, 0}, {ActionKind::kBW, 1, 1},
+          {ActionKind::kBW, 1, 2}, {ActionKind::kBW, 1, 3}};
 }
 
 }  // namespace

@@ -254,5 +254,43 @@ TEST_F(StoreAnalysisTest, ReadShardDirectorySkipsUnreadableShards) {
   EXPECT_FALSE(ReadShardDirectory(dir_ + "/absent", none).ok());
 }
 
+// zb import DIR without --format: shards where there are any, else the Chrome traces
+// (torch.profiler's *.pt.trace.json.gz among them), else one error saying what the directory holds.
+TEST_F(StoreAnalysisTest, ReadTraceDirectoryTakesShardsElseChromeTracesElseSaysWhatIsThere) {
+  std::vector<std::string> skipped;
+  auto empty = ReadTraceDirectory(dir_, skipped);
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.status().message(),
+            std::string(kNoPipelineOps) + " in " + dir_ +
+                ": it holds no traces (no *.zbshard, *.json or *.json.gz; it is empty)");
+
+  for (const char* name : {"notes.txt", "b.log", "c.csv", "d.md", "e.ini", "f.cfg"})
+    std::ofstream(dir_ + "/" + name) << "x";
+  fs::create_directories(dir_ + "/sub");
+  auto other = ReadTraceDirectory(dir_, skipped);
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find(
+                "it holds no traces (no *.zbshard, *.json or *.json.gz; 7 other entries: b.log, "
+                "c.csv, d.md, e.ini, f.cfg, ...)"),
+            std::string::npos)
+      << other.status().message();
+
+  std::ofstream(dir_ + "/host_12.1796.pt.trace.json") << R"({"traceEvents": [
+      {"ph": "X", "cat": "user_annotation", "name": "PP:0F0", "pid": 1, "tid": 1, "ts": 10,
+       "dur": 5}], "distributedInfo": {"rank": 0, "world_size": 1}})";
+  auto chrome = ReadTraceDirectory(dir_, skipped);
+  ASSERT_TRUE(chrome.ok()) << chrome.status().message();
+  ASSERT_EQ(chrome->size(), 1u);
+  EXPECT_EQ(chrome->front().ranges.size(), 1u);
+
+  std::ofstream(dir_ + "/rank0.zbshard") << "not a shard";
+  skipped.clear();
+  auto shards = ReadTraceDirectory(dir_, skipped);
+  ASSERT_TRUE(shards.ok()) << shards.status().message();
+  EXPECT_TRUE(shards->empty());  // the shard was read (and skipped), not the Chrome trace
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].find("rank0.zbshard"), std::string::npos) << skipped[0];
+}
+
 }  // namespace
 }  // namespace zb::profiler

@@ -107,23 +107,25 @@ Expected<std::vector<std::vector<Action>>> LowerWithComms(const Schedule& schedu
       if (op.kind == OpKind::kF) {
         forward_done[slot(stage, mb)] = 1;
         if (stage < num_stages - 1 && rank_of(stage + 1) != rank) {
-          rows[rank].push_back({stage, "SEND_F", mb});
-          rows[rank_of(stage + 1)].push_back({stage + 1, "RECV_F", mb});
+          rows[rank].push_back({stage, zb::TorchToken(ActionKind::kSendF), mb});
+          rows[rank_of(stage + 1)].push_back({stage + 1, zb::TorchToken(ActionKind::kRecvF), mb});
           forward_received[slot(stage + 1, mb)] = 1;
         }
       }
       if (is_backward) {
         input_grad_done[slot(stage, mb)] = 1;
         if (stage > 0 && rank_of(stage - 1) != rank) {
-          rows[rank].push_back({stage, "SEND_B", mb});
-          rows[rank_of(stage - 1)].push_back({stage - 1, "RECV_B", mb});
+          rows[rank].push_back({stage, zb::TorchToken(ActionKind::kSendB), mb});
+          rows[rank_of(stage - 1)].push_back({stage - 1, zb::TorchToken(ActionKind::kRecvB), mb});
           grad_received[slot(stage - 1, mb)] = 1;
         }
       }
       // PyTorch's runtime reduces (and scales) a stage's gradients at REDUCE_GRAD, which its own
       // lowering adds after the m-th full backward or weight gradient; a verbatim file must say it.
       if (op.kind == OpKind::kBW || op.kind == OpKind::kW) {
-        if (++backwards_done[stage] == m) rows[rank].push_back({stage, "REDUCE_GRAD", -1});
+        if (++backwards_done[stage] == m) {
+          rows[rank].push_back({stage, zb::TorchToken(ActionKind::kReduceGrad), -1});
+        }
       }
       ++next[rank];
       --remaining;
@@ -147,19 +149,10 @@ Expected<std::vector<std::vector<Action>>> LowerWithComms(const Schedule& schedu
 }  // namespace
 
 const char* TorchToken(OpKind kind, TorchDialect dialect) {
-  switch (kind) {
-    case OpKind::kF:
-      return "F";
-    case OpKind::kB:
-      return dialect == TorchDialect::kModern ? "I" : "B";
-    case OpKind::kW:
-      return "W";
-    case OpKind::kBW:
-      return dialect == TorchDialect::kModern ? "B" : "BW";
-    case OpKind::kComm:  // never in a valid schedule
-      return "?";
-  }
-  return "?";
+  if (kind == OpKind::kComm) return "?";  // never in a valid schedule
+  // The modern dialect is the vocabulary's (zbkit/schemas/op_text.h: I is B, B is BW); the legacy
+  // one (torch <= 2.5) wrote zbkit's own names.
+  return dialect == TorchDialect::kModern ? zb::TorchToken(ActionOf(kind)) : OpKindName(kind);
 }
 
 const char* ReplayRuntimeName(ReplayRuntime runtime) {

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "zbkit/schemas/op_text.h"
 #include "zbkit/schemas/validate.h"
 #include "zbkit/tuner/torch_export.h"
 
@@ -44,8 +45,10 @@ std::optional<Cell> ParseCell(const std::string& text) {
 }
 
 bool IsCommunication(const std::string& text) {
-  for (const char* token : {"SEND_F", "RECV_F", "SEND_B", "RECV_B", "REDUCE_GRAD"})
-    if (text.find(token) != std::string::npos) return true;
+  for (const ActionKind action : {ActionKind::kSendF, ActionKind::kRecvF, ActionKind::kSendB,
+                                  ActionKind::kRecvB, ActionKind::kReduceGrad}) {
+    if (text.find(zb::TorchToken(action)) != std::string::npos) return true;
+  }
   return false;
 }
 

@@ -8,7 +8,7 @@
    what the shim adds to each of torch's actions (`action`), timed over --ops ops, --repeats
    times, median and spread; beside it the same loop without the record.
 2. With --detection: one 2-rank job under `zb replay` with the default stall timeout, a rank
-   SIGSTOPped in step 1 (tests/fault_job.py): seconds from the fault to zb replay's diagnosis.
+   SIGSTOPped in step 1 (tests/job_scripts/fault_job.py): seconds from the fault to zb replay's diagnosis.
 3. With --flight-recorder: the same job, healthy, 3 steps, with torch's flight recorder on
    (TORCH_FR_BUFFER_SIZE): what it kept of each rank's sends and receives, beside the ops zbkit's
    record followed.
@@ -83,7 +83,7 @@ def cost(args) -> None:
 
 
 def fault_job(folder: Path, spec: dict, env: dict) -> subprocess.CompletedProcess:
-    """tests/fault_job.py on 2 ranks under `zb replay --run-dir folder/run --on-stall kill`, a
+    """tests/job_scripts/fault_job.py on 2 ranks under `zb replay --run-dir folder/run --on-stall kill`, a
     zb-h1 order with 4 microbatches, `spec` completed with it."""
     zb = locate.zb_binary()
     costs = folder / "costs.json"
@@ -99,7 +99,7 @@ def fault_job(folder: Path, spec: dict, env: dict) -> subprocess.CompletedProces
     command = [zb, "replay", str(schedule), "--run-dir", str(folder / "run"), "--on-stall",
                "kill", "--", sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
                "2", "--master-addr", "127.0.0.1", "--master-port", "29517",
-               str(PYTORCH_DIR / "tests" / "fault_job.py"), str(spec_path)]  # fmt: skip
+               str(PYTORCH_DIR / "tests" / "job_scripts" / "fault_job.py"), str(spec_path)]  # fmt: skip
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
 
 

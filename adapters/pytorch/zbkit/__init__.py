@@ -3,6 +3,8 @@
 
 Public modules (`__all__`); everything else (names starting with `_`) is internal:
 
+- `actions`: the one vocabulary of what a rank runs (zbkit's kinds, torch's action letters, the
+  progress record's codes);
 - `schedule`: the plain `Schedule` and `Op` values (no torch needed), and op text
   (`str(op)`, `Op.parse`);
 - `executor`: `PipelineExecutor`, one rank's op list on `nn.Module` stages;
@@ -12,6 +14,7 @@ Public modules (`__all__`); everything else (names starting with `_`) is interna
 - `shim`: zbkit's orders inside unmodified torch.distributed.pipelining scripts (`zb replay`);
 - `split`: a rank's stages from a layer split (`zb partition --split-out`, zb-split/1);
 - `torch_rules`: what PyTorch's runtime needs of an order (docs/formats.md §4.1);
+- `progress`: each rank's progress record, which `zb doctor` reads while a job hangs;
 - `locate`: where `zb`, libzbrt and the examples are;
 - `errors`: `ZbkitError`, the base of every error zbkit raises.
 
@@ -23,12 +26,14 @@ Submodules are imported on use, so that `zbkit.schedule` and `zbkit.libzbrt` wor
 __version__ = "0.1.0"
 
 __all__ = [
+    "actions",
     "bw_split",
     "errors",
     "executor",
     "libzbrt",
     "locate",
     "post_validation",
+    "progress",
     "schedule",
     "shim",
     "split",

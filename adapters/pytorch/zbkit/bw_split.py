@@ -44,6 +44,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Set,
 import torch
 from torch.autograd.graph import GradientEdge, Node
 
+from ._saved_bytes import StorageKey, counted, state_storages
 from .errors import BackwardSplitError
 
 __all__ = ["BackwardSplit", "SplitStats", "accumulate_grad"]
@@ -58,15 +59,6 @@ class _Box:
         self.tensor: Optional[torch.Tensor] = tensor
         self.owners: List[Node] = []
         self.what = f"{tuple(tensor.shape)} {tensor.dtype}"
-
-
-def _storage_key(t: torch.Tensor) -> Optional[Tuple[str, int, int]]:
-    """(device, address, bytes) of the tensor's storage, or None for tensors without one."""
-    try:
-        st = t.untyped_storage()
-        return (str(t.device), st.data_ptr(), st.nbytes())
-    except (RuntimeError, NotImplementedError):
-        return None
 
 
 class SplitStats:
@@ -98,6 +90,18 @@ class SplitStats:
             f"captured_bytes={self.captured_bytes}, mixed_nodes={self.mixed_nodes}, "
             f"weight_only_nodes={self.weight_only_nodes})"
         )
+
+
+def _unique_bytes(tensors: Iterable[torch.Tensor], state: Set[StorageKey]) -> int:
+    """The bytes of the tensors' storages that count (zbkit._saved_bytes.counted), each once."""
+    seen: Set[StorageKey] = set()
+    total = 0
+    for tensor in tensors:
+        found = counted(tensor, state)
+        if found is not None and found[0] not in seen:
+            seen.add(found[0])
+            total += found[1]
+    return total
 
 
 def accumulate_grad(param: torch.Tensor, grad: torch.Tensor) -> None:
@@ -151,12 +155,10 @@ class BackwardSplit:
     """
 
     def __init__(self, params: Iterable[torch.Tensor]) -> None:
-        self._params: List[torch.Tensor] = [p for p in params if p.requires_grad]
-        self._param_storage: Set[Tuple[str, int, int]] = set()
-        for p in self._params:
-            key = _storage_key(p)
-            if key is not None:
-                self._param_storage.add(key)
+        given = list(params)
+        self._params: List[torch.Tensor] = [p for p in given if p.requires_grad]
+        # What a saved tensor must not share to count as activation memory (zbkit._saved_bytes).
+        self._param_storage: Set[StorageKey] = state_storages((), given)
         self._boxes: List[_Box] = []
         self._mapping_node: Optional[Node] = None
         self._outputs: Tuple[torch.Tensor, ...] = ()
@@ -301,17 +303,7 @@ class BackwardSplit:
         self._state = "sealed"
 
     def _bytes(self, boxes: Iterable[_Box]) -> int:
-        seen: Set[Tuple[str, int, int]] = set()
-        total = 0
-        for b in boxes:
-            if b.tensor is None:
-                continue
-            key = _storage_key(b.tensor)
-            if key is None or key in self._param_storage or key in seen:
-                continue
-            seen.add(key)
-            total += key[2]
-        return total
+        return _unique_bytes((b.tensor for b in boxes if b.tensor is not None), self._param_storage)
 
     # ---- backward --------------------------------------------------------------------------
 
@@ -461,16 +453,8 @@ class BackwardSplit:
         return result
 
     def _captured_bytes(self) -> int:
-        seen: Set[Tuple[str, int, int]] = set()
-        total = 0
         grads = [g for got in self._captured.values() for g in got] + self._root_grads
-        for g in grads:
-            key = _storage_key(g) if g is not None else None
-            if key is None or key in seen:
-                continue
-            seen.add(key)
-            total += key[2]
-        return total
+        return _unique_bytes((g for g in grads if g is not None), set())
 
     def held_bytes(self) -> int:
         """Bytes this split holds now: saved_bytes before B, w_bytes between B and W, 0 after.

@@ -28,12 +28,13 @@ from torch.profiler import record_function
 
 from . import _p2p as p2p
 from . import progress as progress_record
+from ._data_parallel import EXECUTOR_BACKWARD, split_under_ddp
 from ._p2p import ACT, GRAD, one_line
 from ._schedule_checks import validate_schedule
+from .actions import torch_label
 from .bw_split import BackwardSplit, SplitStats
 from .errors import ZbkitPipelineError
 from .schedule import Op, Schedule
-from .torch_rules import TORCH_LETTER
 
 __all__ = [
     "PipelineExecutor",
@@ -150,6 +151,11 @@ class PipelineExecutor:
             )
         if timeout_s <= 0:
             raise _fail(f"zbkit executor rank {rank}: timeout_s must be > 0, is {timeout_s}")
+        ddp = split_under_ddp(
+            sorted(modules.items()), f"zbkit executor rank {rank}", EXECUTOR_BACKWARD
+        )
+        if ddp:
+            raise _fail(ddp)
         self.schedule = schedule
         self.rank = rank
         self.modules = dict(modules)
@@ -165,7 +171,7 @@ class PipelineExecutor:
         # each op while torch.profiler records, so a profile of zbkit's executor reads like one of
         # torch's runtime (and zb import reads it the same way).
         self._labels = tuple(
-            f"PP:{op.stage}{TORCH_LETTER[op.kind]}{op.microbatch}" for op in self._ops
+            "PP:" + torch_label(op.kind, op.stage, op.microbatch) for op in self._ops
         )
         self._device: Dict[int, torch.device] = {}
         for s, mod in self.modules.items():

@@ -33,8 +33,9 @@ import sys
 import time
 from typing import Iterable, Optional, Sequence, Tuple
 
+from . import actions
+
 __all__ = [
-    "KIND_CODES",
     "PHASE_NAMES",
     "ProgressRecord",
     "job_id",
@@ -57,11 +58,6 @@ HISTORY_ENTRY = struct.Struct("<QqiiqqQ")
 ENTRY_SIZE = HISTORY_ENTRY.size
 HISTORY_SIZE = 64
 
-#: op kinds in a program: zbkit's F/B/W/BW, torch's action letters (I is B, B is BW) and comms
-KIND_CODES = {
-    "F": 0, "B": 1, "W": 2, "BW": 3,
-    "SEND_F": 4, "RECV_F": 5, "SEND_B": 6, "RECV_B": 7, "OTHER": 8,
-}  # fmt: skip
 #: phases of a slot
 PHASE_NAMES = ("starting", "in-op", "op-done", "iteration-done", "exited", "raised")
 STARTING, IN_OP, OP_DONE, ITERATION_DONE, EXITED, RAISED = range(6)
@@ -96,7 +92,7 @@ def _warn(message: str) -> None:
 
 class ProgressRecord:
     """One rank's progress file, mapped. Create it once per process with the rank's program
-    (``(kind, stage, microbatch)`` per op, kind one of KIND_CODES), then mark as the rank goes.
+    (``(kind, stage, microbatch)`` per op, kind one of zbkit.actions.KINDS), then mark as the rank goes.
     Every mark is one write into the mapping; none raises once the record exists."""
 
     def __init__(
@@ -144,7 +140,7 @@ class ProgressRecord:
                          stages, int(os.environ.get("LOCAL_WORLD_SIZE", world)), HISTORY_SIZE,
                          self._history_offset)  # fmt: skip
         for i, (kind, stage, microbatch) in enumerate(program):
-            OP.pack_into(self._map, PROGRAM_OFFSET + OP.size * i, KIND_CODES[kind], 0, stage,
+            OP.pack_into(self._map, PROGRAM_OFFSET + OP.size * i, actions.CODES[kind], 0, stage,
                          microbatch)  # fmt: skip
 
     def _write(self, phase: int, now: int = 0) -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Optional, Sequence, Tuple
 
 from ._schedule_checks import stuck_points
+from .actions import COMPUTE, FROM_TORCH, torch_label
 
 # One action of a rank: (global stage, torch kind, microbatch or None).
 Action = Tuple[int, str, Optional[int]]
@@ -58,28 +59,17 @@ def check_loss_order(rows: Sequence[Sequence[Action]], num_stages: int) -> Optio
     return None
 
 
-# The one home of torch's vocabulary in Python: its computation types by the letters of its CSV,
-# and those letters against zbkit's op kinds (I: input gradient B; B: full backward BW).
-TORCH_LETTERS = {
-    "FORWARD": "F",
-    "BACKWARD_INPUT": "I",
-    "BACKWARD_WEIGHT": "W",
-    "FULL_BACKWARD": "B",
-}
-ZBKIT_KIND = {"F": "F", "I": "B", "W": "W", "B": "BW"}
-TORCH_LETTER = {kind: letter for letter, kind in ZBKIT_KIND.items()}
-
-
 def check_lowering(rows: Sequence[Sequence[Action]], num_stages: int) -> Optional[str]:
     """None when torch's lowering (`_add_send_recv`) can place every compute action: each rank in
     turn runs its next action once what it waits for has run on any rank (a local input and a
     received one count the same), which is zbkit's data-dependency rule
     (zbkit._schedule_checks.stuck_points). Otherwise the one-line reason, naming where each unfinished
     rank is stuck."""
-    orders = [[(ZBKIT_KIND[k], s, mb) for s, k, mb in row if k in ZBKIT_KIND] for row in rows]
+    orders = [[(FROM_TORCH[k], s, mb) for s, k, mb in row if FROM_TORCH.get(k) in COMPUTE]
+              for row in rows]  # fmt: skip
     stuck = [
-        f"rank {rank} at {stage}{TORCH_LETTER[kind]}{mb} (stage {stage}, microbatch {mb}) waits "
-        f"for {need[1]}{TORCH_LETTER[need[0]]}{need[2]}"
+        f"rank {rank} at {torch_label(kind, stage, mb)} (stage {stage}, microbatch {mb}) waits "
+        f"for {torch_label(need[0], need[1], need[2])}"
         for rank, _, (kind, stage, mb), need in stuck_points(orders, num_stages)
     ]
     return f"{_rule(LOWERING_RULE)}: no rank can go on: " + "; ".join(stuck) if stuck else None

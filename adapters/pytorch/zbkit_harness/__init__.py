@@ -5,6 +5,7 @@ other way round (scripts/check_structure.py checks it).
 
 - `demo`, `demo_report`: `zb demo`, the whole loop on the bundled job, and its report;
 - `rehearse`, `rehearse_report`, `rehearsal_job`: `zb rehearse`, schedules on emulated stages;
+- `rehearse_split`: `zb rehearse --layers`, every layer split `zb partition` compares, rehearsed;
 - `emulated_stages`: stages that take a profile's F/B/W on an emulated device stream;
 - `torchrun_jobs`: running torchrun jobs and reading their `zb-job-summary/1` files;
 - `torch_orders`: the installed torch's own schedule classes written as CSVs.
@@ -17,6 +18,7 @@ __all__ = [
     "rehearsal_job",
     "rehearse",
     "rehearse_report",
+    "rehearse_split",
     "torch_orders",
     "torchrun_jobs",
 ]

@@ -29,8 +29,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from zbkit.actions import COMPUTE, FROM_TORCH, torch_label
 from zbkit.schedule import placement_stages
-from zbkit.torch_rules import TORCH_LETTERS
 
 # class name, placement, stages per rank (None: --stages-per-rank)
 CLASSES: Tuple[Tuple[str, str, Optional[int]], ...] = (
@@ -66,9 +66,9 @@ def _actions(action) -> List[str]:
     parts = action.sub_actions if getattr(action, "sub_actions", None) else (action,)
     cells = []
     for part in parts:
-        letter = TORCH_LETTERS.get(part.computation_type.name)
-        if letter is not None:
-            cells.append(f"{part.stage_index}{letter}{part.microbatch_index}")
+        kind = FROM_TORCH.get(part.computation_type.value)
+        if kind in COMPUTE:
+            cells.append(torch_label(kind, part.stage_index, part.microbatch_index))
     return cells
 
 

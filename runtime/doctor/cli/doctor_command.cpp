@@ -124,12 +124,20 @@ int RunDoctorCommand(const Args& args, std::ostream& out, std::ostream& err) {
   diagnose.stall_timeout_s = timeout;
   doctor::Diagnosis diagnosis = doctor::Diagnose(*run, diagnose);
   diagnosis.flight_recorder = std::move(flight_recorder);
-  // What zb replay said while the processes were there (after --on-stall kill they read dead).
+  // What zb replay said while the processes were there. After --on-stall kill the ranks read
+  // dead (zb killed them), so that diagnosis, which says who ended the job and why, is the one
+  // shown; otherwise its culprit is one line above today's.
   auto kept = doctor::ReadDiagnosisJson(directories.front() + "/diagnosis.json");
-  if (!json && kept.ok() && !kept->headline.empty()) {
+  const bool ended_by_zb = kept.ok() && !kept->ended_by.empty() && kept->job == diagnosis.job &&
+                           diagnosis.state != "progressing";
+  if (ended_by_zb) {
+    kept->flight_recorder = diagnosis.flight_recorder;
+    kept->problems = diagnosis.problems;
+  } else if (!json && kept.ok() && !kept->headline.empty()) {
     out << "at the stall (diagnosis.json): culprit: " << kept->headline << "\n";
   }
-  out << (json ? doctor::DiagnosisJson(diagnosis) : doctor::FormatDiagnosis(diagnosis));
+  const doctor::Diagnosis& shown = ended_by_zb ? *kept : diagnosis;
+  out << (json ? doctor::DiagnosisJson(shown) : doctor::FormatDiagnosis(shown));
   if (values.count("trace-out")) {
     // With --json, stdout is the document alone: the line saying where the trace went goes to
     // stderr.

@@ -6,10 +6,11 @@
 #include "zbkit/doctor/diagnosis.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <optional>
 #include <set>
+
+#include "zbkit/schemas/time_text.h"
 
 namespace zb::doctor {
 namespace {
@@ -20,14 +21,8 @@ struct Need {
   std::string message;
 };
 
-bool IsCompute(OpKind kind) {
-  return kind == OpKind::kF || kind == OpKind::kB || kind == OpKind::kW || kind == OpKind::kBW;
-}
-
-std::string Seconds(double s) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f s", s);
-  return text;
+bool IsCompute(ActionKind kind) {
+  return ComputeKindOf(kind).has_value();
 }
 
 class Graph {
@@ -73,18 +68,19 @@ class Graph {
   std::optional<Need> NeedFor(int rank, const ProgramOp& op) const {
     int from_stage = -1;
     bool activation = false;
-    if (op.kind == OpKind::kF && op.stage > 0) {
+    if (op.kind == ActionKind::kF && op.stage > 0) {
       from_stage = op.stage - 1;
       activation = true;
-    } else if ((op.kind == OpKind::kB || op.kind == OpKind::kBW) && op.stage + 1 < stages_) {
+    } else if ((op.kind == ActionKind::kB || op.kind == ActionKind::kBW) &&
+               op.stage + 1 < stages_) {
       from_stage = op.stage + 1;
     }
     const int owner = OwnerOf(from_stage);
     if (owner < 0 || owner == rank) return std::nullopt;
     Need need;
     need.peer = owner;
-    need.message = std::string(activation ? "RECV_F" : "RECV_B") + " stage " +
-                   std::to_string(op.stage) + " mb " + std::to_string(op.microbatch);
+    need.message =
+        FormatAction(activation ? ActionKind::kRecvF : ActionKind::kRecvB, op.stage, op.microbatch);
     if (const RankProgress* peer = Rank(need.peer)) {
       need.producer = ProducerIndex(*peer, from_stage, op.microbatch, activation);
     }
@@ -154,14 +150,15 @@ class Graph {
 
   static int ProducerIndex(const RankProgress& peer, int stage, int microbatch, bool activation) {
     const bool has_comms = std::any_of(peer.program.begin(), peer.program.end(), [](auto& op) {
-      return op.kind == OpKind::kSendF || op.kind == OpKind::kSendB;
+      return op.kind == ActionKind::kSendF || op.kind == ActionKind::kSendB;
     });
     for (size_t i = 0; i < peer.program.size(); ++i) {
       const ProgramOp& op = peer.program[i];
       if (op.stage != stage || op.microbatch != microbatch) continue;
-      const bool sends = has_comms ? op.kind == (activation ? OpKind::kSendF : OpKind::kSendB)
-                                   : (activation ? op.kind == OpKind::kF
-                                                 : op.kind == OpKind::kB || op.kind == OpKind::kBW);
+      const bool sends =
+          has_comms ? op.kind == (activation ? ActionKind::kSendF : ActionKind::kSendB)
+                    : (activation ? op.kind == ActionKind::kF
+                                  : op.kind == ActionKind::kB || op.kind == ActionKind::kBW);
       if (sends) return static_cast<int>(i);
     }
     return -1;
@@ -201,7 +198,7 @@ std::string Where(const RankFinding& rank) {
 std::string WaitText(const RankFinding& rank) {
   return "rank " + std::to_string(rank.rank) + " waits " + rank.message + " from rank " +
          std::to_string(rank.waits_for) + " (in " + rank.op + ", op " +
-         std::to_string(rank.op_index) + ", for " + Seconds(rank.for_s) + ")";
+         std::to_string(rank.op_index) + ", for " + FormatSeconds(rank.for_s) + ")";
 }
 
 void Blame(Diagnosis& d, const RankFinding& rank, Culprit culprit, const std::string& headline,
@@ -230,7 +227,7 @@ void BlameRank(Diagnosis& d, const RankFinding& rank, const std::string& exit_me
     case 2:
       return Blame(d, rank, Culprit::kFrozen,
                    Where(rank) + ": its " + pid + " is stopped (SIGSTOP or a debugger) for " +
-                       Seconds(rank.for_s),
+                       FormatSeconds(rank.for_s),
                    "resume it (kill -CONT " + std::to_string(rank.pid) +
                        ") or end the job; was a debugger attached?");
     default:
@@ -241,16 +238,18 @@ void BlameRank(Diagnosis& d, const RankFinding& rank, const std::string& exit_me
           ? " (on host " + rank.host + ", not probed from here: slow, frozen, or its host is gone)"
           : "";
   if (!rank.op.empty()) {
-    return Blame(d, rank, Culprit::kSlow, Where(rank) + " for " + Seconds(rank.for_s) + unprobed,
+    return Blame(d, rank, Culprit::kSlow,
+                 Where(rank) + " for " + FormatSeconds(rank.for_s) + unprobed,
                  "a straggler (a slow or shared device or host) or a hang inside the op: look at "
                  "its stack (py-spy dump --pid " +
                      std::to_string(rank.pid) + ")");
   }
-  Blame(d, rank, Culprit::kOutsidePipeline,
-        Where(rank) + " for " + Seconds(rank.for_s) + ", outside the pipeline's ops" + unprobed,
-        "it is in the script's own code between steps (data loading, optimizer, checkpoint, a "
-        "collective): look at its stack (py-spy dump --pid " +
-            std::to_string(rank.pid) + ")");
+  Blame(
+      d, rank, Culprit::kOutsidePipeline,
+      Where(rank) + " for " + FormatSeconds(rank.for_s) + ", outside the pipeline's ops" + unprobed,
+      "it is in the script's own code between steps (data loading, optimizer, checkpoint, a "
+      "collective): look at its stack (py-spy dump --pid " +
+          std::to_string(rank.pid) + ")");
 }
 
 void BlameNoRecord(Diagnosis& d, int rank) {
@@ -367,7 +366,7 @@ std::string Chain(const std::map<int, const RankFinding*>& by_rank, const std::v
     } else if (it->second->waits_for >= 0) {
       text += WaitText(*it->second);
     } else {
-      text += Where(*it->second) + " for " + Seconds(it->second->for_s);
+      text += Where(*it->second) + " for " + FormatSeconds(it->second->for_s);
     }
   }
   return text;
@@ -557,66 +556,6 @@ Diagnosis Diagnose(const RunProgress& run, const DiagnoseOptions& options) {
                     BlameChainEnd(d, e) || BlameMissingRank(d, run) || BlameSlowest(d) ||
                     BlameBrokenRank(d, e, true));
   return d;
-}
-
-std::string RecentOpsText(const RankFinding& f, size_t shown) {
-  std::vector<const RecentOp*> ended;
-  for (const RecentOp& op : f.recent) {
-    if (op.ms >= 0) ended.push_back(&op);
-  }
-  if (ended.empty() || shown == 0) return "";
-  std::string text;
-  const size_t first = ended.size() > shown ? ended.size() - shown : 0;
-  for (size_t i = first; i < ended.size(); ++i) {
-    char ms[32];
-    std::snprintf(ms, sizeof(ms), "%.1f ms", ended[i]->ms);
-    text += (i == first ? "" : ", ") + ended[i]->op + " " + ms;
-  }
-  const RecentOp& last = *ended.back();
-  return text + "; the last ended " + Seconds(std::max(0.0, last.began_s - last.ms / 1000)) +
-         " ago";
-}
-
-std::string FormatDiagnosis(const Diagnosis& d) {
-  std::string text =
-      d.directory + ": " + std::to_string(d.world) + " ranks (job " + d.job + "): " + d.state;
-  if (d.state == "stalled" || d.state == "failed") {
-    text += ", no progress for " + Seconds(d.quiet_s);
-  }
-  text += "\n";
-  if (!d.headline.empty()) text += "culprit: " + d.headline + "\n";
-  for (const std::string& chain : d.chain)
-    text += "chain: " + chain + "\n";
-  if (!d.advice.empty()) text += "what to do: " + d.advice + "\n";
-  for (const RankFinding& f : d.ranks) {
-    text += "  rank " + std::to_string(f.rank) + " (pid " + std::to_string(f.pid) + ", " +
-            ProcessStateName(f.process) + "): " + PhaseName(f.phase);
-    if (!f.op.empty()) text += " " + f.op + " (op " + std::to_string(f.op_index) + ")";
-    text += ", step " + std::to_string(f.iteration) + ", for " + Seconds(f.for_s);
-    if (f.waits_for >= 0) {
-      text += "; waits " + f.message + " from rank " + std::to_string(f.waits_for);
-      text += f.producer.empty() ? " (no op of its program sends it)" : " (its " + f.producer + ")";
-    }
-    text += "\n";
-    // What the culprit and the ranks waiting for it did last (every rank's is in --json and
-    // --trace-out; a 64-rank text stays one line per rank elsewhere).
-    const bool near_culprit =
-        d.culprit_rank >= 0 && (f.rank == d.culprit_rank || f.waits_for == d.culprit_rank);
-    if (const std::string before = near_culprit ? RecentOpsText(f) : ""; !before.empty()) {
-      text += "    before: " + before + "\n";
-    }
-  }
-  text += FormatFlightRecorder(d);
-  for (const std::string& problem : d.problems)
-    text += "problem: " + problem + "\n";
-  return text;
-}
-
-std::string FormatFlightRecorder(const Diagnosis& d) {
-  std::string text;
-  for (const std::string& line : d.flight_recorder)
-    text += "flight recorder: " + line + "\n";
-  return text;
 }
 
 }  // namespace zb::doctor

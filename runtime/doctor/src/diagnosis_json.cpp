@@ -49,6 +49,7 @@ std::string DiagnosisJson(const Diagnosis& d) {
         {"headline", d.headline}}},
       {"chain", d.chain},
       {"advice", d.advice},
+      {"ended_by", d.ended_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.ended_by)},
       {"ranks", ranks},
       {"problems", d.problems},
       {"flight_recorder", d.flight_recorder},
@@ -94,6 +95,9 @@ Expected<Diagnosis> ReadDiagnosisJson(const std::string& path) {
     d.headline = culprit.at("headline").get<std::string>();
     d.chain = doc.at("chain").get<std::vector<std::string>>();
     d.advice = doc.at("advice").get<std::string>();
+    if (doc.contains("ended_by") && doc.at("ended_by").is_string()) {
+      d.ended_by = doc.at("ended_by").get<std::string>();
+    }
     d.problems = doc.at("problems").get<std::vector<std::string>>();
     d.flight_recorder = doc.value("flight_recorder", std::vector<std::string>{});
     for (const auto& r : doc.at("ranks")) {

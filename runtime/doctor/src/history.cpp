@@ -10,26 +10,11 @@
 namespace zb::doctor {
 namespace {
 
-// The timeline kind of a program op; nullopt for torch's actions that are neither compute nor a
-// transfer (UNSHARD, RESHARD, REDUCE_GRAD, ...).
-std::optional<zb::OpKind> TimelineKindOf(OpKind kind) {
-  switch (kind) {
-    case OpKind::kF:
-      return zb::OpKind::kF;
-    case OpKind::kB:
-      return zb::OpKind::kB;
-    case OpKind::kW:
-      return zb::OpKind::kW;
-    case OpKind::kBW:
-      return zb::OpKind::kBW;
-    case OpKind::kSendF:
-    case OpKind::kRecvF:
-    case OpKind::kSendB:
-    case OpKind::kRecvB:
-      return zb::OpKind::kComm;
-    case OpKind::kOther:
-      break;
-  }
+// The timeline kind of a program op: its compute kind, COMM for a transfer; nullopt for torch's
+// actions that are neither (UNSHARD, RESHARD, REDUCE_GRAD, ...).
+std::optional<zb::OpKind> TimelineKindOf(ActionKind kind) {
+  if (const std::optional<zb::OpKind> compute = ComputeKindOf(kind)) return compute;
+  if (DirectionOf(kind) != CommDirection::kNone) return zb::OpKind::kComm;
   return std::nullopt;
 }
 

@@ -146,11 +146,11 @@ Expected<RankProgress> Decode(const std::string& path, const std::string& bytes)
   for (int32_t i = 0; i < length; ++i) {
     const size_t at = kProgramOffset + kOpSize * static_cast<size_t>(i);
     const auto kind = Load<int8_t>(bytes, at);
-    if (kind < 0 || kind > static_cast<int8_t>(OpKind::kOther)) {
+    if (kind < 0 || kind >= kNumActionKinds) {
       return bad("op " + std::to_string(i) + ": unknown kind " + std::to_string(kind));
     }
-    rank.program.push_back(
-        {static_cast<OpKind>(kind), Load<int16_t>(bytes, at + 2), Load<int32_t>(bytes, at + 4)});
+    rank.program.push_back({static_cast<ActionKind>(kind), Load<int16_t>(bytes, at + 2),
+                            Load<int32_t>(bytes, at + 4)});
   }
   Slot best;
   for (size_t offset : kSlotOffsets) {
@@ -230,16 +230,8 @@ bool InsideOp(const RankProgress& rank) {
   return rank.op_index >= 0 && (rank.phase == Phase::kInOp || rank.phase == Phase::kRaised);
 }
 
-const char* OpKindName(OpKind kind) {
-  static const char* const kNames[] = {"F",      "B",      "W",      "BW",   "SEND_F",
-                                       "RECV_F", "SEND_B", "RECV_B", "OTHER"};
-  return kNames[static_cast<int>(kind)];
-}
-
 std::string OpText(const ProgramOp& op) {
-  std::string text = std::string(OpKindName(op.kind)) + " stage " + std::to_string(op.stage);
-  if (op.microbatch >= 0) text += " mb " + std::to_string(op.microbatch);
-  return text;
+  return FormatAction(op.kind, op.stage, op.microbatch);
 }
 
 const char* PhaseName(Phase phase) {

@@ -68,7 +68,14 @@ bool StallWatch::Check(std::ostream& err, int64_t now_ns) {
     const ProcessState state = ProbeProcess(rank);
     if (state == ProcessState::kAlive || state == ProcessState::kStopped) kill(rank.pid, SIGKILL);
   }
-  err << Prefixed(options_.who, "ending the job (--on-stall kill)");
+  // Kept with who ended it: afterwards the ranks read dead, and zb doctor says why they are.
+  Diagnosis ended = d;
+  ended.ended_by = "zb " + options_.who + " --on-stall kill";
+  KeepDiagnosis(options_.directory, ended);
+  err << Prefixed(options_.who,
+                  "ending the job (--on-stall kill): its ranks are SIGKILLed, so the launcher's "
+                  "report of them (torchrun: 'Signal 9 (SIGKILL) received', a traceback) that "
+                  "follows is this, not another failure");
   ended_ = true;
   return true;
 }

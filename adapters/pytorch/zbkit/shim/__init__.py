@@ -37,8 +37,8 @@ nothing unless one of these is set:
   DIR/rank<R>.progress, the action torch's runtime is in, for `zb doctor` (zbkit.shim._progress,
   docs/stalls.md).
 - `ZBKIT_MEMORY_REPORT=DIR`: every `step()` runs under `saved_tensors_hooks` that track the bytes
-  of the tensors autograd saves (parameters and leaves that require grad left out; each storage
-  counted once while a saved reference to it lives), and at exit each rank writes
+  of the tensors autograd saves (zbkit._saved_bytes: the stages' parameters and buffers left out,
+  each storage counted once while a saved reference to it lives), and at exit each rank writes
   DIR/memory.rank<R>.json: {"rank": R, "peak_activation_bytes": N, "steps": K}.
 
 The patch is applied when torch.distributed.pipelining.schedules is first imported (an import

@@ -11,8 +11,8 @@ gradient from the intermediate gradients B kept (`stage_backward_weight`), each 
 Each is the median of a few repeats after a warm-up. The schedule's loss, which runs on the last
 stage in no block, is measured apart (F, B, saved bytes) from its first inputs.
 
-Memory, from one forward: M_B the bytes autograd saves (each storage once, the block's parameters
-left out), M_W the part of it that is an argument of an op with one of the block's parameters
+Memory, from one forward: M_B the bytes autograd saves (zbkit._saved_bytes: each storage once,
+the block's parameters and buffers left out), M_W the part of it that is an argument of an op with one of the block's parameters
 (what the weight gradient needs, as in the paper's 32·s·b·h); `state` the parameters, their
 gradients and the optimizer's state for them; `send` the bytes of the output.
 
@@ -34,6 +34,7 @@ import time
 import weakref
 from typing import Dict, List, Optional
 
+from .._saved_bytes import counted, state_storages, storage_of
 from ._stages import local_stages, process_rank
 
 FORMAT = "zb-block-costs/1"
@@ -174,14 +175,6 @@ def _fresh(tree, leaves: list):
     return tree_map(fresh, tree)
 
 
-def _storage_key(tensor) -> Optional[tuple]:
-    try:
-        storage = tensor.untyped_storage()
-        return (storage.device.type, storage.device.index, storage.data_ptr()), storage.nbytes()
-    except (RuntimeError, NotImplementedError):  # no plain storage (sparse, functional ...)
-        return None
-
-
 class _BlockRunner:
     """Runs one block on its captured inputs and times its F, B and W."""
 
@@ -268,14 +261,14 @@ class _BlockRunner:
         from torch.utils._pytree import tree_flatten  # noqa: PLC0415
 
         torch = self.torch
-        parameters = {k[0] for k in map(_storage_key, self.module.parameters()) if k}
+        parameters = state_storages([self.module])
         saved: Dict[tuple, int] = {}
         weight_inputs = set()
 
         def pack(tensor):
-            key = _storage_key(tensor)
-            if key is not None and key[0] not in parameters:
-                saved[key[0]] = key[1]
+            found = counted(tensor, parameters)
+            if found is not None:
+                saved[found[0]] = found[1]
             return tensor
 
         class WeightInputs(TorchDispatchMode):
@@ -283,7 +276,7 @@ class _BlockRunner:
                 kwargs = kwargs or {}
                 tensors = [t for t in tree_flatten((args, kwargs))[0]
                            if isinstance(t, torch.Tensor)]  # fmt: skip
-                keys = [_storage_key(t) for t in tensors]
+                keys = [storage_of(t) for t in tensors]
                 if any(k is not None and k[0] in parameters for k in keys):
                     weight_inputs.update(k[0] for k in keys if k is not None)
                 return func(*args, **kwargs)
@@ -366,9 +359,9 @@ def measure_loss(loss_fn, captured, repeats: int = REPEATS) -> dict:
     saved: Dict[tuple, int] = {}
 
     def pack(tensor):
-        key = _storage_key(tensor)
-        if key is not None:
-            saved[key[0]] = key[1]
+        found = counted(tensor, set())  # the loss has no parameters
+        if found is not None:
+            saved[found[0]] = found[1]
         return tensor
 
     with runner.torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):

@@ -7,10 +7,11 @@ from __future__ import annotations
 import atexit
 import os
 import threading
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Set
 
+from .._saved_bytes import StorageKey, counted, state_storages
 from ._profile import profiled
-from ._stages import process_rank
+from ._stages import local_stages, process_rank
 
 # ---------------------------------------------------------------------------------------------
 # Activation memory
@@ -38,22 +39,16 @@ class _MemoryReport:
         self.live: Dict[tuple, List[int]] = {}  # storage -> [saved references, bytes]
         self.bytes = self.peak = self.steps = 0
         self.rank: Optional[int] = None
+        self.state: Set[StorageKey] = set()  # the storages of the stages' parameters and buffers
         atexit.register(self.write)
 
     def pack(self, tensor):
-        import torch  # noqa: PLC0415
-
-        # A view of a parameter (mm saves weight.t()) is the parameter's memory, not an activation.
-        base = tensor._base if tensor._base is not None else tensor
-        if isinstance(base, torch.nn.Parameter) or (base.requires_grad and base.is_leaf):
+        # What counts is zbkit._saved_bytes's rule: not the stages' parameters or buffers (mm
+        # saves weight.t(), a view of the parameter's storage), each storage once.
+        found = counted(tensor, self.state)
+        if found is None:
             return tensor
-        try:
-            storage = tensor.untyped_storage()
-            # data_ptr is unique while the storage lives, which our reference guarantees.
-            key = (storage.device.type, storage.device.index, storage.data_ptr())
-            size = storage.nbytes()
-        except (RuntimeError, NotImplementedError):  # no plain storage (sparse, functional ...)
-            return tensor
+        key, size = found
         with self.lock:
             entry = self.live.get(key)
             if entry is None:
@@ -103,6 +98,7 @@ def measured(target, step_function, args, kwargs):
         _memory = _MemoryReport(directory)
     if _memory.rank is None:
         _memory.rank = process_rank()  # at exit the process group may be gone
+    _memory.state = state_storages(stage.submod for stage in local_stages(target))
     with torch.autograd.graph.saved_tensors_hooks(_memory.pack, _MemoryReport.unpack):
         result = profiled(target, step_function, args, kwargs)
     _memory.steps += 1

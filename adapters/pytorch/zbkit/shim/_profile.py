@@ -9,6 +9,8 @@ import os
 import sys
 from typing import Optional
 
+from .._data_parallel import split_under_ddp
+from ..actions import torch_label
 from . import _blocks
 from ._stages import local_stages, process_rank
 
@@ -33,7 +35,25 @@ class _ProfileWindow:
         # blocks measured after the window; ZBKIT_PROFILE_BLOCKS=0 turns it off.
         self.measure_blocks = os.environ.get("ZBKIT_PROFILE_BLOCKS", "1") != "0"
         self.capture = None
+        self.fused_only = {}  # id(schedule) -> whether its backwards must stay fused
         atexit.register(self.say_if_short)
+
+    def may_split(self, schedule) -> bool:
+        """Whether the window may split `schedule`'s backwards into I and W to measure B and W
+        apart: not on a DDP stage, whose gradient all-reduce a split skips (zbkit._data_parallel);
+        there the backwards stay fused (BW measured, B and W not apart), said once."""
+        key = id(schedule)
+        if key not in self.fused_only:
+            stages = [(stage.stage_index, stage.submod) for stage in local_stages(schedule)]
+            ddp = split_under_ddp(stages, f"zbkit: rank {process_rank()}")
+            self.fused_only[key] = ddp is not None
+            if ddp:
+                sys.stderr.write(
+                    f"{ddp.split('; ')[0]}; the profiling window keeps its backwards fused "
+                    "(BW measured, B and W not apart)\n"
+                )
+                sys.stderr.flush()
+        return not self.fused_only[key]
 
     def before(self) -> None:
         if self.done or self.profiler is not None or self.steps < self.skip:
@@ -172,9 +192,11 @@ def profiled(target, step_function, args, kwargs):
     capture = _window.capture_blocks(target)
     try:
         if _window.profiler is not None:
-            labels = (
-                _StageLabels(target) if not _records_pp_ranges(target) else _SplitBackwards(target)
-            )
+            split = _window.may_split(target)
+            if not _records_pp_ranges(target):
+                labels = _StageLabels(target, split)
+            elif split:
+                labels = _SplitBackwards(target)
         return step_function(target, *args, **kwargs)
     finally:
         if labels is not None:
@@ -248,7 +270,7 @@ class _StageLabels:
         "get_fwd_send_ops", "get_fwd_recv_ops", "get_bwd_send_ops", "get_bwd_recv_ops",
     )  # fmt: skip
 
-    def __init__(self, schedule):
+    def __init__(self, schedule, split: bool = True):
         from torch.distributed.pipelining import schedules as module  # noqa: PLC0415
         from torch.profiler import record_function  # noqa: PLC0415
 
@@ -257,18 +279,18 @@ class _StageLabels:
         for stage in local_stages(schedule):
             for name in self.METHODS:
                 self.saved.append((stage, name, stage.__dict__.get(name, _ABSENT)))
-            self._wrap(stage, record_function)
+            self._wrap(stage, record_function, split)
         self.batch_p2p = module.__dict__["_batch_p2p"]
         module._batch_p2p = _labelled_batch_p2p(self.batch_p2p, record_function)
 
     @staticmethod
-    def _wrap(stage, record_function) -> None:
+    def _wrap(stage, record_function, split: bool) -> None:
         forward, backward = stage.forward_one_chunk, stage.backward_one_chunk
         weight = stage.backward_weight_one_chunk
         s = stage.stage_index
 
         def forward_one_chunk(fwd_chunk_id, *args, **kwargs):
-            with record_function(f"PP:{s}F{fwd_chunk_id}"):
+            with record_function(_label("F", s, fwd_chunk_id)):
                 return forward(fwd_chunk_id, *args, **kwargs)
 
         def backward_one_chunk(bwd_chunk_id, loss=None, full_backward=True, last_backward=False):
@@ -280,27 +302,28 @@ class _StageLabels:
                     last_backward=last_backward,
                 )
             if not full_backward:
-                with record_function(f"PP:{s}I{bwd_chunk_id}"):
+                with record_function(_label("B", s, bwd_chunk_id)):
                     return backward(
                         bwd_chunk_id, loss=loss, full_backward=False, last_backward=last_backward
                     )
-            if bwd_chunk_id % 2 == 1:
+            if bwd_chunk_id % 2 == 1 or not split:
                 # Every other microbatch runs fused, as the script asked, so that the profile
                 # measures the fused backward (BW) beside its split into I and W: on some
                 # hardware the split costs more than the fused pass (docs/cost-model.md §2).
-                with record_function(f"PP:{s}B{bwd_chunk_id}"):
+                # Every one does where a split is unsafe (a DDP stage: may_split).
+                with record_function(_label("BW", s, bwd_chunk_id)):
                     return backward(
                         bwd_chunk_id, loss=loss, full_backward=True, last_backward=last_backward
                     )
             # As _PipelineScheduleRuntime runs an I then a W: the DP gradient sync that
             # last_backward asks for belongs to the W, which completes the gradients.
-            with record_function(f"PP:{s}I{bwd_chunk_id}"):
+            with record_function(_label("B", s, bwd_chunk_id)):
                 backward(bwd_chunk_id, loss=loss, full_backward=False, last_backward=False)
-            with record_function(f"PP:{s}W{bwd_chunk_id}"):
+            with record_function(_label("W", s, bwd_chunk_id)):
                 weight(bwd_chunk_id, last_backward=last_backward)
 
         def backward_weight_one_chunk(bwd_chunk_id, last_backward=False):
-            with record_function(f"PP:{s}W{bwd_chunk_id}"):
+            with record_function(_label("W", s, bwd_chunk_id)):
                 return weight(bwd_chunk_id, last_backward=last_backward)
 
         stage.forward_one_chunk = forward_one_chunk
@@ -308,7 +331,7 @@ class _StageLabels:
         stage.backward_weight_one_chunk = backward_weight_one_chunk
         for name, token in (("get_fwd_send_ops", "SEND_F"), ("get_fwd_recv_ops", "RECV_F"),
                             ("get_bwd_send_ops", "SEND_B"), ("get_bwd_recv_ops", "RECV_B")):  # fmt: skip
-            setattr(stage, name, _labelled_ops(getattr(stage, name), f"PP:{s}{token}"))
+            setattr(stage, name, _labelled_ops(getattr(stage, name), _label(token, s, None)))
 
     def remove(self) -> None:
         self.module._batch_p2p = self.batch_p2p
@@ -320,6 +343,11 @@ class _StageLabels:
 
 
 _ABSENT = object()
+
+
+def _label(kind: str, stage: int, microbatch) -> str:
+    """torch's profiler range for zbkit's `kind` (zbkit.actions): "PP:3I7" for B."""
+    return "PP:" + torch_label(kind, stage, microbatch)
 
 
 def _labelled_ops(get_ops, prefix: str):

@@ -14,13 +14,8 @@ import os
 import sys
 from typing import List, Optional, Tuple
 
+from .. import actions
 from .. import progress as progress_record
-
-# torch's action letters -> the record's kinds (zbkit.progress.KIND_CODES)
-_KINDS = {
-    "F": "F", "I": "B", "W": "W", "B": "BW",
-    "SEND_F": "SEND_F", "RECV_F": "RECV_F", "SEND_B": "SEND_B", "RECV_B": "RECV_B",
-}  # fmt: skip
 
 
 def _program(order) -> List[Tuple[str, int, int]]:
@@ -29,9 +24,7 @@ def _program(order) -> List[Tuple[str, int, int]]:
         if action is None:
             program.append(("OTHER", -1, -1))
             continue
-        kind = _KINDS.get(getattr(action.computation_type, "value", ""), "OTHER")
-        mb = action.microbatch_index
-        program.append((kind, action.stage_index, -1 if mb is None else mb))
+        program.append(actions.from_torch(action))
     return program
 
 

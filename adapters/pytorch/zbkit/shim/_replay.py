@@ -12,6 +12,7 @@ import tempfile
 from typing import List, Optional, Sequence, Set, Tuple
 
 from .. import locate, torch_rules
+from .._data_parallel import split_under_ddp
 from ..errors import ScheduleRefused
 from ..schedule import placement_of_rank
 from ._stages import local_stages
@@ -103,8 +104,7 @@ def read_shape(path: str) -> ScheduleShape:
                     raise Refusal(f"zbkit: {path}: row {number}: {error}") from None
                 if action is None:
                     continue
-                name = action.computation_type.name
-                kind = torch_rules.TORCH_LETTERS.get(name, name)
+                kind = action.computation_type.value  # torch's token (zbkit.actions)
                 has_comms = has_comms or any(token in cell for token in comm_tokens)
                 actions.append((action.stage_index, kind, action.microbatch_index))
             rows.append(actions)
@@ -195,6 +195,10 @@ def _prepare(schedule, stages, path: str, csv_path: str):
     broken = torch_rules.check(shape.rows, shape.num_stages)
     if broken:
         raise Refusal(f"zbkit: {shown}: {broken}")
+    if any(kind in ("I", "W") for _, kind, _ in shape.rows[rank]):
+        ddp = split_under_ddp(((s.stage_index, s.submod) for s in stages), f"zbkit: rank {rank}")
+        if ddp:
+            raise Refusal(f"{ddp} ({shown} splits backwards)")
     runtime_class = torch_schedules._PipelineScheduleRuntime
     if isinstance(schedule, runtime_class):
         runtime = schedule

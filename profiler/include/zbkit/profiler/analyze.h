@@ -79,6 +79,13 @@ Expected<StoredAnalysis> StoreAnalysis(const Analysis& analysis, const AnalysisS
 Expected<std::vector<RawTrace>> ReadShardDirectory(const std::string& dir,
                                                    std::vector<std::string>& skipped);
 
+// A directory as `zb import DIR` reads it without --format: its *.zbshard files when it has any,
+// else its Chrome/Kineto traces (*.json, *.json.gz: torch.profiler's tensorboard_trace_handler,
+// the shim's profiling window, `zb trace --format kineto`). A directory with neither fails with
+// kNoPipelineOps and what it does hold (empty, or its other files by name).
+Expected<std::vector<RawTrace>> ReadTraceDirectory(const std::string& dir,
+                                                   std::vector<std::string>& skipped);
+
 }  // namespace zb::profiler
 
 #endif  // ZBKIT_PROFILER_ANALYZE_H_

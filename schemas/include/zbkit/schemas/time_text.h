@@ -18,6 +18,9 @@ std::string FormatMs(TimeNs ns);
 // from a microsecond up, else "800 ns".
 std::string FormatTime(TimeNs ns);
 
+// Seconds with one decimal and the unit, for waits and ages a person reads ("31.0 s").
+std::string FormatSeconds(double seconds);
+
 }  // namespace zb
 
 #endif  // ZBKIT_SCHEMAS_TIME_TEXT_H_

@@ -69,6 +69,9 @@ struct Diagnosis {
   std::string advice;
   std::vector<RankFinding> ranks;
   std::vector<std::string> problems;  // the records that were missing or unreadable
+  // Who ended the job at this diagnosis ("zb replay --on-stall kill"), "" when no one did: the
+  // ranks it SIGKILLed read dead afterwards, and this diagnosis says why they were ended.
+  std::string ended_by;
   // What torch's flight-recorder dumps say, when zb doctor was given them (flight_recorder.h).
   std::vector<std::string> flight_recorder;
 };

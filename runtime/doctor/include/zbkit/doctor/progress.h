@@ -11,30 +11,20 @@
 #include <string>
 #include <vector>
 
+#include "zbkit/schemas/op_text.h"
 #include "zbkit/schemas/status.h"
 
 namespace zb::doctor {
 
-// An op of a rank's program: zbkit's F/B/W/BW, and torch's runtime's sends/receives.
-enum class OpKind : int8_t {
-  kF = 0,
-  kB = 1,   // input gradient (torch's I)
-  kW = 2,   // weight gradient
-  kBW = 3,  // both (torch's B)
-  kSendF = 4,
-  kRecvF = 5,
-  kSendB = 6,
-  kRecvB = 7,
-  kOther = 8,  // torch's UNSHARD, RESHARD, REDUCE_GRAD, overlapped actions
-};
-const char* OpKindName(OpKind kind);
-
+// An op of a rank's program, in the one vocabulary (zbkit/schemas/op_text.h): zbkit's F/B/W/BW,
+// and torch's runtime's transfers, unshards, reshards and gradient reductions. In words:
+// FormatAction(op.kind, op.stage, op.microbatch), "F stage 1 mb 5", "SEND_B stage 2 mb 0".
 struct ProgramOp {
-  OpKind kind = OpKind::kOther;
+  ActionKind kind = ActionKind::kOther;
   int stage = -1;
   int microbatch = -1;
 };
-// "F stage 1 mb 5", "SEND_B stage 2 mb 0".
+// FormatAction of a program op.
 std::string OpText(const ProgramOp& op);
 
 enum class Phase : int32_t {

@@ -1,0 +1,155 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The guard against a silent divergence under DDP (zbkit._data_parallel, docs/data-parallel.md):
+a pipeline inside data parallelism (pp_dp_job.py: PP2 x DP2 on 4 ranks, stages wrapped in DDP or
+FSDP2) replayed with a split order is refused before step 1 when a stage is DDP, runs when the
+order is fused or the stages are FSDP2, and the replicas of every pipeline rank end equal."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from launch import (  # noqa: E402
+    HOOK_DIR,
+    JOBS,
+    PYTORCH_DIR,
+    job_env,
+    torchrun_command,
+    tune_uniform,
+    zb,
+)
+
+JOB = JOBS / "pp_dp_job.py"
+TIMEOUT_S = 240
+
+
+def torchrun4(*job_args: str) -> list:
+    return torchrun_command(*job_args, ranks=4, script=JOB)
+
+
+def assert_replicas_equal(prefix: Path) -> None:
+    """Ranks (dp 0, pp p) and (dp 1, pp p) hold the same parameters, which differ from the
+    initial ones (the job trained); the replicas saw different data, so only a real gradient
+    reduction keeps them equal."""
+    dumps = [torch.load(f"{prefix}.rank{rank}.pt") for rank in range(4)]
+    by_stage = {}
+    for dump in dumps:
+        by_stage.setdefault(dump["pp"], []).append(dump)
+    assert sorted(by_stage) == [0, 1]
+    for pp, (first, second) in by_stage.items():
+        assert first["params"].keys() == second["params"].keys()
+        for name, value in first["params"].items():
+            assert torch.equal(value, second["params"][name]), f"stage {pp} replicas differ: {name}"
+
+
+def test_split_order_refused_for_ddp_stages_before_step_one(tmp_path: Path) -> None:
+    """zb-h1 through the shim (the CSV `zb export` writes, loaded as the user would) with DDP
+    stages: every rank that checks refuses with one line naming the stage and what to do, before
+    its first step (no rank trains, no dump)."""
+    schedule, _ = tune_uniform(tmp_path, "zb-h1")
+    csv = tmp_path / "zb-h1.csv"
+    done = zb("export", str(schedule), "--format", "torch-csv", "-o", str(csv))
+    assert done.returncode == 0, done.stderr
+    env = job_env(ZBKIT_SCHEDULE=str(csv), PYTHONPATH=str(HOOK_DIR) + os.pathsep + str(PYTORCH_DIR))
+    done = subprocess.run(
+        torchrun4("--wrap", "ddp", "--dump", str(tmp_path / "dump")),
+        env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
+    )  # fmt: skip
+    assert done.returncode != 0
+    refusals = [line for line in done.stderr.splitlines() if "DistributedDataParallel" in line]
+    assert refusals, done.stderr[-3000:]
+    line = refusals[0]
+    assert line.startswith("zbkit: rank ") and "runs under DistributedDataParallel" in line, line
+    assert "pytorch #144530" in line and "FSDP2" in line and "fused order" in line, line
+    assert "loss" not in done.stdout, "a rank trained before the refusal"
+    assert not list(tmp_path.glob("dump.rank*.pt"))
+
+
+def test_fused_order_runs_under_ddp_and_split_order_under_fsdp2(tmp_path: Path) -> None:
+    """A fused order (1f1b) keeps running on DDP stages, and zb-h1 runs on FSDP2 stages (which
+    torch's runtime reduces itself): both through `zb replay`, the replicas equal afterwards."""
+    for family, wrap in (("1f1b", "ddp"), ("zb-h1", "fsdp")):
+        schedule, _ = tune_uniform(tmp_path, family)
+        prefix = tmp_path / f"{family}-{wrap}"
+        done = subprocess.run(
+            [str(os.environ["ZBKIT_ZB_BINARY"]), "replay", str(schedule), "--",
+             *torchrun4("--wrap", wrap, "--dump", str(prefix))],
+            env=job_env(), capture_output=True, text=True, timeout=TIMEOUT_S,
+        )  # fmt: skip
+        assert done.returncode == 0, f"{family} on {wrap}: {done.stderr[-3000:]}"
+        assert "DistributedDataParallel" not in done.stderr
+        assert_replicas_equal(prefix)
+
+
+def test_profiling_window_keeps_ddp_backwards_fused(tmp_path: Path) -> None:
+    """The profiling window splits the backward of every even microbatch to measure B and W apart,
+    which would skip DDP's reduction where that is the step's last backward (microbatch 2 of 3):
+    on DDP stages it keeps them fused, says so once per rank, and the job trains as it would
+    unprofiled (the replicas equal)."""
+    prefix = tmp_path / "profiled"
+    env = job_env(
+        ZBKIT_TORCH_PROFILE=str(tmp_path / "trace"), ZBKIT_PROFILE_SKIP="0",
+        ZBKIT_PROFILE_ITERS="2", ZBKIT_PROFILE_BLOCKS="0",
+        PYTHONPATH=str(HOOK_DIR) + os.pathsep + str(PYTORCH_DIR),
+    )  # fmt: skip
+    done = subprocess.run(
+        torchrun4("--wrap", "ddp", "--microbatches", "3", "--batch", "6", "--dump", str(prefix)),
+        env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    warnings = [line for line in done.stderr.splitlines() if "keeps its backwards fused" in line]
+    assert len(warnings) == 4, done.stderr[-3000:]
+    assert_replicas_equal(prefix)
+    assert len(list((tmp_path / "trace").glob("rank*.json.gz"))) == 4
+
+
+EXECUTOR_PROBE = textwrap.dedent(
+    """
+    import sys, torch, torch.distributed as dist
+    from torch import nn
+    from torch.nn.parallel import DistributedDataParallel
+    from zbkit.errors import ZbkitPipelineError
+    from zbkit.executor import PipelineExecutor
+    from zbkit.schedule import Op, Schedule
+    dist.init_process_group("gloo", init_method="file://" + sys.argv[1], rank=0, world_size=1)
+    ops = (Op("F", 0, 0), Op("BW", 0, 0))
+    schedule = Schedule(ranks=1, microbatches=1, chunks=1, placement="loop", stages=((0,),),
+                        ops=(ops,))
+    loss = lambda out, target: out.sum()
+    nested = nn.Sequential(nn.Linear(4, 4), DistributedDataParallel(nn.Linear(4, 4)))
+    for module in (DistributedDataParallel(nn.Linear(4, 4)), nested):
+        try:
+            PipelineExecutor(schedule, 0, {0: module}, loss)
+        except ZbkitPipelineError as error:
+            print(str(error))
+        else:
+            print("accepted")
+    PipelineExecutor(schedule, 0, {0: nn.Linear(4, 4)}, loss)
+    print("plain accepted")
+    dist.destroy_process_group()
+    """
+)
+
+
+def test_executor_refuses_ddp_stages(tmp_path: Path) -> None:
+    """zbkit's executor computes every backward (fused BW too) with torch.autograd.grad, which
+    skips DDP's hooks: a stage that is, or holds, a DDP module is refused at construction with one
+    line naming where; a plain stage is accepted."""
+    done = subprocess.run(
+        [sys.executable, "-c", EXECUTOR_PROBE, str(tmp_path / "store")],
+        env={**os.environ, "PYTHONPATH": str(PYTORCH_DIR)},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    own, nested, plain = done.stdout.strip().splitlines()
+    assert own.startswith("zbkit executor rank 0: stage 0 runs under DistributedDataParallel")
+    assert "(its module is one)" in own and "zb replay" in own
+    assert "(Sequential) holds one at '1'" in nested
+    assert plain == "plain accepted"

@@ -1,0 +1,70 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What data parallelism needs of a pipeline order: the guard against a silent divergence under
+DDP (docs/data-parallel.md).
+
+`DistributedDataParallel` all-reduces a module's gradients from hooks on each parameter's
+gradient accumulator, which run only when a backward *accumulates* into ``.grad``. A split
+backward computes the weight gradients with ``torch.autograd.grad`` and adds them to ``.grad``
+itself (torch's `stage_backward_weight`, zbkit's `BackwardSplit`), so the hooks never run: every
+replica keeps its own local gradient and the replicas drift apart with no error (pytorch #144530).
+torch's runtime handles a DDP stage only on a fused backward (`backward_maybe_with_nosync`); FSDP2
+(`fully_shard`) reduces in `perform_reduce_grad` and is unaffected. Until zbkit models the
+reduction (the data-parallel issue), a DDP stage under an order with split backwards is refused
+before the first step, with one line naming the module and what to do.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable, Optional, Tuple
+
+if TYPE_CHECKING:  # torch is imported on use: the shim loads this module before the job's torch
+    from torch import nn
+
+# What a user can do instead; said in every refusal.
+REMEDY = (
+    "run a fused order (zb tune --family 1f1b, or the job's own schedule) or shard the stage with "
+    "FSDP2 (fully_shard) instead of DDP"
+)
+
+
+def ddp_module(module: "nn.Module") -> Optional[str]:
+    """The qualified name of the first DistributedDataParallel module in `module` ("" for the
+    module itself), or None when there is none."""
+    from torch.nn.parallel import DistributedDataParallel  # noqa: PLC0415
+
+    for name, inner in module.named_modules():
+        if isinstance(inner, DistributedDataParallel):
+            return name
+    return None
+
+
+# What skips DDP's hooks, and what to do instead: the shim's (and the profiling window's) split,
+# and zbkit's executor, whose every backward (fused BW too) goes through torch.autograd.grad.
+SPLIT_BACKWARD = ("a split backward (B apart from W)", REMEDY)
+EXECUTOR_BACKWARD = (
+    "zbkit's executor (every backward through torch.autograd.grad)",
+    "replay the script through torch's runtime (zb replay) with a fused order, or shard the stage "
+    "with FSDP2 (fully_shard) instead of DDP",
+)
+
+
+def split_under_ddp(
+    stages: Iterable[Tuple[int, "nn.Module"]],
+    where: str,
+    skipped_by: Tuple[str, str] = SPLIT_BACKWARD,
+) -> Optional[str]:
+    """None when no stage holds a DDP module; otherwise the one-line refusal for the first one.
+    `stages` are (global stage id, module); `where` says who refuses ("zbkit: rank 1", "zbkit
+    executor rank 0"); `skipped_by` what would skip DDP's all-reduce and what to do instead."""
+    what, remedy = skipped_by
+    for stage, module in stages:
+        name = ddp_module(module)
+        if name is None:
+            continue
+        held = f"({type(module).__name__}) holds one at '{name}'" if name else "is one"
+        return (
+            f"{where}: stage {stage} runs under DistributedDataParallel (its module {held}), "
+            f"whose gradient all-reduce {what} skips, so the replicas would silently diverge "
+            f"(pytorch #144530); {remedy}"
+        )
+    return None
