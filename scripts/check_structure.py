@@ -8,9 +8,10 @@
 2. Python imports: no import cycle in the `zbkit` and `zbkit_harness` packages (imports inside
    functions and under TYPE_CHECKING count), and `zbkit` (the trainer library) never imports
    `zbkit_harness` (the experiment harness);
-3. C++ layers: no #include runs from a lower layer up to a higher one (LAYERS: the `zb` program
-   on top, the commands, the kit they share, the libraries, schemas at the bottom); between the
-   libraries only the sideways links ARCHITECTURE.md names;
+3. C++ floors: no #include runs from a lower floor up to a higher one, nor between two components
+   of one floor (LAYERS: the `zb` program on top, the commands, the kit they share and the GUI
+   widgets, the runtime, the libraries, schemas at the bottom); and ARCHITECTURE.md's link table
+   equals the `target_link_libraries` of the components' CMakeLists.txt;
 4. ARCHITECTURE.md names every top-level folder, and every folder it names exists;
 5. the Python packages' `__all__` lists exactly their public modules (files and subpackages not
    named `_...`), so that a new module is either public and listed or internal and named so;
@@ -35,8 +36,8 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 MAX_FILE_LINES = 700
 MAX_FUNCTION_LINES = 120
-SOURCE_DIRS = ("schemas", "tuner", "profiler", "runtime", "gui", "cli", "adapters", "tests",
-               "bench", "scripts")  # fmt: skip
+SOURCE_DIRS = ("schemas", "tuner", "profiler", "doctor", "traces", "runtime", "gui", "cli",
+               "adapters", "tests", "bench", "scripts")  # fmt: skip
 CPP_SUFFIXES = {".cpp", ".h", ".cc", ".hpp"}
 PY_PACKAGES = ("zbkit", "zbkit_harness")
 PY_ROOT = ROOT / "adapters" / "pytorch"
@@ -45,21 +46,26 @@ PY_ROOT = ROOT / "adapters" / "pytorch"
 # the reason it may be. At most three, each a table or generated text rather than logic.
 ALLOWED: Dict[str, str] = {}
 
-# C++ layers by folder, highest first: an #include may point to its own layer or any lower one.
+# C++ floors, highest first: (floor, component, folders). An #include may point to a lower floor,
+# or within its own component; never up, and never to another component of its floor
+# (ARCHITECTURE.md, "Components and the direction of dependencies").
 LAYERS: List[Tuple[int, str, Tuple[str, ...]]] = [
     (6, "the zb program", ("cli/zb/",)),
-    (
-        5,
-        "commands and the zbview app",
-        ("tuner/cli/", "profiler/cli/", "adapters/cli/", "runtime/doctor/cli/", "gui/app/"),
-    ),  # fmt: skip
-    (4, "the command kit and the GUI widgets", ("cli/kit/", "gui/src/", "gui/include/")),
+    (5, "the tuner's commands", ("tuner/cli/",)),
+    (5, "the profiler's commands", ("profiler/cli/",)),
+    (5, "the adapters' commands", ("adapters/cli/",)),
+    (5, "the doctor's command", ("doctor/cli/",)),
+    (5, "the zbview app", ("gui/app/",)),
+    (4, "the command kit", ("cli/kit/",)),
+    (4, "the GUI widgets", ("gui/src/", "gui/include/")),
     (3, "the runtime", ("runtime/",)),
-    (2, "the libraries", ("tuner/", "profiler/")),
+    (3, "the timeline writers", ("traces/",)),
+    (2, "the tuner", ("tuner/",)),
+    (2, "the profiler", ("profiler/",)),
+    (2, "the doctor", ("doctor/",)),
     (1, "schemas", ("schemas/",)),
 ]
-# Links between folders of one layer that are allowed (ARCHITECTURE.md, "only sideways links"):
-# none; the runtime sits above the profiler, whose shard writer it uses.
+# Includes between components of one floor that are allowed: none.
 SIDEWAYS: Set[Tuple[str, str]] = set()
 
 
@@ -309,11 +315,13 @@ def cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
 
 
 def layer_of(name: str) -> Optional[Tuple[int, str]]:
-    for level, _, prefixes in LAYERS:
+    """(floor, component) of a path; the longest folder that matches (tuner/cli/ before tuner/)."""
+    best: Optional[Tuple[int, str, int]] = None
+    for level, component, prefixes in LAYERS:
         for prefix in prefixes:
-            if name.startswith(prefix):
-                return level, prefix
-    return None
+            if name.startswith(prefix) and (best is None or len(prefix) > best[2]):
+                best = (level, component, len(prefix))
+    return (best[0], best[1]) if best else None
 
 
 def check_layers() -> List[str]:
@@ -336,14 +344,70 @@ def check_layers() -> List[str]:
             there = layer_of(rel(target))
             if there is None or here is None:
                 continue
-            if there[0] > here[0] or (
-                there[0] == here[0]
-                and there[1] != here[1]
-                and (here[1], there[1]) not in SIDEWAYS
-                and here[0] in (2, 3)
-            ):
-                findings.append(f"{rel(path)} includes {rel(target)}: layer {there[0]} "
-                                f"({there[1]}) from layer {here[0]} ({here[1]})")  # fmt: skip
+            up = there[0] > here[0]
+            sideways = there[0] == here[0] and there[1] != here[1]
+            if up or (sideways and (here[1], there[1]) not in SIDEWAYS):
+                findings.append(f"{rel(path)} includes {rel(target)}: {there[1]} (floor "
+                                f"{there[0]}) from {here[1]} (floor {here[0]})")  # fmt: skip
+    return findings
+
+
+# ---- 4b: the link table against CMake -----------------------------------------------------------
+
+LINK_FOLDERS = ("schemas", "tuner", "profiler", "doctor", "traces", "runtime", "cli", "gui",
+                "adapters")  # fmt: skip
+
+
+def strip_cmake_comments(text: str) -> str:
+    return re.sub(r"#[^\n]*", "", text)
+
+
+def cmake_links() -> Dict[str, Set[str]]:
+    """Every component target's zbkit links, by short name (zbkit::tuner_cli and zbkit_tuner_cli
+    are "tuner_cli"; zbrt, zb and zbview as they are)."""
+    texts = [strip_cmake_comments(p.read_text(encoding="utf-8"))
+             for folder in LINK_FOLDERS for p in sorted((ROOT / folder).rglob("CMakeLists.txt"))]  # fmt: skip
+    short: Dict[str, str] = {}
+    for text in texts:
+        for target in re.findall(r"add_(?:library|executable)\(\s*([\w:]+)", text):
+            if "::" not in target:
+                short[target] = target[len("zbkit_") :] if target.startswith("zbkit_") else target
+        for alias, target in re.findall(r"add_library\(\s*(zbkit::\w+)\s+ALIAS\s+(\w+)", text):
+            short[alias] = short.get(target, alias.split("::")[1])
+    links: Dict[str, Set[str]] = {name: set() for name in short.values()}
+    for text in texts:
+        for target, body in re.findall(r"target_link_libraries\(\s*(\w+)([^)]*)\)", text):
+            if target not in short:
+                continue
+            for token in body.split():
+                if token in short and short[token] != short[target]:
+                    links[short[target]].add(short[token])
+    return links
+
+
+def documented_links() -> Dict[str, Set[str]]:
+    text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    section = text.split("### Links, as CMake has them", 1)[-1].split("###", 1)[0]
+    table = {}
+    for target, deps in re.findall(r"^\| `(\w+)` \| ([^|]*) \|$", section, re.M):
+        table[target] = {d.strip() for d in deps.split(",") if d.strip() not in ("", "—")}
+    return table
+
+
+def check_links() -> List[str]:
+    actual, documented = cmake_links(), documented_links()
+    findings = []
+    for target in sorted(set(actual) | set(documented)):
+        if target not in documented:
+            findings.append(f"ARCHITECTURE.md's link table has no row for the target {target} "
+                            f"(CMake links it to {', '.join(sorted(actual[target])) or 'nothing'})")  # fmt: skip
+        elif target not in actual:
+            findings.append(
+                f"ARCHITECTURE.md's link table names {target}, which CMake does not build"
+            )
+        elif actual[target] != documented[target]:
+            findings.append(f"ARCHITECTURE.md says {target} links {sorted(documented[target])}, "
+                            f"CMake links {sorted(actual[target])}")  # fmt: skip
     return findings
 
 
@@ -482,7 +546,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--list", action="store_true", help="print functions near the limit")
     args = parser.parse_args(argv)
-    findings = (check_sizes(args.list) + check_imports() + check_layers() + check_architecture()
+    findings = (check_sizes(args.list) + check_imports() + check_layers() + check_links()
+                + check_architecture()
                 + check_package_all() + check_spellings())  # fmt: skip
     for finding in findings:
         print(f"check_structure: {finding}")
@@ -490,7 +555,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"check_structure: {len(findings)} finding(s); see scripts/check_structure.py")
         return 1
     print(
-        "check_structure: sizes, imports, layers, ARCHITECTURE.md, __all__ and spellings within limits"
+        "check_structure: sizes, imports, floors, links, ARCHITECTURE.md, __all__ and spellings within limits"
     )
     return 0
 

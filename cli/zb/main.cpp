@@ -2,7 +2,7 @@
 // `zb`: the zbkit command-line front end, the top layer: it includes the commands and only
 // dispatches; each subcommand lives with its component (tuner/cli: tune, partition, export, show,
 // list, bench;
-// profiler/cli: profile, import, costs; adapters/cli: replay, demo, rehearse; runtime/doctor/cli:
+// profiler/cli: profile, import, costs; adapters/cli: replay, demo, rehearse; doctor/cli:
 // doctor), which build on the kit below them (cli/kit: what every command shares).
 #include <cstring>
 #include <iostream>

@@ -14,9 +14,9 @@
 #include "profiler_commands.h"
 #include "zbkit/cli/schedule_source.h"
 #include "zbkit/profiler/import.h"
-#include "zbkit/profiler/trace_export.h"
 #include "zbkit/schemas/json_io.h"
 #include "zbkit/schemas/store.h"
+#include "zbkit/traces/trace_export.h"
 
 namespace zb::cli {
 namespace {
@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 // The timelines to write, and what keeps them alive.
 struct Loaded {
   std::vector<Timeline> timelines;  // the one asked for, then its prediction (--with-prediction)
-  std::vector<profiler::ExportedTimeline> exported;
+  std::vector<traces::ExportedTimeline> exported;
 };
 
 // The schedule's predicted timeline, described for the trace.
@@ -62,8 +62,8 @@ Status LoadStoredTimeline(const po::variables_map& values, Loaded& loaded) {
   }
   ZB_ASSIGN_OR_RETURN(Timeline timeline, store.LoadTimeline(info->id));
   loaded.timelines.push_back(std::move(timeline));
-  profiler::ExportedTimeline exported{nullptr, TimelineKindName(info->kind), 0, 0, std::nullopt,
-                                      source};
+  traces::ExportedTimeline exported{nullptr, TimelineKindName(info->kind), 0, 0, std::nullopt,
+                                    source};
   std::optional<Schedule> schedule;
   if (info->schedule_id) {
     ZB_ASSIGN_OR_RETURN(schedule, store.LoadSchedule(*info->schedule_id));
@@ -124,7 +124,7 @@ Expected<Loaded> LoadTimelines(const po::variables_map& values) {
   for (size_t i = 0; i < loaded.timelines.size(); ++i) {
     // A prediction is one iteration: --iteration picks among the measured run's only.
     if (loaded.timelines[i].kind == TimelineKind::kPredicted && i > 0) continue;
-    auto selected = profiler::SelectIteration(loaded.timelines[i], iteration);
+    auto selected = traces::SelectIteration(loaded.timelines[i], iteration);
     if (!selected.ok()) return selected.status().WithContext(loaded.exported[i].source);
     loaded.timelines[i] = std::move(*selected);
   }
@@ -134,9 +134,9 @@ Expected<Loaded> LoadTimelines(const po::variables_map& values) {
 }
 
 // Every rank's document is made before the first is written; each file is written whole.
-Status WriteKinetoDirectory(const profiler::ExportedTimeline& exported, const std::string& dir,
+Status WriteKinetoDirectory(const traces::ExportedTimeline& exported, const std::string& dir,
                             std::ostream& out) {
-  ZB_ASSIGN_OR_RETURN(auto documents, profiler::WriteKinetoTraces(exported));
+  ZB_ASSIGN_OR_RETURN(auto documents, traces::WriteKinetoTraces(exported));
   std::error_code error;
   if (fs::exists(dir, error) && !fs::is_empty(dir, error)) {
     return InvalidInput("-o " + dir +
@@ -155,7 +155,7 @@ Status WriteKinetoDirectory(const profiler::ExportedTimeline& exported, const st
 int RunCheck(const std::string& path, std::ostream& out, std::ostream& err) {
   auto text = profiler::ReadMaybeGzipFile(path);
   if (!text.ok()) return ReportError(err, "trace", text.status());
-  auto check = profiler::CheckChromeTrace(*text, path);
+  auto check = traces::CheckChromeTrace(*text, path);
   if (!check.ok()) return ReportError(err, "trace", check.status());
   out << path << ": " << check->slices << " slices on " << check->tracks << " tracks, "
       << check->overlapping << " overlapping, " << check->nested << " nested; " << check->flows
@@ -221,7 +221,7 @@ int RunTraceCommand(const Args& args, std::ostream& out, std::ostream& err) {
     const Status written = WriteKinetoDirectory(loaded->exported.front(), path, out);
     return written.ok() ? 0 : ReportError(err, command, written);
   }
-  auto text = profiler::WritePerfettoTrace(loaded->exported);
+  auto text = traces::WritePerfettoTrace(loaded->exported);
   if (!text.ok()) return ReportError(err, command, text.status());
   const Status written = WriteFileAtomically(path, *text);
   if (!written.ok()) return ReportError(err, command, written);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// zb doctor's reader and diagnosis (runtime/doctor): records as ranks leave them, real processes
+// zb doctor's reader and diagnosis (doctor/): records as ranks leave them, real processes
 // for the process states, and the zb doctor command.
 #include <gtest/gtest.h>
 #include <signal.h>

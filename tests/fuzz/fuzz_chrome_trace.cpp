@@ -9,18 +9,18 @@
 #include "fuzz_support.h"
 #include "zbkit/profiler/analyze.h"
 #include "zbkit/profiler/import.h"
-#include "zbkit/profiler/trace_export.h"
+#include "zbkit/traces/trace_export.h"
 
 namespace {
 
 void ExportAgain(const zb::Timeline& timeline) {
   if (timeline.ops.empty()) return;
-  const zb::profiler::ExportedTimeline exported{&timeline, "measured", 0, 0, std::nullopt, "fuzz"};
-  auto perfetto = zb::profiler::WritePerfettoTrace({exported});
+  const zb::traces::ExportedTimeline exported{&timeline, "measured", 0, 0, std::nullopt, "fuzz"};
+  auto perfetto = zb::traces::WritePerfettoTrace({exported});
   if (!perfetto.ok()) std::abort();
-  auto check = zb::profiler::CheckChromeTrace(*perfetto, "fuzz-perfetto.json");
+  auto check = zb::traces::CheckChromeTrace(*perfetto, "fuzz-perfetto.json");
   if (!check.ok() || !check->ok() || check->nested != 0) std::abort();
-  auto kineto = zb::profiler::WriteKinetoTraces(exported);
+  auto kineto = zb::traces::WriteKinetoTraces(exported);
   if (!kineto.ok()) std::abort();
   std::vector<zb::profiler::RawTrace> again;
   for (const auto& [rank, text] : *kineto) {

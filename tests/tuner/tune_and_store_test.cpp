@@ -13,6 +13,7 @@
 #include "zbkit/schemas/json_io.h"
 #include "zbkit/schemas/store.h"
 #include "zbkit/tuner/families.h"
+#include "zbkit/tuner/frontier.h"
 
 namespace zb::tuner {
 namespace {
@@ -255,6 +256,52 @@ TEST(ObjectiveTest, NamesRoundTrip) {
   EXPECT_STREQ(ObjectiveName(Objective::kSpan), "span");
   EXPECT_FALSE(ParseObjective("paper").has_value());
   EXPECT_FALSE(ParseObjective("").has_value());
+}
+
+// The layout advice and the frontier's area, library calls `zb tune` formats: the other layout's
+// fastest fitting row, by the objective, only when faster; the trapezoids of the fitting points.
+TEST(TuneAdviceTest, LayoutGainsAndFrontierArea) {
+  TuneOutcome outcome;
+  outcome.objective = Objective::kSpan;
+  auto row = [](const char* family, Placement placement, int chunks, TimeNs span, bool other) {
+    ComparisonRow r;
+    r.family = family;
+    r.placement = placement;
+    r.chunks = chunks;
+    r.span = span;
+    r.makespan = 1000 - span;  // the other figure would rank them the other way round
+    r.fits = true;
+    r.other_layout = other;
+    return r;
+  };
+  outcome.rows = {
+      row("1f1b", Placement::kLoop, 1, 100, false), row("zb-v", Placement::kV, 2, 80, true),
+      row("v-half", Placement::kV, 2, 90, true), row("1f1b-i", Placement::kLoop, 2, 120, true)};
+  outcome.best = 0;
+  const std::vector<LayoutGain> gains = LayoutGains(outcome);
+  ASSERT_EQ(gains.size(), 1u);
+  EXPECT_EQ(gains[0].row->family, "zb-v");
+  EXPECT_EQ(gains[0].layout.placement, Placement::kV);
+  EXPECT_DOUBLE_EQ(gains[0].gain, 0.2);
+  outcome.best = -1;
+  EXPECT_TRUE(LayoutGains(outcome).empty());
+
+  std::vector<FrontierPoint> points(4);
+  const double factors[] = {1, 2, 3, 4};
+  const double rates[] = {0.4, 0.2, 0.1, 0.1};
+  for (int i = 0; i < 4; ++i) {
+    points[i].method = "search";
+    points[i].cap_factor = factors[i];
+    points[i].paper_bubble_rate = rates[i];
+    points[i].fits = true;
+  }
+  bool complete = false;
+  EXPECT_DOUBLE_EQ(FrontierArea(points, "search", complete), 0.3 + 0.15 + 0.1);
+  EXPECT_TRUE(complete);
+  points[1].fits = false;
+  EXPECT_DOUBLE_EQ(FrontierArea(points, "search", complete), 0.1);
+  EXPECT_FALSE(complete);
+  EXPECT_DOUBLE_EQ(FrontierArea(points, "heuristic", complete), 0);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "zbkit/schemas/json_io.h"
 #include "zbkit/tuner/memory_limit.h"
 #include "zbkit/tuner/partition.h"
+#include "zbkit/tuner/torchtitan_export.h"
 #include "zbkit/tuner/tune.h"
 
 namespace zb::cli {
@@ -31,20 +32,6 @@ struct LayoutRows {
   JobLayout layout;
   tuner::PartitionResult result;
 };
-
-// The blocks of each stage, by name.
-std::vector<std::vector<std::string>> StageNames(const LayerProfile& profile,
-                                                 const LayerSplit& split) {
-  std::vector<std::vector<std::string>> stages;
-  int first = 0;
-  for (int count : split) {
-    std::vector<std::string>& names = stages.emplace_back();
-    for (int i = first; i < first + count; ++i)
-      names.push_back(profile.layers[i].name);
-    first += count;
-  }
-  return stages;
-}
 
 std::string CountsText(const LayerSplit& split) {
   std::string text;
@@ -87,7 +74,7 @@ nlohmann::json RowJson(const LayerProfile& profile, const JobLayout& layout,
                           {"detail", row.detail},
                           {"blocks_per_stage", row.split},
                           {"ok", row.status.ok()}};
-  if (!row.split.empty()) value["stages"] = StageNames(profile, row.split);
+  if (!row.split.empty()) value["stages"] = tuner::StageModuleNames(profile, row.split);
   if (!row.status.ok()) {
     value["reason"] = row.status.message();
     return value;
@@ -162,43 +149,11 @@ void PrintTable(const std::vector<LayoutRows>& layouts, std::ostream& out) {
   table.Render(out);
 }
 
-// The torchtitan settings that run `row` with no code change (docs/partition.md §3).
-// torchtitan's [parallelism] settings of `row`, as key -> value (the TOML below, and --json).
-nlohmann::json TorchtitanSettings(const LayerProfile& profile, const JobLayout& layout, int ranks,
-                                  const SplitEvaluation& row) {
-  const std::string torch_class = tuner::TorchClassFor(layout);
-  const std::string name =
-      torch_class.rfind("Schedule", 0) == 0 ? torch_class.substr(8) : torch_class;
-  return {{"pipeline_parallel_degree", ranks},
-          {"pipeline_parallel_schedule", name},
-          {"module_fqns_per_model_part", StageNames(profile, row.split)}};
-}
-
-std::string TorchtitanToml(const LayerProfile& profile, const JobLayout& layout, int ranks,
-                           const SplitEvaluation& row) {
-  const nlohmann::json settings = TorchtitanSettings(profile, layout, ranks, row);
-  std::ostringstream out;
-  out << "[parallelism]\n";
-  for (const char* key :
-       {"pipeline_parallel_degree", "pipeline_parallel_schedule", "module_fqns_per_model_part"}) {
-    out << key << " = " << settings[key].dump() << "\n";
-  }
-  out << "# the name gives torchtitan's own order of this layout; zbkit's (" << row.schedule.family
-      << ", predicted above): --out FILE, then zb export FILE --format "
-         "torch-csv -o order.csv --for torchtitan (pipeline_parallel_schedule_csv)\n";
-  return out.str();
-}
-
-// A split torchtitan can build names its modules: refuse the blocks of an even share.
-Status CheckRealisable(const LayerProfile& profile) {
-  if (profile.source == LayerSource::kEvenShareOfStages) {
-    return UsageError("--for torchtitan: the blocks are shares of stage totals (" +
-                      profile.layers.front().name +
-                      ", ...), not modules the model has: give each block's costs as zb-layers/1 "
-                      "(docs/formats.md "
-                      "§6)");
-  }
-  return Status::Ok();
+// torchtitan's [parallelism] settings of `row` (docs/partition.md §3), as --json reports them.
+nlohmann::json TorchtitanJson(const tuner::TorchtitanSettings& settings) {
+  return {{"pipeline_parallel_degree", settings.pipeline_parallel_degree},
+          {"pipeline_parallel_schedule", settings.pipeline_parallel_schedule},
+          {"module_fqns_per_model_part", settings.module_fqns_per_model_part}};
 }
 
 Expected<LayerProfile> LoadProfile(const po::variables_map& values) {
@@ -291,20 +246,22 @@ Status WriteChosen(const po::variables_map& values, const LayerProfile& profile,
   if (!json) {
     out << "best: co-tuned split in layout " << JobLayoutName(layout) << ", "
         << FormatMs(chosen.iteration) << " ms, order " << chosen.schedule.family << "\n";
-    const auto names = StageNames(profile, chosen.split);
+    const auto names = tuner::StageModuleNames(profile, chosen.split);
     for (size_t stage = 0; stage < names.size(); ++stage) {
       out << "  stage " << stage << " (rank "
           << RankOfStage(layout.placement, ranks, static_cast<int>(stage))
           << "): " << StageText(names[stage]) << "\n";
     }
   }
-  if (values.count("for") > 0 && !json) out << TorchtitanToml(profile, layout, ranks, chosen);
+  if (values.count("for") > 0 && !json)
+    out << tuner::TorchtitanToml(tuner::TorchtitanSettingsFor(profile, layout, ranks, chosen.split),
+                                 chosen.schedule.family);
   if (values.count("split-out") > 0) {
     const nlohmann::json split = {{"format", "zb-split/1"},
                                   {"ranks", ranks},
                                   {"layout", JobLayoutName(layout)},
                                   {"schedule", tuner::TorchClassFor(layout)},
-                                  {"stages", StageNames(profile, chosen.split)}};
+                                  {"stages", tuner::StageModuleNames(profile, chosen.split)}};
     ZB_RETURN_IF_ERROR(
         WriteFileAtomically(values["split-out"].as<std::string>(), split.dump(1) + "\n"));
   }
@@ -350,7 +307,7 @@ int RunPartitionCommand(const Args& args, std::ostream& out, std::ostream& err) 
     if (!runtime)
       return UsageError("--runtime must be torch or zbkit, got \"" + runtime_name + "\"");
     ZB_ASSIGN_OR_RETURN(LayerProfile profile, LoadProfile(values));
-    if (values.count("for") > 0) ZB_RETURN_IF_ERROR(CheckRealisable(profile));
+    if (values.count("for") > 0) ZB_RETURN_IF_ERROR(tuner::CheckTorchtitanRealisable(profile));
     if (profile.source == LayerSource::kEvenShareOfStages) {
       err << "zb partition: note: only stage totals were measured; each block gets an even share "
              "of its stage, so the splits differ only in how many blocks a stage holds\n";
@@ -389,7 +346,8 @@ int RunPartitionCommand(const Args& args, std::ostream& out, std::ostream& err) 
     if (values.count("json") > 0) {
       nlohmann::json report = PartitionJson(profile, partition, limit, rows, chosen, orders);
       if (values.count("for") > 0 && chosen != nullptr) {
-        report["torchtitan"] = TorchtitanSettings(profile, best->layout, partition.ranks, *chosen);
+        report["torchtitan"] = TorchtitanJson(
+            tuner::TorchtitanSettingsFor(profile, best->layout, partition.ranks, chosen->split));
       }
       out << report.dump(2) << "\n";
     } else {

@@ -127,8 +127,6 @@ nlohmann::json ReportJson(const TuneOutcome& outcome) {
 void PrintLayoutAdvice(const TuneOutcome& outcome, const tuner::TuneRequest& request,
                        std::ostream& out) {
   const JobLayout& layout = *request.options.layout;
-  const bool by_span = outcome.objective == Objective::kSpan;
-  auto figure = [by_span](const ComparisonRow& row) { return by_span ? row.span : row.makespan; };
   const ComparisonRow& best = outcome.rows[outcome.best];
   out << "layout " << JobLayoutName(layout) << " (" << JobLayoutDescription(layout);
   if (request.layout_from_profile) {
@@ -136,24 +134,13 @@ void PrintLayoutAdvice(const TuneOutcome& outcome, const tuner::TuneRequest& req
         << (request.costs.schedule_class.empty() ? "" : ": it ran " + request.costs.schedule_class)
         << "; --layout any lifts it";
   }
-  out << "): best " << best.family << ", " << FormatMs(figure(best)) << " ms\n";
-  std::map<std::pair<int, int>, const ComparisonRow*> others;  // (placement, chunks) -> best row
-  for (const ComparisonRow& row : outcome.rows) {
-    if (!row.other_layout || !row.status.ok() || !row.fits || row.reference || !row.placement) {
-      continue;
-    }
-    const std::pair<int, int> key{static_cast<int>(*row.placement), row.chunks};
-    if (others.count(key) == 0 || figure(row) < figure(*others[key])) others[key] = &row;
-  }
-  for (const auto& [key, row] : others) {
-    const JobLayout other{static_cast<Placement>(key.first), key.second};
-    const double gain = 1 - static_cast<double>(figure(*row)) / static_cast<double>(figure(best));
-    if (gain <= 0) continue;
-    out << "another layout would gain: " << JobLayoutDescription(other) << ": "
-        << FormatFixed(gain * 100, 1) << " % faster (" << row->family << ", "
-        << FormatMs(figure(*row)) << " ms): build the model so and replay it in a "
-        << tuner::TorchClassFor(other) << " script (zb tune --layout " << JobLayoutName(other)
-        << ")\n";
+  out << "): best " << best.family << ", " << FormatMs(tuner::RowFigure(outcome, best)) << " ms\n";
+  for (const tuner::LayoutGain& other : tuner::LayoutGains(outcome)) {
+    out << "another layout would gain: " << JobLayoutDescription(other.layout) << ": "
+        << FormatFixed(other.gain * 100, 1) << " % faster (" << other.row->family << ", "
+        << FormatMs(tuner::RowFigure(outcome, *other.row))
+        << " ms): build the model so and replay it in a " << tuner::TorchClassFor(other.layout)
+        << " script (zb tune --layout " << JobLayoutName(other.layout) << ")\n";
   }
 }
 
@@ -400,26 +387,6 @@ Expected<tuner::TuneRequest> ReadTuneRequest(const po::variables_map& values, st
   return request;
 }
 
-double Area(const std::vector<FrontierPoint>& points, const std::string& method, bool& complete) {
-  double area = 0;
-  const FrontierPoint* last = nullptr;
-  complete = true;
-  for (const FrontierPoint& point : points) {
-    if (point.method != method) continue;
-    if (!point.fits) {
-      complete = false;
-      last = nullptr;
-      continue;
-    }
-    if (last != nullptr) {
-      area += (point.cap_factor - last->cap_factor) *
-              (point.paper_bubble_rate + last->paper_bubble_rate) / 2;
-    }
-    last = &point;
-  }
-  return area;
-}
-
 int RunFrontier(const tuner::TuneRequest& request, const po::variables_map& values, bool json,
                 ProgressBar& progress, std::ostream& out, std::ostream& err) {
   const std::string command = "tune";
@@ -447,8 +414,8 @@ int RunFrontier(const tuner::TuneRequest& request, const po::variables_map& valu
   }
   const std::vector<FrontierPoint>& points = outcome->frontier.points;
   bool heuristic_complete = false, search_complete = false;
-  const double heuristic_area = Area(points, "heuristic", heuristic_complete);
-  const double search_area = Area(points, "search", search_complete);
+  const double heuristic_area = tuner::FrontierArea(points, "heuristic", heuristic_complete);
+  const double search_area = tuner::FrontierArea(points, "search", search_complete);
   if (json) {
     nlohmann::json report = {
         {"format", "zb-frontier-report/1"},         {"ranks", request.costs.num_stages()},

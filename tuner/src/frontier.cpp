@@ -162,4 +162,25 @@ Status StoreFrontier(const TuneRequest& request, const StoreTarget& target,
   return Status::Ok();
 }
 
+double FrontierArea(const std::vector<FrontierPoint>& points, const std::string& method,
+                    bool& complete) {
+  double area = 0;
+  const FrontierPoint* last = nullptr;
+  complete = true;
+  for (const FrontierPoint& point : points) {
+    if (point.method != method) continue;
+    if (!point.fits) {
+      complete = false;
+      last = nullptr;
+      continue;
+    }
+    if (last != nullptr) {
+      area += (point.cap_factor - last->cap_factor) *
+              (point.paper_bubble_rate + last->paper_bubble_rate) / 2;
+    }
+    last = &point;
+  }
+  return area;
+}
+
 }  // namespace zb::tuner

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <utility>
 
 #include "zbkit/schemas/store.h"
 #include "zbkit/tuner/families.h"
@@ -110,6 +112,32 @@ Expected<TuneOutcome> TuneAndStore(const TuneRequest& request) {
   ZB_ASSIGN_OR_RETURN(TuneOutcome outcome, TuneAndCompare(request));
   ZB_RETURN_IF_ERROR(CertifyAndStore(request, outcome));
   return outcome;
+}
+
+TimeNs RowFigure(const TuneOutcome& outcome, const ComparisonRow& row) {
+  return outcome.objective == Objective::kSpan ? row.span : row.makespan;
+}
+
+std::vector<LayoutGain> LayoutGains(const TuneOutcome& outcome) {
+  std::vector<LayoutGain> gains;
+  if (outcome.best < 0) return gains;
+  const ComparisonRow& best = outcome.rows[outcome.best];
+  std::map<std::pair<int, int>, const ComparisonRow*> others;  // (placement, chunks) -> best row
+  for (const ComparisonRow& row : outcome.rows) {
+    if (!row.other_layout || !row.status.ok() || !row.fits || row.reference || !row.placement) {
+      continue;
+    }
+    const std::pair<int, int> key{static_cast<int>(*row.placement), row.chunks};
+    if (others.count(key) == 0 || RowFigure(outcome, row) < RowFigure(outcome, *others[key])) {
+      others[key] = &row;
+    }
+  }
+  for (const auto& [key, row] : others) {
+    const double gain = 1 - static_cast<double>(RowFigure(outcome, *row)) /
+                                static_cast<double>(RowFigure(outcome, best));
+    if (gain > 0) gains.push_back({{static_cast<Placement>(key.first), key.second}, row, gain});
+  }
+  return gains;
 }
 
 }  // namespace zb::tuner

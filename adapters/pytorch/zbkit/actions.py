@@ -5,7 +5,7 @@ and reshard, the gradient reduction, an overlapped F and B). Every kind has zbki
 schedule's op kinds; the C++ side's `zb::OpKindName` for the compute ones), torch's token (the
 `_ComputationType` value: its CSV letters and the `<stage><token><mb>` of its `PP:` profiler
 labels; `I` is zbkit's B, `B` zbkit's BW) and its code in the progress record (zb-progress,
-docs/formats.md §7; `zb doctor` reads it: runtime/doctor/include/zbkit/doctor/progress.h).
+docs/formats.md §7; `zb doctor` reads it: doctor/include/zbkit/doctor/progress.h).
 
 Plain Python (no torch), so that schedules, the progress record and the shim share it.
 scripts/check_structure.py fails when another module of the packages spells the table again.

@@ -4,9 +4,11 @@ and 8 gloo ranks under `zb replay` (or `zb profile`) `--stall-timeout 3 --on-sta
 one injected fault
 (a rank frozen, killed, slow, raising; orders that cross; a rank with another microbatch count or
 layout) in torch's runtime through the shim, in zbkit's executor, and in the unmodified bundled
-script; and healthy runs that must raise no alarm. Each checks the diagnosis zb replay printed and
-kept (diagnosis.json): the culprit's kind, rank and op; that it came within the target after the
-fault; and that no process of the job is left behind."""
+script; and no false alarm: every fault run first trains HEALTHY_STEPS healthy steps under the
+same 3-second watch (a false alarm would end the job before its fault strikes, which the test
+checks), and each configuration no fault covers runs healthy throughout. Each checks the diagnosis
+zb replay printed and kept (diagnosis.json): the culprit's kind, rank and op; that it came within
+the target after the fault; and that no process of the job is left behind."""
 
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ BUNDLED_SCRIPT = SCRIPT
 STALL_TIMEOUT_S = 3
 # After the fault: the stall timeout, one watch interval, reading the records, ending the job.
 DIAGNOSIS_WITHIN_S = 60
+# Healthy steps before each injected fault: the no-false-alarm check rides on the fault runs.
+HEALTHY_STEPS = 6
 
 
 def torchrun(ranks: int, *script: str) -> list:
@@ -182,9 +186,12 @@ def test_an_injected_fault_is_named_with_its_rank_and_op(
     tmp_path, schedules, runner, family, ranks, kind, rank, stage, culprit, op
 ):
     schedule = tune(schedules, family, ranks, max(4, ranks))  # torch wants m >= stages
-    fault = {"kind": kind, "rank": rank, "step": 1, "stage": stage, "forward": 1, "seconds": 60}
-    run = fault_run(tmp_path, runner, schedule, ranks, fault)
+    fault = {"kind": kind, "rank": rank, "step": HEALTHY_STEPS, "stage": stage, "forward": 1,
+             "seconds": 60}  # fmt: skip
+    run = fault_run(tmp_path, runner, schedule, ranks, fault, steps=HEALTHY_STEPS + 2)
     assert run.done.returncode != 0, run.context()
+    # The fault struck: no false alarm ended the job in its healthy steps.
+    assert run.fault_at is not None, "ended before the fault: " + run.context()
     assert_culprit(run, culprit, rank, op)
     assert f"zb doctor {run.run_dir}" in run.done.stderr
 
@@ -288,10 +295,19 @@ def test_the_unmodified_bundled_script(tmp_path, schedules, how, signal_number, 
     assert {e["pid"] for e in open_ops} == {1, 2}, open_ops  # one open op on each rank
 
 
-HEALTHY = [(runner, family, ranks) for runner in ("torch", "executor")
-           for family, ranks in (("1f1b", 2), ("zb-h1", 2), ("zb-h2", 2), ("zb-v", 2),
-                                 ("1f1b-i", 2), ("zb-h1", 4), ("1f1b", 4), ("zb-v", 4),
-                                 ("v-half", 4), ("1f1b-i", 4))]  # fmt: skip
+# Every configuration that must raise no alarm; those a fault run covers (its healthy steps) are
+# not run again.
+CONFIGURATIONS = [(runner, family, ranks) for runner in ("torch", "executor")
+                  for family, ranks in (("1f1b", 2), ("zb-h1", 2), ("zb-h2", 2), ("zb-v", 2),
+                                        ("1f1b-i", 2), ("zb-h1", 4), ("1f1b", 4), ("zb-v", 4),
+                                        ("v-half", 4), ("1f1b-i", 4))]  # fmt: skip
+HEALTHY = [c for c in CONFIGURATIONS if c not in {f[:3] for f in FAULTS}]
+
+
+def test_every_configuration_is_checked_for_false_alarms():
+    covered = {f[:3] for f in FAULTS}
+    assert set(CONFIGURATIONS) <= covered | set(HEALTHY)
+    assert len(HEALTHY) == 6 and len(covered & set(CONFIGURATIONS)) == 14
 
 
 @pytest.mark.parametrize("runner,family,ranks", HEALTHY,

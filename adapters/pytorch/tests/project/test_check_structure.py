@@ -96,3 +96,30 @@ def test_the_two_action_tables_must_be_equal(tmp_path, monkeypatch):
     )
     findings = check_structure.check_spellings()
     assert len(findings) == 1 and findings[0].startswith("the action tables differ"), findings
+
+
+def test_a_sideways_include_and_a_link_the_table_omits_are_found(tmp_path, monkeypatch):
+    (tmp_path / "tuner" / "src").mkdir(parents=True)
+    (tmp_path / "profiler" / "include" / "zbkit" / "profiler").mkdir(parents=True)
+    (tmp_path / "tuner" / "src" / "a.cpp").write_text('#include "zbkit/profiler/b.h"\n')
+    (tmp_path / "profiler" / "include" / "zbkit" / "profiler" / "b.h").write_text("\n")
+    (tmp_path / "tuner" / "CMakeLists.txt").write_text(
+        "add_library(zbkit_tuner a.cpp)\nadd_library(zbkit::tuner ALIAS zbkit_tuner)\n"
+        "target_link_libraries(zbkit_tuner PUBLIC zbkit::profiler)  # a comment zbkit::schemas\n"
+    )
+    (tmp_path / "profiler" / "CMakeLists.txt").write_text(
+        "add_library(zbkit_profiler b.cpp)\nadd_library(zbkit::profiler ALIAS zbkit_profiler)\n"
+    )
+    (tmp_path / "ARCHITECTURE.md").write_text(
+        "### Links, as CMake has them\n\n| target | links |\n|---|---|\n| `tuner` | schemas |\n"
+        "| `profiler` | — |\n\n### Next\n"
+    )
+    monkeypatch.setattr(check_structure, "ROOT", tmp_path)
+    layers = check_structure.check_layers()
+    assert layers == [
+        "tuner/src/a.cpp includes profiler/include/zbkit/profiler/b.h: the profiler (floor 2) "
+        "from the tuner (floor 2)"
+    ]
+    assert check_structure.check_links() == [
+        "ARCHITECTURE.md says tuner links ['schemas'], CMake links ['profiler']"
+    ]

@@ -34,6 +34,12 @@ struct FrontierOutcome {
 Expected<FrontierOutcome> ComputeFrontier(const TuneRequest& request,
                                           const std::vector<double>& factors);
 
+// The area under one method's curve ("heuristic" or "search"): paper bubble rate against the cap
+// factor, by the trapezoid rule over the points that fit. `complete` is false when a point of the
+// method does not fit (the area then leaves out the stretch around it).
+double FrontierArea(const std::vector<FrontierPoint>& points, const std::string& method,
+                    bool& complete);
+
 // Records the cost profile, each point's schedule and the frontier in one store; sets the ids.
 Status StoreFrontier(const TuneRequest& request, const StoreTarget& target,
                      FrontierOutcome& outcome, int64_t& frontier_id);

@@ -86,6 +86,19 @@ struct TuneOutcome {
   std::optional<ExactResult> exact;        // set by certifying (request.exact)
 };
 
+// Another layout than the job's that would be faster (docs/schedules.md §7): its best candidate
+// that fits, and its gain over the job's best by the objective (1 - theirs / ours, > 0).
+struct LayoutGain {
+  JobLayout layout;
+  const ComparisonRow* row = nullptr;  // into the outcome's rows
+  double gain = 0;
+};
+// Per other layout among `outcome.rows` (other_layout, fits, not a reference), the best; only
+// those faster than rows[best], in (placement, chunks) order. Empty when nothing was chosen.
+std::vector<LayoutGain> LayoutGains(const TuneOutcome& outcome);
+// The objective's figure of a row: its span or its makespan.
+TimeNs RowFigure(const TuneOutcome& outcome, const ComparisonRow& row);
+
 // Tunes; when a schedule fits, certifies it (`request.exact`) and, when `request.store` is set,
 // records the input profile and the chosen schedule (with its predicted timeline). Nothing
 // fitting the cap is not an error here: the outcome has best == -1 and the rows say what each

@@ -13,7 +13,7 @@
 
 #include "zbkit/schemas/types.h"
 
-namespace zb::profiler::trace_export_detail {
+namespace zb::traces::trace_export_detail {
 
 // Nanoseconds as decimal microseconds, exactly ("1234.567", "-0.250").
 void AppendMicros(std::string& out, TimeNs ns);
@@ -61,6 +61,6 @@ std::string TrackName(const TrackAllocator::Used& used);
 std::map<std::pair<int32_t, int32_t>, std::pair<TimeNs, TimeNs>> IterationSpans(
     const Timeline& timeline);
 
-}  // namespace zb::profiler::trace_export_detail
+}  // namespace zb::traces::trace_export_detail
 
 #endif  // ZBKIT_PROFILER_SRC_TRACE_EXPORT_INTERNAL_H_

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Timelines out (trace_export.h): the shared pieces and the Perfetto-ready Chrome trace; the
 // per-rank Kineto documents are kineto_export.cpp, the structural check trace_check.cpp.
-#include "zbkit/profiler/trace_export.h"
+#include "zbkit/traces/trace_export.h"
 
 #include <algorithm>
 #include <map>
@@ -16,7 +16,7 @@
 #include "zbkit/schemas/timeline_analysis.h"
 #include "zbkit/schemas/timeline_index.h"
 
-namespace zb::profiler {
+namespace zb::traces {
 namespace trace_export_detail {
 
 void AppendMicros(std::string& out, TimeNs ns) {
@@ -355,4 +355,4 @@ Expected<std::string> WritePerfettoTrace(const std::vector<ExportedTimeline>& ti
   return writer.Finish(timelines);
 }
 
-}  // namespace zb::profiler
+}  // namespace zb::traces

@@ -18,12 +18,16 @@
 
 #include "trace_export_internal.h"
 #include "zbkit/profiler/attribution.h"
-#include "zbkit/profiler/trace_export.h"
 #include "zbkit/schemas/range_name.h"
+#include "zbkit/traces/trace_export.h"
 
-namespace zb::profiler {
+namespace zb::traces {
 using namespace trace_export_detail;
 namespace {
+
+using profiler::MatchBuiltIn;  // the profiler's range rules: which names zb import reads back
+using profiler::RangeMatch;
+using profiler::RangeRole;
 
 // A plausible epoch (2023-11-14) so that every kernel time is far from 0 (CUPTI's "untimed").
 constexpr TimeNs kBaseTimeNs = 1700000000000000000LL;
@@ -214,4 +218,4 @@ Expected<std::vector<std::pair<int32_t, std::string>>> WriteKinetoTraces(
   return documents;
 }
 
-}  // namespace zb::profiler
+}  // namespace zb::traces

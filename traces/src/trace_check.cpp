@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "zbkit/profiler/trace_export.h"
+#include "zbkit/traces/trace_export.h"
 
-namespace zb::profiler {
+namespace zb::traces {
 namespace {
 
 using nlohmann::json;
@@ -161,4 +161,4 @@ Expected<TraceCheck> CheckChromeTrace(const std::string& text, const std::string
   return check;
 }
 
-}  // namespace zb::profiler
+}  // namespace zb::traces

@@ -13,8 +13,8 @@
 #include "zbkit/doctor/flight_recorder.h"
 #include "zbkit/doctor/history.h"
 #include "zbkit/doctor/progress.h"
-#include "zbkit/profiler/trace_export.h"
 #include "zbkit/schemas/json_io.h"
+#include "zbkit/traces/trace_export.h"
 
 namespace zb::cli {
 namespace {
@@ -39,14 +39,14 @@ Status WriteHistoryTrace(const doctor::RunProgress& run, const doctor::Diagnosis
   int stages = 0;
   for (const doctor::RankProgress& rank : run.ranks)
     stages = std::max(stages, rank.stages);
-  const profiler::ExportedTimeline exported{
+  const traces::ExportedTimeline exported{
       &timeline,
       "last ops",
       stages,
       0,
       std::nullopt,
       "zb doctor " + run.directory + ": the ranks' last ops (" + diagnosis.state + ")"};
-  ZB_ASSIGN_OR_RETURN(const std::string text, profiler::WritePerfettoTrace({exported}));
+  ZB_ASSIGN_OR_RETURN(const std::string text, traces::WritePerfettoTrace({exported}));
   ZB_RETURN_IF_ERROR(WriteFileAtomically(path, text).WithContext("--trace-out " + path));
   out << "wrote " << path << ": the last " << timeline.ops.size() << " ops of " << run.ranks.size()
       << " rank(s), the op each is in up to now (ui.perfetto.dev)\n";

@@ -4,7 +4,7 @@
 // rank, read back by zb import's own reader op for op (kind, stage, microbatch, iteration, start,
 // end, busy time). Through the real binary where the user would use it; the round trip compares
 // with the store's own timeline.
-#include "zbkit/profiler/trace_export.h"
+#include "zbkit/traces/trace_export.h"
 
 #include <gtest/gtest.h>
 
@@ -23,7 +23,11 @@
 #include "zbkit/profiler/import.h"
 #include "zbkit/schemas/store.h"
 
-namespace zb::profiler {
+namespace zb::traces {
+using profiler::Analyze;
+using profiler::AnalyzeSettings;
+using profiler::ImportChromeTraceDirectory;
+using profiler::ReadMaybeGzipFile;
 namespace {
 
 namespace fs = std::filesystem;
@@ -307,4 +311,4 @@ TEST(TraceCheck, TellsNestingFromOverlapAndSurvivesOddFields) {
 }
 
 }  // namespace
-}  // namespace zb::profiler
+}  // namespace zb::traces

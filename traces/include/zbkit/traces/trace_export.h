@@ -15,8 +15,8 @@
 //
 // CUDA-free and Qt-free; times are the timeline's nanoseconds written as exact decimal
 // microseconds.
-#ifndef ZBKIT_PROFILER_TRACE_EXPORT_H_
-#define ZBKIT_PROFILER_TRACE_EXPORT_H_
+#ifndef ZBKIT_TRACES_TRACE_EXPORT_H_
+#define ZBKIT_TRACES_TRACE_EXPORT_H_
 
 #include <cstdint>
 #include <optional>
@@ -27,7 +27,7 @@
 #include "zbkit/schemas/status.h"
 #include "zbkit/schemas/types.h"
 
-namespace zb::profiler {
+namespace zb::traces {
 
 // One timeline to write, with what the reader is told about it.
 struct ExportedTimeline {
@@ -75,6 +75,6 @@ struct TraceCheck {
 // inside slices, counters in time order) checked on any Chrome trace text.
 Expected<TraceCheck> CheckChromeTrace(const std::string& text, const std::string& source);
 
-}  // namespace zb::profiler
+}  // namespace zb::traces
 
-#endif  // ZBKIT_PROFILER_TRACE_EXPORT_H_
+#endif  // ZBKIT_TRACES_TRACE_EXPORT_H_
