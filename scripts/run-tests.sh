@@ -17,7 +17,9 @@ ctest --test-dir "$build_dir" --output-on-failure --no-tests=error -j "${ZBKIT_J
 cost_data="$build_dir/Testing/Temporary/CTestCostData.txt"
 if [[ -f "$cost_data" ]]; then
   echo "run-tests: the 10 slowest C++ tests (seconds):"
-  awk 'NF == 3 { printf "  %8.2f  %s\n", $3, $1 }' "$cost_data" | sort -rn | head -10
+  # awk, not head, takes the first ten: head would close the pipe early, and under pipefail
+  # sort's SIGPIPE (exit 141) would end this script.
+  awk 'NF == 3 { printf "  %8.2f  %s\n", $3, $1 }' "$cost_data" | sort -rn | awk 'NR <= 10'
 fi
 
 venv="${ZBKIT_VENV:-$root/.venv}"
