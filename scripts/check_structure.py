@@ -36,7 +36,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 MAX_FILE_LINES = 700
 MAX_FUNCTION_LINES = 120
-SOURCE_DIRS = ("schemas", "tuner", "profiler", "doctor", "traces", "runtime", "gui", "cli",
+SOURCE_DIRS = ("schemas", "tuner", "profiler", "doctor", "traces", "runtime", "gui", "cli", "zb",
                "adapters", "tests", "bench", "scripts")  # fmt: skip
 CPP_SUFFIXES = {".cpp", ".h", ".cc", ".hpp"}
 PY_PACKAGES = ("zbkit", "zbkit_harness")
@@ -50,7 +50,7 @@ ALLOWED: Dict[str, str] = {}
 # or within its own component; never up, and never to another component of its floor
 # (ARCHITECTURE.md, "Components and the direction of dependencies").
 LAYERS: List[Tuple[int, str, Tuple[str, ...]]] = [
-    (6, "the zb program", ("cli/zb/",)),
+    (6, "the zb program", ("zb/",)),
     (5, "the tuner's commands", ("tuner/cli/",)),
     (5, "the profiler's commands", ("profiler/cli/",)),
     (5, "the adapters' commands", ("adapters/cli/",)),
@@ -354,7 +354,7 @@ def check_layers() -> List[str]:
 
 # ---- 4b: the link table against CMake -----------------------------------------------------------
 
-LINK_FOLDERS = ("schemas", "tuner", "profiler", "doctor", "traces", "runtime", "cli", "gui",
+LINK_FOLDERS = ("schemas", "tuner", "profiler", "doctor", "traces", "runtime", "cli", "zb", "gui",
                 "adapters")  # fmt: skip
 
 

@@ -53,7 +53,7 @@ if [[ "${ZBKIT_GPU_CHECK_SKIP_BUILD:-0}" != 1 ]]; then
   ZBKIT_BUILD_DIR="$build_dir" "$root/scripts/build.sh" -DZBKIT_CUDA=ON -DZBKIT_BUILD_GUI=OFF ||
     bail "the CUDA build failed (is the CUDA Toolkit installed?)"
 fi
-zb="$build_dir/cli/zb"
+zb="$build_dir/zb/zb"
 library="$build_dir/profiler/inject/libzbkit_inject.so"
 [[ -x "$zb" && -f "$library" ]] || bail "no $zb or $library (build with -DZBKIT_CUDA=ON)"
 
@@ -210,16 +210,16 @@ else
 fi
 
 # ---- 4b. Per-block costs on this GPU: one block timed with CUDA synchronisation ----------------
-echo "gpu-check: per-block costs of a block on CUDA (zbkit.shim._blocks.measure_block)"
+echo "gpu-check: per-block costs of a block on CUDA (zbkit.pipelining.measure.blocks.measure_block)"
 PYTHONPATH="$root/adapters/pytorch${PYTHONPATH:+:$PYTHONPATH}" "$python" - <<'EOF' || status=1
 import sys
 import torch
-from zbkit.shim import _blocks
+from zbkit.pipelining.measure import blocks
 
 block = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(),
                             torch.nn.Linear(4096, 1024)).cuda()
 x = torch.randn(8, 512, 1024, device="cuda", requires_grad=True)
-measured = _blocks.measure_block(block, ((x,), {}))
+measured = blocks.measure_block(block, ((x,), {}))
 print("  " + ", ".join(f"{k} {measured[k]:.3f}" for k in ("F", "B", "W")) + " ms; "
       + ", ".join(f"{k} {measured[k]}" for k in ("M_B", "M_W", "send")))
 ok = min(measured[k] for k in ("F", "B", "W", "M_B", "M_W")) > 0

@@ -8,7 +8,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh" >/dev/null
-zb="${ZBKIT_BUILD_DIR:-$root/build}/cli/zb"
+zb="${ZBKIT_BUILD_DIR:-$root/build}/zb/zb"
 store="${ZBKIT_STORE:-$root/out/zbkit.db}"
 mkdir -p "$(dirname "$store")"
 rm -f "$store" "$store-wal" "$store-shm"

@@ -24,7 +24,7 @@ fi
 
 venv="${ZBKIT_VENV:-$root/.venv}"
 # The Python tests find the build's zb and libzbrt through these.
-export ZBKIT_ZB_BINARY="$build_dir/cli/zb"
+export ZBKIT_ZB_BINARY="$build_dir/zb/zb"
 export ZBKIT_ZBRT_LIBRARY="$build_dir/runtime/libzbrt.so"
 export OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1
 if [[ ! -d "$root/adapters/pytorch/tests" ]]; then

@@ -40,7 +40,7 @@ if [ "$python_tests" -eq 1 ]; then
   python="$root/.venv/bin/python"
   [ -x "$python" ] || python=python3
   ASAN_OPTIONS="abort_on_error=1:detect_leaks=0" LD_PRELOAD="$libasan" \
-    ZBKIT_ZB_BINARY="$build_dir/cli/zb" ZBKIT_ZBRT_LIBRARY="$build_dir/runtime/libzbrt.so" \
+    ZBKIT_ZB_BINARY="$build_dir/zb/zb" ZBKIT_ZBRT_LIBRARY="$build_dir/runtime/libzbrt.so" \
     OMP_NUM_THREADS=1 "$python" -m pytest -q -rs -p no:cacheprovider \
     "$root/adapters/pytorch/tests/library/test_runtime_binding.py" \
     "$root/adapters/pytorch/tests/library/test_train_zbkit.py" \

@@ -6,7 +6,7 @@
 //   ZBKIT_SCHEDULE      the exported CSV (PyTorch >= 2.6 dialect, compute only; PyTorch adds the
 //                       communication when it loads it)
 //   ZBKIT_SCHEDULE_NAME what the user named (FILE, or "DB schedule ID"), for the shim's messages
-//   PYTHONPATH          the hook directory first: its sitecustomize installs zbkit.shim
+//   PYTHONPATH          the hook directory first: its sitecustomize installs zbkit.pipelining
 //   ZBKIT_ZB_BINARY     this zb, for the shim's own conversions
 //   ZBKIT_TORCH_PROFILE, ZBKIT_SHARD_DIR   with --shard-dir: where each rank writes its trace
 //   ZBKIT_PROGRESS_DIR  where each rank keeps its progress record, which zb replay watches for

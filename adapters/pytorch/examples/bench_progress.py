@@ -34,7 +34,7 @@ from zbkit import locate  # noqa: E402
 from zbkit.progress import ProgressRecord  # noqa: E402
 
 # The checkout's zb unless ZBKIT_ZB_BINARY names another.
-os.environ.setdefault(locate.ZB_ENV, str(PYTORCH_DIR.parent.parent / "build" / "cli" / "zb"))
+os.environ.setdefault(locate.ZB_ENV, str(PYTORCH_DIR.parent.parent / "build" / "zb" / "zb"))
 
 
 def per_op_ns(ops: int, with_record: bool, torch_style: bool, directory: str) -> float:

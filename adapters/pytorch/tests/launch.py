@@ -41,7 +41,7 @@ from zbkit.schedule import Op, Schedule  # noqa: E402
 # The package finds zb and libzbrt only through zbkit.locate (the environment, else PATH); the
 # tests know the checkout, so they default the environment to its build (scripts/run-tests.sh
 # sets both).
-os.environ.setdefault(locate.ZB_ENV, str(REPO / "build" / "cli" / "zb"))
+os.environ.setdefault(locate.ZB_ENV, str(REPO / "build" / "zb" / "zb"))
 os.environ.setdefault(locate.ZBRT_ENV, str(REPO / "build" / "runtime" / "libzbrt.so"))
 
 # The bundled job, small enough that a 2-rank run takes a few seconds on two slow cores.
@@ -51,7 +51,7 @@ TIMEOUT_S = 150
 
 
 def zb_binary() -> Path:
-    """The `zb` command: $ZBKIT_ZB_BINARY (defaulted above to the checkout's build/cli/zb)."""
+    """The `zb` command: $ZBKIT_ZB_BINARY (defaulted above to the checkout's build/zb/zb)."""
     return Path(locate.zb_binary())
 
 

@@ -11,7 +11,9 @@ Public modules (`__all__`); everything else (names starting with `_`) is interna
 - `bw_split`: `BackwardSplit`, a stage's backward split into B (input gradient) and W (weights);
 - `post_validation`: the optimizer step checked during the next iteration's warm-up;
 - `libzbrt`: the binding of libzbrt (open a schedule, record a replay, store it);
-- `shim`: zbkit's orders inside unmodified torch.distributed.pipelining scripts (`zb replay`);
+- `pipelining`: zbkit inside unmodified torch.distributed.pipelining scripts (the shim `zb replay`
+  and `zb profile` install): `replay` (zbkit's orders through torch's runtime), `measure` (the
+  profiling window, per-block costs, the activation-memory report), `progress` (for `zb doctor`);
 - `split`: a rank's stages from a layer split (`zb partition --split-out`, zb-split/1);
 - `torch_rules`: what PyTorch's runtime needs of an order (docs/formats.md §4.1);
 - `progress`: each rank's progress record, which `zb doctor` reads while a job hangs;
@@ -32,10 +34,10 @@ __all__ = [
     "executor",
     "libzbrt",
     "locate",
+    "pipelining",
     "post_validation",
     "progress",
     "schedule",
-    "shim",
     "split",
     "torch_rules",
 ]

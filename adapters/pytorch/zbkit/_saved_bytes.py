@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """What "the bytes autograd saved" are, in one place (docs/cost-model.md §4): the activation
 memory that the executor's split (`zbkit.bw_split`: M_B and what W keeps), the shim's memory
-report (`zbkit.shim._memory`: the peak per rank) and the per-block costs (`zbkit.shim._blocks`:
-M_B, M_W of each block) measure.
+report (`zbkit.pipelining.measure.memory`: the peak per rank) and the per-block costs
+(`zbkit.pipelining.measure.blocks`: M_B, M_W of each block) measure.
 
 - A saved tensor is counted by its **storage**, once per storage: views of one tensor (`mm` saves
   `weight.t()`, attention saves slices of one projection) are one allocation.

@@ -6,7 +6,7 @@ Each part is named by an environment variable, which `zb` sets for every Python 
 
 - `zb`: the `zb` on PATH (an installed zbkit);
 - libzbrt: beside that `zb`, where the build tree (`<build>/runtime/libzbrt.so` next to
-  `<build>/cli/zb`) or an installation (`<prefix>/lib/libzbrt.so` next to `<prefix>/bin/zb`)
+  `<build>/zb/zb`) or an installation (`<prefix>/lib/libzbrt.so` next to `<prefix>/bin/zb`)
   puts it;
 - the bundled examples: none (only `zb demo` uses them, and it names them);
 - the Python interpreter: this one.

@@ -9,7 +9,7 @@ SPEC: {"runner": "torch" | "executor", "schedule": zb-schedule/1 path, "rank_sch
 null, "flight_recorder_out": PATH with {rank} (optional: what torch's flight recorder kept)}.
 
 The test model of pipeline_worker on gloo. "torch" runs the schedule in torch's own runtime, loaded
-by zbkit's shim from the rank's file (zbkit.shim._replay.prepare, what `zb replay` does in an
+by zbkit's shim from the rank's file (zbkit.pipelining.replay.prepare, what `zb replay` does in an
 unmodified script); "executor" in zbkit's PipelineExecutor. Both keep the progress record that
 `zb replay` turns on (ZBKIT_PROGRESS_DIR). The fault strikes in the K-th forward (0-based) that
 stage S runs in step T on rank R: an exception, a sleep of X seconds (a straggler), SIGKILL or
@@ -98,14 +98,14 @@ def main() -> int:
         xs, ys = pw._step_inputs(schedule)
         run_step = lambda: runner.step(xs, ys)  # noqa: E731
     else:
-        from zbkit import shim
+        from zbkit import pipelining
 
         obj, modules = pw._torch_runtime(schedule, rank)
-        runner = shim._replay.prepare(obj, path)
+        runner = pipelining.replay.prepare(obj, path)
         run_step = lambda: pw._torch_step(runner, schedule, rank)  # noqa: E731
     for stage, module in modules.items():
         module.register_forward_pre_hook(fault.hook(stage))
-    from zbkit.shim._progress import tracked
+    from zbkit.pipelining.progress import tracked
 
     for step in range(spec["steps"]):
         fault.new_step(step)

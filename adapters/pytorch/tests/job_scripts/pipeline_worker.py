@@ -221,10 +221,10 @@ def _torch_step(runtime: Any, schedule: Any, rank: int) -> List[float]:
 
 def run_equivalence(job: Dict[str, Any], rank: int, result: Dict[str, Any]) -> None:
     """Every case of job["cases"] (name -> {"schedule", "json"}) replayed through zbkit's executor
-    and through PyTorch's runtime as the shim loads it (zbkit.shim._replay.prepare: its checks, then
+    and through PyTorch's runtime as the shim loads it (zbkit.pipelining.replay.prepare: its checks, then
     torch's _load_csv); a shim refusal is recorded, not raised (every rank refuses alike, from the
     same file)."""
-    from zbkit import shim
+    from zbkit import pipelining
 
     for name, case in job["cases"].items():
         schedule = case["schedule"]
@@ -237,8 +237,8 @@ def run_equivalence(job: Dict[str, Any], rank: int, result: Dict[str, Any]) -> N
         }
         obj, modules = _torch_runtime(schedule, rank)
         try:
-            runtime = shim._replay.prepare(obj, case["json"])
-        except shim.Refusal as refusal:
+            runtime = pipelining.replay.prepare(obj, case["json"])
+        except pipelining.Refusal as refusal:
             entry["shim"] = {"refused": str(refusal)}
         else:
             losses = _torch_step(runtime, schedule, rank)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The profiling window's per-block costs (zbkit.shim._blocks), in one process on real modules:
+"""The profiling window's per-block costs (zbkit.pipelining.measure.blocks), in one process on real modules:
 which blocks a stage has and what they are called, what one block measures, and that measuring
 leaves the job as it was (gradients, random state, buffers). The torchrun jobs that go through
 `zb profile --torch` are in test_zb_profile_torch.py and test_torchtitan.py."""
@@ -15,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
 
-from zbkit.shim import _blocks  # noqa: E402
+from zbkit.pipelining.measure import blocks  # noqa: E402
 from zbkit.split import parse_split, stage_modules  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
@@ -27,14 +27,14 @@ DIM = 32
 def test_a_stage_modules_blocks_are_its_children_with_containers_opened():
     model = Gpt(GptConfig(layers=4, dim=DIM, heads=2, seq=8, vocab=64))
     first, last = split_stages(model, 2)
-    assert [name for name, _ in _blocks.stage_blocks(first)] == ["embed", "blocks.0", "blocks.1"]
-    assert [name for name, _ in _blocks.stage_blocks(last)] == ["blocks.0", "blocks.1", "head"]
+    assert [name for name, _ in blocks.stage_blocks(first)] == ["embed", "blocks.0", "blocks.1"]
+    assert [name for name, _ in blocks.stage_blocks(last)] == ["blocks.0", "blocks.1", "head"]
     # A stage zbkit.split built is named as the model names its blocks.
     split = parse_split({"format": "zb-split/1", "ranks": 2, "layout": "loop:1",
                          "stages": [["embed", "blocks.0"], ["blocks.1", "blocks.2", "blocks.3",
                                                             "head"]]})  # fmt: skip
     ((_, stage),) = stage_modules(model, split, 1)
-    names = [name for name, _ in _blocks.stage_blocks(stage)]
+    names = [name for name, _ in blocks.stage_blocks(stage)]
     assert names == ["blocks.1", "blocks.2", "blocks.3", "head"]
 
 
@@ -52,7 +52,7 @@ def _param_bytes(module) -> int:
 def test_one_block_measures_times_memory_state_and_what_it_sends():
     block = _mlp()
     x = torch.randn(8, 16, DIM, requires_grad=True)
-    measured = _blocks.measure_block(block, ((x,), {}))
+    measured = blocks.measure_block(block, ((x,), {}))
     assert min(measured[k] for k in ("F", "B", "W")) > 0, measured
     # Saved for backward: the two Linear inputs and GELU's input (its output is the second
     # Linear's input), float32; the weight gradients need the two Linear inputs.
@@ -62,17 +62,17 @@ def test_one_block_measures_times_memory_state_and_what_it_sends():
     assert measured["send"] == tokens * DIM
     assert measured["state"] == 2 * _param_bytes(block)  # parameters and gradients, no optimizer
     # An input without a gradient (token ids, or a stage's first block): no B, all of it W.
-    frozen = _blocks.measure_block(block, ((x.detach(),), {}))
+    frozen = blocks.measure_block(block, ((x.detach(),), {}))
     assert frozen["B"] == 0 and frozen["W"] > 0, frozen
 
 
 def test_an_optimizers_state_counts_once_it_has_stepped():
-    _blocks.watch_optimizers()
+    blocks.watch_optimizers()
     block = _mlp()
     optimizer = torch.optim.Adam(block.parameters())
     block(torch.randn(4, DIM)).sum().backward()
     optimizer.step()
-    measured = _blocks.measure_block(block, ((torch.randn(4, DIM, requires_grad=True),), {}))
+    measured = blocks.measure_block(block, ((torch.randn(4, DIM, requires_grad=True),), {}))
     steps = 4 * len(list(block.parameters()))  # Adam's float32 step counter per parameter
     assert measured["state"] == 4 * _param_bytes(block) + steps, measured
 
@@ -86,13 +86,13 @@ def test_measuring_leaves_gradients_random_state_and_buffers_alone(tmp_path, mon
         stage_index=2, submod=torch.nn.Sequential(block, torch.nn.Linear(DIM, 4))
     )
     schedule = SimpleNamespace(_stages=[stage])
-    capture = _blocks.Capture(schedule)
+    capture = blocks.Capture(schedule)
     stage.submod(torch.randn(16, DIM, requires_grad=True))  # the job's own forward
     capture.remove()
     statistics = [b.clone() for b in block.buffers()]
     rng = torch.get_rng_state()
     monkeypatch.setenv("RANK", "5")
-    _blocks.measure_and_write(capture, str(tmp_path))
+    blocks.measure_and_write(capture, str(tmp_path))
     assert all(p.grad is None for p in stage.submod.parameters())
     assert torch.equal(torch.get_rng_state(), rng)
     assert all(torch.equal(a, b) for a, b in zip(block.buffers(), statistics))
@@ -117,10 +117,10 @@ def test_a_block_that_cannot_run_again_is_one_warning_and_the_rest_is_kept(tmp_p
             return self.linear(x)
 
     stage = SimpleNamespace(stage_index=0, submod=torch.nn.Sequential(OnlyOnce(), _mlp()))
-    capture = _blocks.Capture(SimpleNamespace(_stages=[stage]))
+    capture = blocks.Capture(SimpleNamespace(_stages=[stage]))
     stage.submod(torch.randn(4, DIM))
     capture.remove()
-    _blocks.measure_and_write(capture, str(tmp_path))
+    blocks.measure_and_write(capture, str(tmp_path))
     warnings = [line for line in capsys.readouterr().err.splitlines() if "per-block" in line]
     assert len(warnings) == 1 and "block '0' not measured: this block runs once" in warnings[0]
     (written,) = tmp_path.glob("rank*.blocks.json")
@@ -137,14 +137,14 @@ def test_the_loss_is_measured_apart_on_the_last_stage(tmp_path, monkeypatch):
     head = torch.nn.Linear(DIM, 512)
     stage = SimpleNamespace(stage_index=1, is_last=True, submod=torch.nn.Sequential(head))
     schedule = SimpleNamespace(_stages=[stage], _loss_fn=loss_fn)
-    capture = _blocks.Capture(schedule)
+    capture = blocks.Capture(schedule)
     assert schedule._loss_fn is not loss_fn  # kept while capturing
     logits = stage.submod(torch.randn(4, 8, DIM))
     schedule._loss_fn(logits, torch.randint(0, 512, (4, 8))).backward()
     capture.remove()
     assert schedule._loss_fn is loss_fn
     monkeypatch.setenv("RANK", "1")
-    _blocks.measure_and_write(capture, str(tmp_path))
+    blocks.measure_and_write(capture, str(tmp_path))
     (entry,) = json.loads((tmp_path / "rank1.blocks.json").read_text())["stages"]
     assert entry["loss"]["F"] > 0 and entry["loss"]["B"] > 0, entry
     assert entry["loss"]["M_B"] >= 4 * 8 * 512 * 4, entry  # the log-softmax, float32
@@ -158,11 +158,11 @@ def test_a_forward_under_autocast_is_measured_under_it(tmp_path, monkeypatch):
     saved = {}
     for name, autocast in (("plain", False), ("bf16", True)):
         stage = SimpleNamespace(stage_index=0, submod=torch.nn.Sequential(_mlp()))
-        capture = _blocks.Capture(SimpleNamespace(_stages=[stage]))
+        capture = blocks.Capture(SimpleNamespace(_stages=[stage]))
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
             stage.submod(torch.randn(8, 16, DIM, requires_grad=True))
         capture.remove()
-        _blocks.measure_and_write(capture, str(tmp_path / name))
+        blocks.measure_and_write(capture, str(tmp_path / name))
         (block,) = json.loads((tmp_path / name / "rank0.blocks.json").read_text())["stages"][0][
             "blocks"
         ]
@@ -177,8 +177,8 @@ def test_inputs_that_cannot_be_kept_never_reach_the_job(tmp_path, monkeypatch, c
     x = torch.randn(4, DIM)
     expected = model(x)
     stage = SimpleNamespace(stage_index=0, submod=model)
-    capture = _blocks.Capture(SimpleNamespace(_stages=[stage]))
-    real_copy, calls = _blocks._copy, []
+    capture = blocks.Capture(SimpleNamespace(_stages=[stage]))
+    real_copy, calls = blocks._copy, []
 
     def copy_fails_once(tree):
         calls.append(1)
@@ -186,11 +186,11 @@ def test_inputs_that_cannot_be_kept_never_reach_the_job(tmp_path, monkeypatch, c
             raise RuntimeError("cannot copy this input")
         return real_copy(tree)
 
-    monkeypatch.setattr(_blocks, "_copy", copy_fails_once)
+    monkeypatch.setattr(blocks, "_copy", copy_fails_once)
     assert torch.equal(stage.submod(x), expected)
     capture.remove()
     monkeypatch.setenv("RANK", "0")
-    _blocks.measure_and_write(capture, str(tmp_path))
+    blocks.measure_and_write(capture, str(tmp_path))
     warnings = [line for line in capsys.readouterr().err.splitlines() if "per-block" in line]
     assert len(warnings) == 1 and "cannot copy this input" in warnings[0], warnings
     (entry,) = json.loads((tmp_path / "rank0.blocks.json").read_text())["stages"]

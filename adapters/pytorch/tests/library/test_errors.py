@@ -38,9 +38,9 @@ def test_every_error_the_package_defines_is_a_zbkit_error():
         "RehearsalError",
         "JobError",
     } <= seen
-    from zbkit import shim
+    from zbkit import pipelining
 
-    assert shim.Refusal is errors.ScheduleRefused
+    assert pipelining.Refusal is errors.ScheduleRefused
 
 
 def test_data_tags_stay_below_the_post_validation_tags():

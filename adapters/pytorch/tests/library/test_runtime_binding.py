@@ -47,7 +47,7 @@ def lib():
 def tuned(tmp_path_factory, lib):
     """A store with zb-h1 and zb-v schedules of the paper's 1.5B model (p = 8, m = 24), and the
     zb-v one as a file: (folder, store, {family: schedule id}, {family: file})."""
-    zb = Path(os.environ.get("ZBKIT_ZB_BINARY", REPO_ROOT / "build" / "cli" / "zb"))
+    zb = Path(os.environ.get("ZBKIT_ZB_BINARY", REPO_ROOT / "build" / "zb" / "zb"))
     if not zb.is_file():
         _skip(f"zb binary not built at {zb} (set ZBKIT_ZB_BINARY or build the repository)")
     folder = tmp_path_factory.mktemp("zbrt")
@@ -139,9 +139,9 @@ def test_library_path_names_env(monkeypatch, tmp_path):
 
 def test_library_found_beside_the_zb_on_path(monkeypatch):
     """Without ZBKIT_ZBRT_LIBRARY, libzbrt is the one beside the zb on PATH (here the build
-    tree's <build>/cli/zb and <build>/runtime/libzbrt.so), not one found from the package's
+    tree's <build>/zb/zb and <build>/runtime/libzbrt.so), not one found from the package's
     folder."""
-    zb = Path(os.environ.get(locate.ZB_ENV, REPO_ROOT / "build" / "cli" / "zb"))
+    zb = Path(os.environ.get(locate.ZB_ENV, REPO_ROOT / "build" / "zb" / "zb"))
     monkeypatch.delenv(locate.ZBRT_ENV, raising=False)
     monkeypatch.delenv(locate.ZB_ENV, raising=False)
     monkeypatch.setenv("PATH", str(zb.parent))

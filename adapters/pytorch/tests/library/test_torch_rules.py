@@ -97,11 +97,11 @@ def test_the_lowering_check_agrees_with_torchs_own_lowering_on_random_orders():
 def test_the_shim_reads_a_csv_into_the_rows_the_rules_check(tmp_path: Path):
     """The shim hands the rules torch's actions with torch's kind letters (the refusal of a whole
     job is in test_shim.py)."""
-    from zbkit import shim
+    from zbkit import pipelining
 
     swapped = tmp_path / "swapped.csv"
     swapped.write_text("0F0,0F1,0I0,0W0,0I1,0W1\n1F1,1F0,1I0,1I1,1W0,1W1\n")
-    shape = shim.read_shape(str(swapped))
+    shape = pipelining.read_shape(str(swapped))
     assert shape.rows[1][0] == (1, "F", 1)
     reason = torch_rules.check(shape.rows, shape.num_stages)
     assert reason is not None and "rank 1, stage 1 runs F1 (action 0) before F0" in reason

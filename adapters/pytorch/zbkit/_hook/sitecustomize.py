@@ -2,7 +2,7 @@
 """zbkit's startup hook. Only `zb replay` (and a user who wants the same) puts this directory on
 PYTHONPATH; Python then imports this module at startup in every process of the job, torchrun's
 workers included (they inherit the environment). It does nothing unless ZBKIT_SCHEDULE,
-ZBKIT_TORCH_PROFILE, ZBKIT_MEMORY_REPORT or ZBKIT_BLOCKS_DIR is set (see zbkit/shim/__init__.py),
+ZBKIT_TORCH_PROFILE, ZBKIT_MEMORY_REPORT or ZBKIT_BLOCKS_DIR is set (see zbkit/pipelining/__init__.py),
 and then only registers an import hook.
 
 Taking the name sitecustomize hides any other sitecustomize further down the path (Debian ships
@@ -27,7 +27,7 @@ def _run_next_sitecustomize() -> None:
 
 
 def _activate() -> None:
-    # The names of shim.ACTIVATING, repeated: importing the shim to read them would cost every
+    # The names of pipelining.ACTIVATING, repeated: importing the shim to read them would cost every
     # Python process on the path the import.
     names = ("ZBKIT_SCHEDULE", "ZBKIT_TORCH_PROFILE", "ZBKIT_MEMORY_REPORT", "ZBKIT_BLOCKS_DIR",
              "ZBKIT_PROGRESS_DIR")  # fmt: skip
@@ -37,9 +37,9 @@ def _activate() -> None:
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     if package_root not in sys.path:
         sys.path.append(package_root)
-    from zbkit import shim
+    from zbkit import pipelining
 
-    shim.install()
+    pipelining.install()
 
 
 try:

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Per-block costs measured by the PyTorch hook (adapters/pytorch/zbkit/shim/_blocks.py): each
-// rank writes <dir>/rank<R>.blocks.json (zb-block-costs/1, docs/formats.md §6) beside its trace,
-// with the F, B, W, M_B, M_W, state and send of every top-level block of its stages. This merges
-// the ranks' files into the profile's per-layer costs (zb-layers/1), in model order.
+// Per-block costs measured by the PyTorch hook
+// (adapters/pytorch/zbkit/pipelining/measure/blocks.py): each rank writes <dir>/rank<R>.blocks.json
+// (zb-block-costs/1, docs/formats.md §6) beside its trace, with the F, B, W, M_B, M_W, state and
+// send of every top-level block of its stages. This merges the ranks' files into the profile's
+// per-layer costs (zb-layers/1), in model order.
 #ifndef ZBKIT_PROFILER_BLOCK_COSTS_H_
 #define ZBKIT_PROFILER_BLOCK_COSTS_H_
 

@@ -14,7 +14,7 @@
    of torchtitan's own tokens/s (`tps`, per device, of the rank that logs the loss) over the steps
    after the first two, and the losses, which must be equal.
 
-Needs torchtitan (scripts/setup.sh installs it) and a built zb (ZBKIT_ZB_BINARY or build/cli/zb).
+Needs torchtitan (scripts/setup.sh installs it) and a built zb (ZBKIT_ZB_BINARY or build/zb/zb).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ WARMUP_STEPS = 2
 
 
 def zb_binary() -> str:
-    return os.environ.get("ZBKIT_ZB_BINARY") or str(HERE.parents[4] / "build" / "cli" / "zb")
+    return os.environ.get("ZBKIT_ZB_BINARY") or str(HERE.parents[4] / "build" / "zb" / "zb")
 
 
 def env() -> Dict[str, str]:

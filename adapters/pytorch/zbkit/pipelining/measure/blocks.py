@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Per-block costs for the profiling window (ZBKIT_TORCH_PROFILE, see zbkit.shim): what each
+"""Per-block costs for the profiling window (ZBKIT_TORCH_PROFILE, see zbkit.pipelining): what each
 top-level block of every local stage costs per microbatch, measured on the real module with the
 inputs it got in the job, so that `zb partition` can choose a layer split (docs/partition.md §4).
 
@@ -34,8 +34,8 @@ import time
 import weakref
 from typing import Dict, List, Optional
 
-from .._saved_bytes import counted, state_storages, storage_of
-from ._stages import local_stages, process_rank
+from ..._saved_bytes import counted, state_storages, storage_of
+from .._stages import local_stages, process_rank
 
 FORMAT = "zb-block-costs/1"
 REPEATS = 3

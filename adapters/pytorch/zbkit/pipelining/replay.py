@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """The shim's replay: a schedule file (ZBKIT_SCHEDULE) read, checked against the stages the
-script built and loaded into PyTorch's `_PipelineScheduleRuntime` (see zbkit.shim)."""
+script built and loaded into PyTorch's `_PipelineScheduleRuntime` (see zbkit.pipelining)."""
 
 from __future__ import annotations
 

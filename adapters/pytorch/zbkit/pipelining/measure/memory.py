@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """The shim's activation-memory report (ZBKIT_MEMORY_REPORT): the peak bytes autograd holds
-saved for backward, per rank (see zbkit.shim)."""
+saved for backward, per rank (see zbkit.pipelining)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import os
 import threading
 from typing import Dict, List, Optional, Set
 
-from .._saved_bytes import StorageKey, counted, state_storages
-from ._profile import profiled
-from ._stages import local_stages, process_rank
+from ..._saved_bytes import StorageKey, counted, state_storages
+from .._stages import local_stages, process_rank
+from .window import profiled
 
 # ---------------------------------------------------------------------------------------------
 # Activation memory

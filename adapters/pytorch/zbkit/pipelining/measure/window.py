@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """The shim's profiling window (ZBKIT_TORCH_PROFILE): torch.profiler over a few steps, with
-`PP:<action>` ranges added for schedules whose own loop records none (see zbkit.shim)."""
+`PP:<action>` ranges added for schedules whose own loop records none (see zbkit.pipelining)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import os
 import sys
 from typing import Optional
 
-from .._data_parallel import SPLIT_BACKWARD, split_under_ddp
-from ..actions import torch_label
-from . import _blocks
-from ._stages import local_stages, process_rank
+from ..._data_parallel import SPLIT_BACKWARD, split_under_ddp
+from ...actions import torch_label
+from .._stages import local_stages, process_rank
+from . import blocks
 
 # The trace metadata key naming the schedule class (kScheduleClassKey in zbkit/profiler/trace.h).
 SCHEDULE_CLASS_KEY = "zbkit_schedule_class"
@@ -31,7 +31,7 @@ class _ProfileWindow:
         self.profiler = None
         self.done = False
         self.named = False
-        # Per-block costs (zbkit.shim._blocks): inputs kept in the first profiled step, the
+        # Per-block costs (zbkit.pipelining.measure.blocks): inputs kept in the first profiled step, the
         # blocks measured after the window; ZBKIT_PROFILE_BLOCKS=0 turns it off.
         self.measure_blocks = os.environ.get("ZBKIT_PROFILE_BLOCKS", "1") != "0"
         self.capture = None
@@ -110,19 +110,19 @@ class _ProfileWindow:
         if self.capture is not None:
             capture, self.capture = self.capture, None
             try:
-                _blocks.measure_and_write(capture, self.directory)
+                blocks.measure_and_write(capture, self.directory)
             except Exception as error:  # the job goes on without per-block costs
-                _blocks.warn(f"not measured: {error}")
+                blocks.warn(f"not measured: {error}")
 
     def capture_blocks(self, schedule):
         """The hooks that keep each block's inputs, for the first profiled step only."""
         if not self.measure_blocks or self.profiler is None or self.capture is not None:
             return None
         try:
-            self.capture = _blocks.Capture(schedule)
+            self.capture = blocks.Capture(schedule)
         except Exception as error:
             self.measure_blocks = False
-            _blocks.warn(f"not measured: {error}")
+            blocks.warn(f"not measured: {error}")
             return None
         return self.capture
 
@@ -151,10 +151,10 @@ class _BlocksOnly:
         capture = None
         if self.steps == self.skip:
             try:
-                _blocks.watch_optimizers()
-                capture = _blocks.Capture(target)
+                blocks.watch_optimizers()
+                capture = blocks.Capture(target)
             except Exception as error:
-                _blocks.warn(f"not measured: {error}")
+                blocks.warn(f"not measured: {error}")
         try:
             return step_function(target, *args, **kwargs)
         finally:
@@ -162,9 +162,9 @@ class _BlocksOnly:
             if capture is not None:
                 capture.remove()
                 try:
-                    _blocks.measure_and_write(capture, self.directory)
+                    blocks.measure_and_write(capture, self.directory)
                 except Exception as error:  # the job goes on without per-block costs
-                    _blocks.warn(f"not measured: {error}")
+                    blocks.warn(f"not measured: {error}")
 
 
 _blocks_only: Optional[_BlocksOnly] = None
@@ -185,9 +185,9 @@ def profiled(target, step_function, args, kwargs):
             directory, _env_int("ZBKIT_PROFILE_SKIP", 1), _env_int("ZBKIT_PROFILE_ITERS", 3)
         )
     try:
-        _blocks.watch_optimizers()
+        blocks.watch_optimizers()
     except Exception as error:  # optimizer state is then left out of `state`
-        _blocks.warn(f"optimizer state not seen: {error}")
+        blocks.warn(f"optimizer state not seen: {error}")
     _window.before()
     _window.name_schedule(type(target).__name__)
     labels = None

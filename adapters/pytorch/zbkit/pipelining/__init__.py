@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Runs zbkit's schedules inside unmodified torch.distributed.pipelining scripts, and profiles them.
+"""zbkit inside unmodified torch.distributed.pipelining scripts: replays zbkit's schedules, measures
+the job (profile, per-block costs, activation memory) and records its progress.
 
 `zb replay` puts zbkit/_hook on PYTHONPATH; its sitecustomize calls `install()`, which does
 nothing unless one of these is set:
@@ -30,11 +31,11 @@ nothing unless one of these is set:
   `W` (the order lowered again by the runtime, and put back after each step), so that the profile
   has B and W apart, and BW, whatever schedule the job runs.
 - `ZBKIT_BLOCKS_DIR=DIR` (without ZBKIT_TORCH_PROFILE, as `zb profile` sets it beside the
-  injection library): the per-block costs alone (zbkit.shim._blocks), the blocks' inputs kept in
+  injection library): the per-block costs alone (zbkit.pipelining.measure.blocks), the blocks' inputs kept in
   step ZBKIT_PROFILE_SKIP (default 1) and measured right after it, into DIR/rank<R>.blocks.json.
   With ZBKIT_TORCH_PROFILE the profiling window measures them (into its own DIR).
 - `ZBKIT_PROGRESS_DIR=DIR` (`zb replay` and `zb profile` set it): each rank keeps
-  DIR/rank<R>.progress, the action torch's runtime is in, for `zb doctor` (zbkit.shim._progress,
+  DIR/rank<R>.progress, the action torch's runtime is in, for `zb doctor` (zbkit.pipelining.progress,
   docs/stalls.md).
 - `ZBKIT_MEMORY_REPORT=DIR`: every `step()` runs under `saved_tensors_hooks` that track the bytes
   of the tensors autograd saves (zbkit._saved_bytes: the stages' parameters and buffers left out,
@@ -44,8 +45,10 @@ nothing unless one of these is set:
 The patch is applied when torch.distributed.pipelining.schedules is first imported (an import
 hook), so processes that never import it (torchrun itself, tools) do not pay for importing torch.
 
-The three features live apart: `_replay` (the schedule file), `_profile` (the profiling window),
-`_memory` (the activation-memory report); this module installs them.
+The features live apart and this module installs them: `replay` (the schedule file), `measure`
+(`measure.window`: the profiling window; `measure.blocks`: per-block costs; `measure.memory`: the
+activation-memory report; all three count saved bytes through zbkit._saved_bytes), `progress`
+(the progress record).
 """
 
 from __future__ import annotations
@@ -56,9 +59,9 @@ import importlib.machinery
 import os
 import sys
 
-from ._memory import measured
-from ._progress import patch_action_names, tracked
-from ._replay import Refusal, check_fit, prepare, read_shape, refuse, schedule_csv
+from .measure.memory import measured
+from .progress import patch_action_names, tracked
+from .replay import Refusal, check_fit, prepare, read_shape, refuse, schedule_csv
 
 __all__ = ["ACTIVATING", "Refusal", "check_fit", "install", "patch_schedules", "read_shape",
            "schedule_csv"]  # fmt: skip
