@@ -9,5 +9,8 @@ launcher=()
 if command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
-cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" "$@"
+# Batched compilation (ZBKIT_UNITY_BUILD in CMakeLists.txt) about halves a fresh build;
+# ZBKIT_UNITY_BUILD=OFF scripts/build.sh compiles file by file (quicker incremental rebuilds).
+cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DZBKIT_UNITY_BUILD="${ZBKIT_UNITY_BUILD:-ON}" "${launcher[@]}" "$@"
 cmake --build "$build_dir" -j "${ZBKIT_JOBS:-2}"

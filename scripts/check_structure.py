@@ -60,6 +60,7 @@ LAYERS: List[Tuple[int, str, Tuple[str, ...]]] = [
     (4, "the GUI widgets", ("gui/src/", "gui/include/")),
     (3, "the runtime", ("runtime/",)),
     (3, "the timeline writers", ("traces/",)),
+    (3, "the GUI model", ("gui/model/",)),
     (2, "the tuner", ("tuner/",)),
     (2, "the profiler", ("profiler/",)),
     (2, "the doctor", ("doctor/",)),

@@ -27,6 +27,7 @@ fi
 # -O1 keeps the suite's run time reasonable; -Werror is off because libstdc++'s <regex> gives
 # -Wmaybe-uninitialized false positives at -O1 under ASan (the normal build keeps every warning).
 cmake -S "$root" -B "$build_dir" --preset asan -DZBKIT_WERROR=OFF \
+  -DZBKIT_UNITY_BUILD="${ZBKIT_UNITY_BUILD:-ON}" \
   -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" -DCMAKE_C_FLAGS_DEBUG="-g -O1" "${launcher[@]}" >/dev/null
 cmake --build "$build_dir" -j "${ZBKIT_JOBS:-2}"
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "summary_panel.h"
+#include "zbkit/gui/units.h"
 
 namespace zb::gui {
 namespace {

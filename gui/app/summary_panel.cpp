@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "zbkit/gui/palette.h"
+#include "zbkit/gui/units.h"
 #include "zbkit/schemas/time_text.h"
 #include "zbkit/tuner/memory_limit.h"  // FitsCap: "over the cap" as the tuner judges it
 

@@ -12,6 +12,7 @@
 #include "zbkit/gui/memory_track.h"
 #include "zbkit/gui/palette.h"
 #include "zbkit/gui/timeline_view.h"
+#include "zbkit/gui/units.h"
 #include "zbkit/gui/view_state.h"
 
 namespace zb::gui {

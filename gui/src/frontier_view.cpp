@@ -39,7 +39,7 @@ QString Percent(double rate, int decimals = 2) {
   return QString::number(rate * 100.0, 'f', decimals) + u'%';
 }
 
-QString Ms(TimeNs ns) {
+QString MsLabel(TimeNs ns) {
   return QString::number(static_cast<double>(ns) / 1e6, 'f', 3) + QStringLiteral(" ms");
 }
 
@@ -240,8 +240,8 @@ QString FrontierView::tooltipText(QPoint pos) const {
                           CompactMemory(point.cap));
   if (!point.fits) return text + QStringLiteral("\nno schedule of this method fits this cap");
   text += QStringLiteral("\npaper bubble %1 (span %2)\nbubble from t = 0 %3 (makespan %4)")
-              .arg(Percent(point.paper_bubble_rate), Ms(point.span), Percent(point.bubble_rate),
-                   Ms(point.makespan));
+              .arg(Percent(point.paper_bubble_rate), MsLabel(point.span),
+                   Percent(point.bubble_rate), MsLabel(point.makespan));
   if (point.schedule_id) {
     text += QStringLiteral("\nschedule %1 (double-click to show it)").arg(*point.schedule_id);
   }

@@ -16,10 +16,10 @@
 namespace zb::gui {
 namespace {
 
-constexpr int kMargin = 12;
+constexpr int kSplitMargin = 12;
 constexpr int kColumnGap = 18;
 constexpr int kMaxRow = 22;  // the tallest a bar gets
-constexpr int kRowGap = 3;
+constexpr int kSplitRowGap = 3;
 constexpr int kValueWidth = 120;  // the figure after a bar
 
 Status Bad(const std::string& source, const std::string& what) {
@@ -193,7 +193,7 @@ SplitView::Layout SplitView::Place() const {
   const std::vector<const SplitColumn*> shown = shownColumns();
   const QFontMetrics metrics(font());
   const int line = metrics.height();
-  const QRect area = rect().adjusted(kMargin, kMargin, -kMargin, -kMargin);
+  const QRect area = rect().adjusted(kSplitMargin, kSplitMargin, -kSplitMargin, -kSplitMargin);
   layout.title = QRect(area.left(), area.top(), area.width(), line + 6);
   layout.legend = QRect(area.left(), area.bottom() - line - 4, area.width(), line + 4);
   if (shown.empty()) return layout;
@@ -212,8 +212,8 @@ SplitView::Layout SplitView::Place() const {
   const int header_h = 2 * line + 6;
   const int caption_h = line + 4;
   const int rows_h = bottom - top - header_h - 2 * caption_h - 8;
-  const int row_h =
-      std::clamp(rows_h / std::max<int>(1, static_cast<int>(stages + ranks)) - kRowGap, 4, kMaxRow);
+  const int row_h = std::clamp(
+      rows_h / std::max<int>(1, static_cast<int>(stages + ranks)) - kSplitRowGap, 4, kMaxRow);
   const int label_w = metrics.horizontalAdvance(QStringLiteral("rank 00")) + 6;
   const int value_w = metrics.horizontalAdvance(QStringLiteral("0000.00 ms")) + 6;
   const int count = static_cast<int>(shown.size());
@@ -233,7 +233,7 @@ SplitView::Layout SplitView::Place() const {
       const int length = time_max > 0 ? static_cast<int>(std::lround(bar_w * total / time_max)) : 0;
       placed.stage_labels.push_back(QRect(left, y, label_w - 4, row_h));
       placed.stage_bars.push_back(QRect(bar_left, y, std::max(1, length), row_h));
-      y += row_h + kRowGap;
+      y += row_h + kSplitRowGap;
     }
     y += 8;
     placed.memory_caption = QRect(left, y, width, caption_h);
@@ -245,7 +245,7 @@ SplitView::Layout SplitView::Place() const {
       placed.rank_labels.push_back(QRect(left, y, label_w - 4, row_h));
       placed.memory_bars.push_back(QRect(bar_left, y, std::max(1, length(column.peak[r])), row_h));
       placed.state_bars.push_back(QRect(bar_left, y, length(column.state[r]), row_h));
-      y += row_h + kRowGap;
+      y += row_h + kSplitRowGap;
     }
     if (comparison_->cap && memory_max > 0) {
       placed.cap_x =

@@ -31,6 +31,7 @@ extern const char* const kZbkitMigration007Sql;
 extern const char* const kZbkitMigration008Sql;
 extern const char* const kZbkitMigration009Sql;
 extern const char* const kZbkitMigration010Sql;
+extern const char* const kZbkitMigration011Sql;
 
 namespace zb {
 namespace {
@@ -59,6 +60,7 @@ constexpr Migration kMigrations[] = {
     {8, &kZbkitMigration008Sql},   // cost_profiles: the profiled job's layout and schedule class
     {9, &kZbkitMigration009Sql},   // timeline_ops: busy_ns, kernels, name of measured ops
     {10, &kZbkitMigration010Sql},  // cost_profile_layers: per-block costs of a profile
+    {11, &kZbkitMigration011Sql},  // schedule_ranks.memory_limit: each rank's own cap
 };
 static_assert(kMigrations[std::size(kMigrations) - 1].version == Store::kSchemaVersion,
               "the last migration step must produce Store::kSchemaVersion");

@@ -2,9 +2,11 @@
 // Store: schedules (schedules, schedule_ranks, schedule_ops). A schedule's costs are a cost
 // profile of its own (store_costs.cpp) and its prediction a timeline (store_timelines.cpp),
 // written in the same transaction.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -68,7 +70,7 @@ std::optional<std::vector<int32_t>> StagesFromText(std::string_view text) {
 // with (chunks are checked per op in WriteScheduleOps). Full semantic checks are
 // ValidateSchedule's.
 Status CheckInsertable(const Store::Impl& impl, const Schedule& schedule, std::optional<double> cap,
-                       std::string_view what) {
+                       const std::vector<double>& rank_caps, std::string_view what) {
   const int num_ranks = static_cast<int>(schedule.programs.size());
   if (num_ranks != schedule.ranks) {
     return impl.Invalid(what, "schedule has " + std::to_string(schedule.ranks) + " ranks but " +
@@ -81,6 +83,16 @@ Status CheckInsertable(const Store::Impl& impl, const Schedule& schedule, std::o
                                       std::to_string(stage) + " has no entry in the costs (" +
                                       std::to_string(schedule.costs.num_stages()) + " stages)");
       }
+    }
+  }
+  if (!rank_caps.empty() && static_cast<int>(rank_caps.size()) != num_ranks) {
+    return impl.Invalid(what, "memory limits: " + std::to_string(rank_caps.size()) +
+                                  " per-rank caps for " + std::to_string(num_ranks) + " ranks");
+  }
+  for (size_t rank = 0; rank < rank_caps.size(); ++rank) {
+    if (!(std::isfinite(rank_caps[rank]) && rank_caps[rank] >= 0)) {
+      return impl.Invalid(
+          what, "memory limit of rank " + std::to_string(rank) + " must be a finite number >= 0");
     }
   }
   if (cap && !(std::isfinite(*cap) && *cap >= 0)) {
@@ -136,11 +148,12 @@ Expected<int64_t> WriteScheduleRow(Store::Impl& impl, int64_t job_id, int64_t pr
 }
 
 Status WriteScheduleRanks(Store::Impl& impl, int64_t schedule_id, const Schedule& schedule,
-                          std::string_view what) {
-  ZB_ASSIGN_OR_RETURN(Statement row, impl.conn.Prepare("INSERT INTO schedule_ranks"
-                                                       " (schedule_id, rank, stages, peak_memory)"
-                                                       " VALUES (?1, ?2, ?3, ?4)",
-                                                       what));
+                          const std::vector<double>& rank_caps, std::string_view what) {
+  ZB_ASSIGN_OR_RETURN(Statement row,
+                      impl.conn.Prepare("INSERT INTO schedule_ranks"
+                                        " (schedule_id, rank, stages, peak_memory, memory_limit)"
+                                        " VALUES (?1, ?2, ?3, ?4, ?5)",
+                                        what));
   row.BindInt(1, schedule_id);
   const bool has_peaks = schedule.predicted && !schedule.predicted->peak_memory.empty();
   for (size_t rank = 0; rank < schedule.programs.size(); ++rank) {
@@ -149,6 +162,7 @@ Status WriteScheduleRanks(Store::Impl& impl, int64_t schedule_id, const Schedule
     row.BindText(3, StagesToText(schedule.programs[rank].stages));
     row.BindOptional(
         4, has_peaks ? std::optional<double>(schedule.predicted->peak_memory[rank]) : std::nullopt);
+    row.BindOptional(5, rank_caps.empty() ? std::nullopt : std::optional<double>(rank_caps[rank]));
     ZB_RETURN_IF_ERROR(row.Run(std::string(what) + ": rank " + std::to_string(rank)));
   }
   return Status::Ok();
@@ -320,11 +334,25 @@ Status ReadScheduleOps(const Store::Impl& impl, int64_t id, int64_t num_ops, Sch
 
 Expected<int64_t> Store::InsertSchedule(int64_t job_id, const Schedule& schedule,
                                         std::optional<double> cap) {
+  return InsertSchedule(job_id, schedule, cap, {});
+}
+
+Expected<int64_t> Store::InsertSchedule(int64_t job_id, const Schedule& schedule,
+                                        const std::vector<double>& rank_caps) {
+  std::optional<double> largest;
+  for (double cap : rank_caps)
+    largest = std::max(largest.value_or(cap), cap);
+  return InsertSchedule(job_id, schedule, largest, rank_caps);
+}
+
+Expected<int64_t> Store::InsertSchedule(int64_t job_id, const Schedule& schedule,
+                                        std::optional<double> cap,
+                                        const std::vector<double>& rank_caps) {
   if (!impl_) return StoreClosed();
   Impl& impl = *impl_;
   const char* what = "insert schedule";
   ZB_RETURN_IF_ERROR(impl.CheckWritable(what));
-  ZB_RETURN_IF_ERROR(CheckInsertable(impl, schedule, cap, what));
+  ZB_RETURN_IF_ERROR(CheckInsertable(impl, schedule, cap, rank_caps, what));
 
   ZB_ASSIGN_OR_RETURN(sqlite::Transaction transaction, impl.BeginWrite(what));
   ZB_RETURN_IF_ERROR(impl.CheckExists("SELECT 1 FROM jobs WHERE id = ?1", job_id, what, "job"));
@@ -334,7 +362,7 @@ Expected<int64_t> Store::InsertSchedule(int64_t job_id, const Schedule& schedule
                       impl.WriteCostProfile(job_id, profile_name, schedule.costs));
   ZB_ASSIGN_OR_RETURN(int64_t schedule_id,
                       WriteScheduleRow(impl, job_id, profile_id, schedule, cap, what));
-  ZB_RETURN_IF_ERROR(WriteScheduleRanks(impl, schedule_id, schedule, what));
+  ZB_RETURN_IF_ERROR(WriteScheduleRanks(impl, schedule_id, schedule, rank_caps, what));
   ZB_RETURN_IF_ERROR(WriteScheduleOps(impl, schedule_id, schedule, what));
   if (schedule.predicted) {
     ZB_RETURN_IF_ERROR(impl.WriteTimeline(schedule_id, TimelineFromSchedule(schedule)).status());
@@ -419,6 +447,27 @@ Expected<std::vector<ScheduleInfo>> Store::Impl::ReadScheduleInfos(std::optional
       if (!row) break;
       info.predicted.peak_memory.push_back(peaks.Double(0));
     }
+  }
+  // Each rank's cap: its own where stored (version 11), else the schedule's one cap.
+  ZB_ASSIGN_OR_RETURN(Statement caps, conn.Prepare("SELECT memory_limit FROM schedule_ranks"
+                                                   " WHERE schedule_id = ?1 ORDER BY rank",
+                                                   what));
+  for (ScheduleInfo& info : infos) {
+    caps.Reset();
+    caps.BindInt(1, info.id);
+    std::vector<double> rank_caps;
+    bool any_own = false;
+    while (true) {
+      ZB_ASSIGN_OR_RETURN(bool row, caps.Step(what));
+      if (!row) break;
+      any_own = any_own || !caps.IsNull(0);
+      // A rank without a cap of its own in a schedule without one has none (+inf, the tuner's
+      // "no cap"); InsertSchedule never writes that mix.
+      rank_caps.push_back(caps.IsNull(0)
+                              ? info.cap.value_or(std::numeric_limits<double>::infinity())
+                              : caps.Double(0));
+    }
+    if (any_own || info.cap) info.rank_caps = std::move(rank_caps);
   }
   return infos;
 }

@@ -584,7 +584,7 @@ TEST_F(DoctorTest, ZbDoctorPrintsTheDiagnosisAsTextAndJson) {
 // are "gone without exiting" (which would send the user to dmesg).
 TEST_F(DoctorTest, AJobZbEndedAtTheStallIsToldAsSuchNotAsDeadRanks) {
   std::vector<pid_t> children;
-  for (int rank : {0, 1}) {
+  for ([[maybe_unused]] int rank : {0, 1}) {
     const pid_t child = fork();
     ASSERT_GE(child, 0);
     if (child == 0) {

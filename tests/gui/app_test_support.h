@@ -59,8 +59,8 @@ inline CostProfile FourStageCosts() {
 }
 
 // Tunes `family` as `zb tune --family F --mem-limit 2x --runtime zbkit` would (the paper's cost
-// model, whose figures the GUI tests expect) and stores the chosen schedule with its cap. Returns
-// the schedule id, or nullopt (after a QTest failure message).
+// model, whose figures the GUI tests expect) and stores the chosen schedule with its per-rank caps.
+// Returns the schedule id, or nullopt (after a QTest failure message).
 inline std::optional<int64_t> TuneInto(Store& store, int64_t job, const CostProfile& costs,
                                        int microbatches, const std::string& family) {
   tuner::TuneOptions options;
@@ -75,8 +75,9 @@ inline std::optional<int64_t> TuneInto(Store& store, int64_t job, const CostProf
   }
   const tuner::Candidate& best = result->candidates[static_cast<size_t>(result->best)];
   const double cap = *std::max_element(best.caps.begin(), best.caps.end());
-  auto id = store.InsertSchedule(job, best.schedule,
-                                 std::isfinite(cap) ? std::optional(cap) : std::nullopt);
+  // Each rank's own cap, as `zb tune --store` keeps them.
+  auto id = std::isfinite(cap) ? store.InsertSchedule(job, best.schedule, best.caps)
+                               : store.InsertSchedule(job, best.schedule);
   if (!id.ok()) {
     qWarning("insert schedule: %s", id.status().message().c_str());
     return std::nullopt;

@@ -23,6 +23,7 @@
 #include "zbkit/gui/compare_view.h"
 #include "zbkit/gui/memory_track.h"
 #include "zbkit/gui/timeline_view.h"
+#include "zbkit/gui/units.h"
 #include "zbkit/gui/view_state.h"
 
 using zb::gui::ItemKind;

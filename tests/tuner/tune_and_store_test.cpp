@@ -89,6 +89,8 @@ TEST_F(TuneAndStoreTest, RowsChosenScheduleAndStoreAgree) {
   EXPECT_EQ((*infos)[0].job, "hetero");
   ASSERT_TRUE((*infos)[0].cap.has_value());
   EXPECT_DOUBLE_EQ(*(*infos)[0].cap, *outcome->chosen_cap);
+  // Every rank's own cap, as the tuner judged the chosen schedule (not the largest for all).
+  EXPECT_EQ((*infos)[0].rank_caps, best.caps);
   auto costs = store->LoadCostProfile(*outcome->cost_profile_id);
   ASSERT_TRUE(costs.ok()) << costs.status().message();
   EXPECT_EQ(*costs, request_.costs);

@@ -365,8 +365,8 @@ CostProfile RandomChunks(std::mt19937& rng, int p) {
 TEST(VSchedulesProperty, RandomHeterogeneousInstances) {
   std::mt19937 rng(20240611);
   int below_one_f1b_scheduled = 0;
-  constexpr int kInstances = 320;
-  for (int instance = 0; instance < kInstances; ++instance) {
+  constexpr int kVInstances = 320;
+  for (int instance = 0; instance < kVInstances; ++instance) {
     const int p = std::uniform_int_distribution<int>(2, 8)(rng);
     const int m = std::uniform_int_distribution<int>(p, 4 * p)(rng);
     const CostProfile costs = RandomChunks(rng, p);

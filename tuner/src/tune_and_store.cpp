@@ -82,8 +82,11 @@ Status StoreTuneOutcome(const TuneRequest& request, const StoreTarget& target,
     ZB_ASSIGN_OR_RETURN(int64_t job_id, writing.EnsureJob(cluster_id, target.job));
     ZB_ASSIGN_OR_RETURN(cost_profile_id,
                         writing.InsertCostProfile(job_id, request.costs_name, request.costs));
-    ZB_ASSIGN_OR_RETURN(schedule_id,
-                        writing.InsertSchedule(job_id, *outcome.chosen, outcome.chosen_cap));
+    // Each rank's own cap when every rank has one (docs/store.md); else none is kept.
+    const std::vector<double>& caps = outcome.rows[static_cast<size_t>(outcome.best)].caps;
+    ZB_ASSIGN_OR_RETURN(schedule_id, outcome.chosen_cap
+                                         ? writing.InsertSchedule(job_id, *outcome.chosen, caps)
+                                         : writing.InsertSchedule(job_id, *outcome.chosen));
     return Status::Ok();
   }));
   outcome.cost_profile_id = cost_profile_id;

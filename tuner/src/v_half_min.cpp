@@ -33,7 +33,7 @@ constexpr int kF0 = 0;
 constexpr int kF1 = 1;
 constexpr int kB0 = 2;
 constexpr int kB1 = 3;
-constexpr int kW = 4;   // the combined W list, or W0 once split
+constexpr int kW0 = 4;  // the combined W list, or W0 once split
 constexpr int kW1 = 5;  // only in the split grid
 constexpr int kNumComputeTypes = 4;
 constexpr int kNumSplitTypes = 6;
@@ -48,7 +48,7 @@ int LocalChunkOfType(int type) {
 }
 
 OpKind KindOfType(int type) {
-  return type < kB0 ? OpKind::kF : (type < kW ? OpKind::kB : OpKind::kW);
+  return type < kB0 ? OpKind::kF : (type < kW0 ? OpKind::kB : OpKind::kW);
 }
 
 using SlotList = std::vector<int>;         // slot of each microbatch's op of one type
@@ -117,7 +117,7 @@ void AppendWeightSlots(RankSlots& lists, bool split_by_chunk, std::vector<int>& 
     }
     for (int w = 0; w < 2; ++w) {
       if (pending[w] > 0) {
-        lists[kW + w].push_back(slot);
+        lists[kW0 + w].push_back(slot);
         --pending[w];
         break;
       }
@@ -126,7 +126,7 @@ void AppendWeightSlots(RankSlots& lists, bool split_by_chunk, std::vector<int>& 
   int slot = bound;
   for (int w = 0; w < 2; ++w) {
     for (; pending[w] > 0; --pending[w])
-      lists[kW + w].push_back(++slot);
+      lists[kW0 + w].push_back(++slot);
   }
 }
 
@@ -142,7 +142,7 @@ void ActivationLevels(const RankSlots& lists, std::vector<int>& scratch, std::ve
     const int type = scratch[slot];
     if (type >= 0) {
       if (type == kF0 || type == kF1) ++current;
-      if (type >= kW) --current;
+      if (type >= kW0) --current;
       if (IsBackward(type)) ++outstanding_w;
     } else if (!has_w && outstanding_w > 0) {
       --current;
@@ -329,7 +329,7 @@ Expected<EagerResult> EagerTimes(const SlotTable& table,
     TimeNs ready = 0;
     if ((t == kF0 || t == kB0) && r > 0) ready = std::max(ready, end_of(r - 1, t, mb) + comm);
     if ((t == kF1 || t == kB1) && r + 1 < p) ready = std::max(ready, end_of(r + 1, t, mb) + comm);
-    if (t > kF0 && t < kW) ready = std::max(ready, end_of(r, t - 1, mb));
+    if (t > kF0 && t < kW0) ready = std::max(ready, end_of(r, t - 1, mb));
     if (mb > 0) ready = std::max(ready, end_of(r, t, mb - 1));
     if (!result.order[r].empty()) {
       const auto& [prev_type, prev_mb] = result.order[r].back();
@@ -396,8 +396,8 @@ Expected<SlotTable> Reorder(SlotTable table, bool consider_w, int microbatches) 
     int after = -1;  // latest slot this op must follow
     if ((t == kF0 || t == kB0) && r > 0) after = std::max(after, table[r - 1][t][mb]);
     if ((t == kF1 || t == kB1) && r + 1 < p) after = std::max(after, table[r + 1][t][mb]);
-    if (t > kF0 && t < kW) after = std::max(after, table[r][t - 1][mb]);
-    if (t == kW) {
+    if (t > kF0 && t < kW0) after = std::max(after, table[r][t - 1][mb]);
+    if (t == kW0) {
       // The mb-th W of the rank follows the mb-th B of either chunk.
       backward_slots = table[r][kB0];
       backward_slots.insert(backward_slots.end(), table[r][kB1].begin(), table[r][kB1].end());
@@ -416,7 +416,7 @@ Expected<SlotTable> Reorder(SlotTable table, bool consider_w, int microbatches) 
       // within the cap. So the earliest allowed c follows the last slot before s whose level
       // leaves no room for the +1, and the op takes the first free slot from there: O(log) per
       // op, where trying each candidate with a full recount was O(window x the rank's slots).
-      const int delta = (t == kF0 || t == kF1) ? 1 : t >= kW ? -1 : 0;
+      const int delta = (t == kF0 || t == kF1) ? 1 : t >= kW0 ? -1 : 0;
       int lowest = after + 1;  // the lowest c whose move keeps every level within the cap
       if (delta > 0)
         lowest = std::max(lowest, levels[r].LastAbove(after + 1, op.slot, cap - delta) + 1);
@@ -443,10 +443,10 @@ Expected<SlotTable> Reorder(SlotTable table, bool consider_w, int microbatches) 
     for (RankSlots& lists : table)
       AppendWeightSlots(lists, /*split_by_chunk=*/false, scratch);
   }
-  const std::vector<std::vector<TimeNs>> unit_cost(p, std::vector<TimeNs>(kW + 1, 1));
+  const std::vector<std::vector<TimeNs>> unit_cost(p, std::vector<TimeNs>(kW0 + 1, 1));
   ZB_ASSIGN_OR_RETURN(EagerResult squeezed, EagerTimes(table, unit_cost, /*comm=*/0));
   for (int r = 0; r < p; ++r) {
-    for (int type = 0; type <= kW; ++type) {
+    for (int type = 0; type <= kW0; ++type) {
       for (size_t k = 0; k < table[r][type].size(); ++k) {
         table[r][type][k] = static_cast<int>(squeezed.end[r][type][k] - 1);
       }

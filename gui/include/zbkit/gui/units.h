@@ -8,12 +8,9 @@
 
 #include <QString>
 
-namespace zb::gui {
+#include "zbkit/gui/memory_unit.h"
 
-enum class MemoryUnit {
-  kProfileUnits,  // the units of the profile's M_B
-  kBytes,
-};
+namespace zb::gui {
 
 // Bytes: "512 B", "1.50 KiB", "12.0 MiB", "1.50 GiB", "2.00 TiB". Profile units: "800", "0.25",
 // "1.25e+07". "none" for a value that is not finite (no cap).

@@ -55,6 +55,10 @@ struct ScheduleInfo {
   // The per-rank cap the schedule was tuned for, if any (the largest rank's, in the profile's
   // units: docs/formats.md §5 "cap"); the store's column is schedules.memory_limit.
   std::optional<double> cap;
+  // Each rank's own cap (ranks entries), or empty when the schedule has none: the caps stored
+  // with it (schedule_ranks.memory_limit, version 11), else `cap` for every rank (a schedule
+  // stored with one cap, or before version 11).
+  std::vector<double> rank_caps;
   Prediction predicted;
   int64_t num_ops = 0;
   std::string created_at;  // UTC, ISO 8601
@@ -178,7 +182,8 @@ class Store {
   // 8: cost_profiles keep the profiled job's layout and schedule class.
   // 9: timeline_ops.busy_ns, kernels and name (TimelineOp::busy, kernels, name of measured ops).
   // 10: cost_profile_layers (CostProfileDetails::layers, per-block costs of a profile).
-  static constexpr int kSchemaVersion = 10;
+  // 11: schedule_ranks.memory_limit (each rank's own cap, ScheduleInfo::rank_caps).
+  static constexpr int kSchemaVersion = 11;
 
   enum class Mode {
     kReadWrite,  // create the file if missing, migrate it to kSchemaVersion
@@ -240,8 +245,13 @@ class Store {
 
   // Stores the schedule, its per-stage costs, every op and, when the schedule has a prediction,
   // its predicted timeline, in one transaction. Returns the schedule id.
+  // `cap`: one cap for every rank (schedules.memory_limit), if any.
   Expected<int64_t> InsertSchedule(int64_t job_id, const Schedule& schedule,
                                    std::optional<double> cap = std::nullopt);
+  // The same with each rank's own cap (`rank_caps`: one finite number >= 0 per rank, as the
+  // tuner judged the schedule), kept per rank; schedules.memory_limit holds the largest.
+  Expected<int64_t> InsertSchedule(int64_t job_id, const Schedule& schedule,
+                                   const std::vector<double>& rank_caps);
   // NotFound if there is no such schedule.
   Expected<Schedule> LoadSchedule(int64_t id) const;
   Expected<std::vector<ScheduleInfo>> ListSchedules() const;
@@ -282,6 +292,8 @@ class Store {
 
  private:
   explicit Store(std::unique_ptr<Impl> impl);
+  Expected<int64_t> InsertSchedule(int64_t job_id, const Schedule& schedule,
+                                   std::optional<double> cap, const std::vector<double>& rank_caps);
   std::unique_ptr<Impl> impl_;
 };
 
