@@ -33,9 +33,12 @@ if [[ ! -d "$root/adapters/pytorch/tests" ]]; then
 fi
 status=0
 # Folders by package: library/ (zbkit), harness/ (zbkit_harness), project/ (the checks); their jobs
-# live in job_scripts/. --durations: the 25 slowest, for CI's time budget.
+# live in job_scripts/. --durations: the 25 slowest, for CI's time budget. Two workers
+# (pytest-xdist), each given whole modules (--dist loadscope), so that a module's fixture (the
+# demo's run, the torchtitan assets) is made once: most of a test is starting processes, which
+# leaves a core idle under one worker.
 "$venv/bin/python" -m pytest "$root/adapters/pytorch/tests" -q -rs -p no:cacheprovider \
-  --durations=25 || status=$?
+  -n "${ZBKIT_JOBS:-2}" --dist loadscope --durations=25 || status=$?
 if ((status == 5)); then
   echo "run-tests: pytest collected no tests in adapters/pytorch/tests" >&2
 fi

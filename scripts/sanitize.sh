@@ -24,11 +24,13 @@ launcher=()
 if command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
-# -O1 keeps the suite's run time reasonable; -Werror is off because libstdc++'s <regex> gives
-# -Wmaybe-uninitialized false positives at -O1 under ASan (the normal build keeps every warning).
+# -O1 keeps the suite's run time reasonable; -g1 (line tables, no variables) is all a sanitizer
+# report's stack needs, and compiles and links much faster than -g; -Werror is off because
+# libstdc++'s <regex> gives -Wmaybe-uninitialized false positives at -O1 under ASan (the normal
+# build keeps every warning).
 cmake -S "$root" -B "$build_dir" --preset asan -DZBKIT_WERROR=OFF \
   -DZBKIT_UNITY_BUILD="${ZBKIT_UNITY_BUILD:-ON}" \
-  -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" -DCMAKE_C_FLAGS_DEBUG="-g -O1" "${launcher[@]}" >/dev/null
+  -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DCMAKE_C_FLAGS_DEBUG="-g1 -O1" "${launcher[@]}" >/dev/null
 cmake --build "$build_dir" -j "${ZBKIT_JOBS:-2}"
 
 export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:detect_stack_use_after_return=1"
@@ -43,6 +45,7 @@ if [ "$python_tests" -eq 1 ]; then
   ASAN_OPTIONS="abort_on_error=1:detect_leaks=0" LD_PRELOAD="$libasan" \
     ZBKIT_ZB_BINARY="$build_dir/zb/zb" ZBKIT_ZBRT_LIBRARY="$build_dir/runtime/libzbrt.so" \
     OMP_NUM_THREADS=1 "$python" -m pytest -q -rs -p no:cacheprovider \
+    -n "${ZBKIT_JOBS:-2}" --dist loadscope \
     "$root/adapters/pytorch/tests/library/test_runtime_binding.py" \
     "$root/adapters/pytorch/tests/library/test_train_zbkit.py" \
     "$root/adapters/pytorch/tests/harness/test_rehearse.py"

@@ -35,7 +35,7 @@ for _path in (PYTORCH_DIR, JOBS):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from zbkit import locate  # noqa: E402
+from zbkit import locate, pipelining  # noqa: E402
 from zbkit.schedule import Op, Schedule  # noqa: E402
 
 # The package finds zb and libzbrt only through zbkit.locate (the environment, else PATH); the
@@ -98,10 +98,10 @@ def torchrun_command(*script_args: str, ranks: int = 2, script: Path = SCRIPT) -
 
 
 def job_env(**extra: str) -> dict:
-    """The environment of a job: zbkit's activating variables and PYTHONPATH cleared, one thread,
-    this build's zb; then `extra`."""
+    """The environment of a job: every variable that activates the shim (zbkit.pipelining) and
+    PYTHONPATH cleared, one thread, this build's zb; then `extra`."""
     env = dict(os.environ)
-    for name in ("ZBKIT_SCHEDULE", "ZBKIT_TORCH_PROFILE", "PYTHONPATH"):
+    for name in (*pipelining.ACTIVATING, "PYTHONPATH"):
         env.pop(name, None)
     env.update(OMP_NUM_THREADS="1", ZBKIT_ZB_BINARY=str(zb_binary()))
     env.update(extra)

@@ -5,7 +5,6 @@
 #include <cctype>
 #include <charconv>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <system_error>
@@ -26,6 +25,7 @@ constexpr const char* kCancelled = "cancelled";
 Status Cancelled() {
   return InternalError(kCancelled);
 }
+
 std::string FileName(const std::string& path) {
   return std::filesystem::path(path).filename().string();
 }

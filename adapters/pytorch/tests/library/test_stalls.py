@@ -16,7 +16,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any, Dict, Optional
@@ -25,7 +24,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from launch import JOBS, SCRIPT, free_port, zb_binary  # noqa: E402
+from launch import JOBS, SCRIPT, job_env, torchrun_command, zb_binary  # noqa: E402
 
 JOB = JOBS / "fault_job.py"
 BUNDLED_SCRIPT = SCRIPT
@@ -34,13 +33,6 @@ STALL_TIMEOUT_S = 3
 DIAGNOSIS_WITHIN_S = 60
 # Healthy steps before each injected fault: the no-false-alarm check rides on the fault runs.
 HEALTHY_STEPS = 6
-
-
-def torchrun(ranks: int, *script: str) -> list:
-    return [
-        sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks),
-        "--master-addr", "127.0.0.1", "--master-port", str(free_port()), *script,
-    ]  # fmt: skip
 
 
 def tune(folder: Path, family: str, ranks: int, microbatches: int = 4) -> Path:
@@ -74,14 +66,6 @@ def gpipe(folder: Path, microbatches: int = 4) -> Path:
                                 "chunks": 1, "placement": "loop", "costs": costs,
                                 "ranks": ranks}))  # fmt: skip
     return path
-
-
-def job_env() -> dict:
-    env = dict(os.environ)
-    for name in ("ZBKIT_SCHEDULE", "ZBKIT_TORCH_PROFILE", "ZBKIT_PROGRESS_DIR", "PYTHONPATH"):
-        env.pop(name, None)
-    env.update(OMP_NUM_THREADS="1", ZBKIT_ZB_BINARY=str(zb_binary()))
-    return env
 
 
 def left_behind(run_dir: Path) -> list:
@@ -135,7 +119,7 @@ def fault_run(tmp_path: Path, runner: str, schedule: Path, ranks: int, fault: Op
             "rank_schedules": {str(r): str(p) for r, p in (rank_schedules or {}).items()}}  # fmt: skip
     spec_path = tmp_path / "spec.json"
     spec_path.write_text(json.dumps(spec))
-    return replay(tmp_path, schedule, torchrun(ranks, str(JOB), str(spec_path)))
+    return replay(tmp_path, schedule, torchrun_command(str(spec_path), ranks=ranks, script=JOB))
 
 
 def assert_culprit(run: Run, kind: str, rank: int, op: Optional[str] = None) -> None:
@@ -257,11 +241,11 @@ def test_the_unmodified_bundled_script(tmp_path, schedules, how, signal_number, 
              "kill"]  # fmt: skip
     if how == "replay":
         zb = ["replay", str(tune(schedules, "zb-v", 2, 4)), *watch]
-        script = [str(BUNDLED_SCRIPT), "--schedule", "ZBVZeroBubble", *BUNDLED_JOB]
+        job = ["--schedule", "ZBVZeroBubble", *BUNDLED_JOB]
     else:
         zb = ["profile", "--torch", "--pp", "2", *watch]
-        script = [str(BUNDLED_SCRIPT), "--schedule", "Interleaved1F1B", *BUNDLED_JOB]
-    command = [str(zb_binary()), *zb, "--", *torchrun(2, *script)]
+        job = ["--schedule", "Interleaved1F1B", *BUNDLED_JOB]
+    command = [str(zb_binary()), *zb, "--", *torchrun_command(*job, script=BUNDLED_SCRIPT)]
     process = subprocess.Popen(command, env=job_env(), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
@@ -330,7 +314,7 @@ def test_zb_doctor_reads_torchs_flight_recorder_dumps(tmp_path):
     third all-reduce; zb doctor names it, and the one rank 0 waits in."""
     prefix = tmp_path / "fr_rank_"
     env = dict(job_env(), TORCH_FR_BUFFER_SIZE="1000")
-    process = subprocess.Popen(torchrun(2, str(JOBS / "fr_hang_job.py"), str(prefix)), env=env,
+    process = subprocess.Popen(torchrun_command(str(prefix), script=JOBS / "fr_hang_job.py"), env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
         deadline = time.time() + 120
