@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "four_stage_costs.h"
 #include "zbkit/schemas/store.h"
 #include "zbkit/schemas/types.h"
 #include "zbkit/tuner/families.h"
@@ -41,22 +42,7 @@ inline QString OutputPath(const QString& name) {
   return QStringLiteral(ZBKIT_TEST_OUTPUT_DIR) + u'/' + name;
 }
 
-// A 4-stage pipeline whose last stage is slower (the usual LM head), so that bubbles have a
-// visible cause.
-inline CostProfile FourStageCosts() {
-  CostProfile costs;
-  costs.comm = MsToNs(0.5);
-  for (int s = 0; s < 4; ++s) {
-    StageCost stage;
-    stage.f = MsToNs(s == 3 ? 14.0 : 10.0);
-    stage.b = MsToNs(s == 3 ? 15.0 : 10.5);
-    stage.w = MsToNs(s == 3 ? 7.0 : 5.0);
-    stage.m_b = 100;
-    stage.m_w = 40;
-    costs.stages.push_back(stage);
-  }
-  return costs;
-}
+using testing_support::FourStageCosts;  // four_stage_costs.h
 
 // Tunes `family` as `zb tune --family F --mem-limit 2x --runtime zbkit` would (the paper's cost
 // model, whose figures the GUI tests expect) and stores the chosen schedule with its per-rank caps.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "assert_ok.h"
+#include "four_stage_costs.h"
 #include "temp_dir.h"
 #include "zbkit/schemas/store.h"
 #include "zbkit/tuner/memory_limit.h"
@@ -22,21 +23,7 @@
 namespace zb::gui {
 namespace {
 
-// Four stages, the last one slower (an LM head), so that the bubbles have a cause.
-CostProfile FourStageCosts() {
-  CostProfile costs;
-  costs.comm = MsToNs(0.5);
-  for (int s = 0; s < 4; ++s) {
-    StageCost stage;
-    stage.f = MsToNs(s == 3 ? 14.0 : 10.0);
-    stage.b = MsToNs(s == 3 ? 15.0 : 10.5);
-    stage.w = MsToNs(s == 3 ? 7.0 : 5.0);
-    stage.m_b = 100;
-    stage.m_w = 40;
-    costs.stages.push_back(stage);
-  }
-  return costs;
-}
+using testing_support::FourStageCosts;
 
 class StoreModelTest : public ::testing::Test {
  protected:
