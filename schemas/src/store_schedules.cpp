@@ -431,41 +431,30 @@ Expected<std::vector<ScheduleInfo>> Store::Impl::ReadScheduleInfos(std::optional
             info.job_id = row.Int(15);
             return info;
           }));
-  // The per-rank peaks of the schedules that have a prediction, one prepared statement for all.
-  ZB_ASSIGN_OR_RETURN(Statement peaks,
-                      conn.Prepare("SELECT peak_memory FROM schedule_ranks"
-                                   " WHERE schedule_id = ?1 AND peak_memory IS NOT NULL"
-                                   " ORDER BY rank",
+  // Each rank's row, one prepared statement for all schedules: its predicted peak (schedules with
+  // a prediction) and its cap, its own where stored (version 11), else the schedule's one cap.
+  ZB_ASSIGN_OR_RETURN(Statement ranks,
+                      conn.Prepare("SELECT peak_memory, memory_limit FROM schedule_ranks"
+                                   " WHERE schedule_id = ?1 ORDER BY rank",
                                    what));
   for (size_t i = 0; i < infos.size(); ++i) {
-    if (!has_prediction[i]) continue;
     ScheduleInfo& info = infos[i];
-    peaks.Reset();
-    peaks.BindInt(1, info.id);
-    while (true) {
-      ZB_ASSIGN_OR_RETURN(bool row, peaks.Step(what));
-      if (!row) break;
-      info.predicted.peak_memory.push_back(peaks.Double(0));
-    }
-  }
-  // Each rank's cap: its own where stored (version 11), else the schedule's one cap.
-  ZB_ASSIGN_OR_RETURN(Statement caps, conn.Prepare("SELECT memory_limit FROM schedule_ranks"
-                                                   " WHERE schedule_id = ?1 ORDER BY rank",
-                                                   what));
-  for (ScheduleInfo& info : infos) {
-    caps.Reset();
-    caps.BindInt(1, info.id);
+    ranks.Reset();
+    ranks.BindInt(1, info.id);
     std::vector<double> rank_caps;
     bool any_own = false;
     while (true) {
-      ZB_ASSIGN_OR_RETURN(bool row, caps.Step(what));
+      ZB_ASSIGN_OR_RETURN(bool row, ranks.Step(what));
       if (!row) break;
-      any_own = any_own || !caps.IsNull(0);
+      if (has_prediction[i] && !ranks.IsNull(0)) {
+        info.predicted.peak_memory.push_back(ranks.Double(0));
+      }
+      any_own = any_own || !ranks.IsNull(1);
       // A rank without a cap of its own in a schedule without one has none (+inf, the tuner's
       // "no cap"); InsertSchedule never writes that mix.
-      rank_caps.push_back(caps.IsNull(0)
+      rank_caps.push_back(ranks.IsNull(1)
                               ? info.cap.value_or(std::numeric_limits<double>::infinity())
-                              : caps.Double(0));
+                              : ranks.Double(1));
     }
     if (any_own || info.cap) info.rank_caps = std::move(rank_caps);
   }
