@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (docs/reliability.md §4):
 #
-#   scripts/sanitize.sh [--no-python | --build-only]
+#   scripts/sanitize.sh [--no-python]
 #
 # Builds build-asan/ (the `asan` preset at -O1; ZBKIT_ASAN_BUILD_DIR overrides), runs every CTest
 # test in it, then the Python tests that load libzbrt (the binding, the executor's training
@@ -10,18 +10,14 @@
 # report fails the run: ASan and UBSan abort on the first one, leaks included for the C++ tests
 # (Python itself is not leak-checked: the interpreter keeps its objects at exit by design). The
 # Qt GUI is not built here (the preset's ZBKIT_BUILD_GUI=OFF; the plain build's GUI tests cover it).
-# --build-only stops after the build (.ci/run builds it beside the plain suite, then runs this
-# again: its build is then a no-op).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${ZBKIT_ASAN_BUILD_DIR:-$root/build-asan}"
 python_tests=1
-build_only=0
 for arg in "$@"; do
   case "$arg" in
     --no-python) python_tests=0 ;;
-    --build-only) build_only=1 ;;
-    *) echo "sanitize.sh: unknown argument '$arg' (--no-python or --build-only)" >&2; exit 2 ;;
+    *) echo "sanitize.sh: unknown argument '$arg' (only --no-python)" >&2; exit 2 ;;
   esac
 done
 launcher=()
@@ -36,9 +32,6 @@ cmake -S "$root" -B "$build_dir" --preset asan -DZBKIT_WERROR=OFF \
   -DZBKIT_UNITY_BUILD="${ZBKIT_UNITY_BUILD:-ON}" \
   -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DCMAKE_C_FLAGS_DEBUG="-g1 -O1" "${launcher[@]}" >/dev/null
 cmake --build "$build_dir" -j "${ZBKIT_JOBS:-2}"
-if [ "$build_only" -eq 1 ]; then
-  exit 0
-fi
 
 # intercept_tls_get_addr=0: LeakSanitizer's bookkeeping of dynamic TLS guesses the glibc layout
 # from an address (tls_beg % 4096), and on glibc 2.36 the guess is sometimes wrong: its exit check
