@@ -93,6 +93,7 @@ json ReportJson(const Analysis& analysis, const AnalysisSettings& settings, cons
               {"layout", PlacementName(report.placement)},
               {"layout_known", report.layout_known},
               {"schedule_class", report.schedule_class},
+              {"checkpointing", report.checkpointing},
               {"split", report.split},
               {"iterations",
                {{"seen", report.iterations_seen},
@@ -243,6 +244,18 @@ void PrintOps(const std::vector<MeasuredOp>& ops, bool list_all, std::ostream& o
   table.Render(out);
 }
 
+// How the job checkpointed its activations, where the traces said
+// (docs/activation-checkpointing.md).
+void PrintCheckpointing(const CostProfile& costs, std::ostream& out) {
+  if (costs.checkpointing.empty()) return;
+  out << "activation checkpointing: " << costs.checkpointing;
+  if (costs.checkpointing != "none") {
+    out << " (B includes one recomputation of each checkpointed block; M_W holds what W reads "
+           "of it, and may exceed M_B)";
+  }
+  out << "\n";
+}
+
 // The job's layout as the profile records it: what zb tune keeps to by default.
 void PrintLayout(const CostProfile& costs, std::ostream& out) {
   if (!costs.layout) {
@@ -263,6 +276,7 @@ void PrintText(const Analysis& analysis, const AnalysisSettings& settings,
   PrintComm(analysis.report, out);
   out << "memory: " << profiler::MemorySourceName(analysis.report.memory) << "\n";
   PrintLayout(analysis.costs, out);
+  PrintCheckpointing(analysis.costs, out);
   for (const std::string& note : analysis.report.notes)
     out << "note: " << note << "\n";
   PrintOps(analysis.attribution.ops, settings.list_ops, out);

@@ -480,6 +480,7 @@ Expected<Attribution> Attribute(const std::vector<RawTrace>& traces, const RuleS
   NoteNestedRanges(with_ops, result);
   InferLayout(pass_three, result);
   if (result.layout_known) result.schedule_class = ScheduleClassOf(traces, result);
+  result.checkpointing = CheckpointingOf(traces, result);
   result.chunks = result.placement == Placement::kV ? 2 : pass_three.max_chunk + 1;
   result.chunks = std::max(result.chunks, (pass_three.max_stage + result.ranks) / result.ranks);
   result.num_stages = std::max(pass_three.max_stage + 1, result.ranks * result.chunks);

@@ -225,6 +225,30 @@ std::string ScheduleClassOf(const std::vector<RawTrace>& traces, Attribution& re
   return named.empty() ? "" : *named.begin();
 }
 
+std::string CheckpointingOf(const std::vector<RawTrace>& traces, Attribution& result) {
+  std::set<std::string> named;
+  for (const RawTrace& trace : traces) {
+    if (trace.checkpointing.empty()) continue;
+    if (!IsCheckpointingMode(trace.checkpointing)) {
+      result.notes.push_back("a trace names an unknown activation checkpointing mode '" +
+                             trace.checkpointing + "': the profile records none");
+      return "";
+    }
+    named.insert(trace.checkpointing);
+  }
+  if (named.empty()) return "";
+  // Ranks that checkpoint differently make a mixed job; one with full blocks and one without,
+  // torchtitan's every-k-th layer seen rank by rank.
+  if (named.size() == 1) return *named.begin();
+  if (named == std::set<std::string>{"none", "full"} ||
+      named == std::set<std::string>{"none", "full", "layer"} ||
+      named == std::set<std::string>{"none", "layer"} ||
+      named == std::set<std::string>{"full", "layer"}) {
+    return "layer";
+  }
+  return "mixed";
+}
+
 namespace {
 
 // Pass 3a: ranks, stages and B vs BW of one process's ops; ops on chunks the placement lacks are

@@ -49,6 +49,10 @@ void AssignOpIdentities(ProcessOps& proc, const AttributionOptions& options, Att
 void InferLayout(const PassThreeCounts& counts, Attribution& result);
 // The schedule class the traces name (the shim's metadata), "" when none or when they disagree.
 std::string ScheduleClassOf(const std::vector<RawTrace>& traces, Attribution& result);
+// The job's activation checkpointing from what each trace names (RawTrace::checkpointing): the
+// one mode they agree on, "layer" for ranks with full and without, "mixed" otherwise, "" when
+// none says (a note for a mode zbkit does not know).
+std::string CheckpointingOf(const std::vector<RawTrace>& traces, Attribution& result);
 // One note on matched ranges nested inside other matched ranges of the same process.
 void NoteNestedRanges(const std::vector<ProcessOps*>& processes, Attribution& result);
 

@@ -79,6 +79,7 @@ class ChromeSax {
   Number rank;
   Number world_size;
   std::string schedule_class;  // the "zbkit_schedule_class" metadata zbkit's shim adds
+  std::string checkpointing;   // the "zbkit_checkpointing" metadata zbkit's shim adds
   bool root_is_array = false;
   bool saw_root = false;
   std::string error;
@@ -177,6 +178,8 @@ class ChromeSax {
       base_time_ns = number;
     } else if (stack_.size() == 1 && stack_[0].object && key_ == kScheduleClassKey && text) {
       schedule_class = *text;
+    } else if (stack_.size() == 1 && stack_[0].object && key_ == kCheckpointingKey && text) {
+      checkpointing = *text;
     } else if (stack_.size() == 2 && stack_[1].key == "distributedInfo") {
       if (key_ == "rank") rank = number;
       if (key_ == "world_size") world_size = number;
@@ -432,6 +435,7 @@ class ChromeTraceBuilder {
       if (name != process_names_.end()) trace.process.command = name->second;
       trace.source = "chrome:" + source;
       trace.schedule_class = sax.schedule_class;
+      trace.checkpointing = sax.checkpointing;
       traces.push_back(std::move(trace));
     }
     return traces;

@@ -202,7 +202,7 @@ void BuildStageStats(const Samples& samples, std::pair<double, double> estimated
     if (report.memory == MemorySource::kMeasured) {
       stats.m_b = Median(samples.f_memory[s]);
       stats.m_w = report.split && !samples.b_memory[s].empty()
-                      ? std::clamp(stats.m_b + Median(samples.b_memory[s]), 0.0, stats.m_b)
+                      ? std::max(stats.m_b + Median(samples.b_memory[s]), 0.0)
                       : 0.0;
     } else if (report.memory == MemorySource::kEstimated) {
       stats.m_b = estimated.first;
@@ -306,6 +306,7 @@ Expected<CostReport> BuildCostReport(const Attribution& attribution, const CostO
   report.placement = attribution.placement;
   report.layout_known = attribution.layout_known;
   report.schedule_class = attribution.schedule_class;
+  report.checkpointing = attribution.checkpointing;
   report.split = attribution.split;
   report.notes = attribution.notes;
 
@@ -355,6 +356,7 @@ CostProfile CostReport::ToCostProfile() const {
     costs.stages.push_back(cost);
   }
   costs.comm = comm.median;
+  costs.checkpointing = checkpointing;
   if (layout_known) {
     costs.layout = JobLayout{placement, std::max(chunks, 1)};
     costs.schedule_class = schedule_class;

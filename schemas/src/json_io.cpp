@@ -136,13 +136,20 @@ Expected<CostProfile> ParseCostsObject(const json& value, const std::string& pat
                                        bool with_format) {
   Reader reader(value, path);
   if (with_format) {
-    ZB_RETURN_IF_ERROR(
-        reader.ExpectObject({"format", "comm", "count", "name", "stages", "layout"}));
+    ZB_RETURN_IF_ERROR(reader.ExpectObject(
+        {"format", "comm", "count", "name", "stages", "layout", "checkpointing"}));
     ZB_RETURN_IF_ERROR(CheckFormat(reader, kCostsFormat));
   } else {
-    ZB_RETURN_IF_ERROR(reader.ExpectObject({"comm", "count", "name", "stages"}));
+    ZB_RETURN_IF_ERROR(reader.ExpectObject({"comm", "count", "name", "stages", "checkpointing"}));
   }
   CostProfile costs;
+  if (reader.Has("checkpointing")) {
+    ZB_ASSIGN_OR_RETURN(costs.checkpointing, reader.String("checkpointing"));
+    if (!IsCheckpointingMode(costs.checkpointing)) {
+      return InvalidInput(reader.FieldPath("checkpointing") + ": must be one of " +
+                          CheckpointingModeList() + ", got \"" + costs.checkpointing + "\"");
+    }
+  }
   if (reader.Has("comm")) {
     ZB_ASSIGN_OR_RETURN(double comm_ms, reader.Number("comm", 0));
     ZB_RETURN_IF_ERROR(CheckOpTime(reader.FieldPath("comm"), comm_ms, with_format ? 1 : 2));
@@ -200,6 +207,7 @@ json LayoutJson(const CostProfile& costs) {
 json CostsBody(const CostProfile& costs) {
   json body = json::object();
   body["comm"] = NsToMs(costs.comm);
+  if (!costs.checkpointing.empty()) body["checkpointing"] = costs.checkpointing;
   auto stage_json = [](const StageCost& stage) {
     json entry{{"F", NsToMs(stage.f)},
                {"B", NsToMs(stage.b)},
@@ -381,10 +389,6 @@ Expected<LayerProfile> ParseLayersValue(const json& value) {
     cost.w = MsToNs(times[2]);
     ZB_ASSIGN_OR_RETURN(cost.m_b, layer.Number("M_B", 0));
     ZB_ASSIGN_OR_RETURN(cost.m_w, layer.Number("M_W", 0));
-    if (cost.m_w > cost.m_b) {
-      return InvalidInput(layer.FieldPath("M_W") + ": must not exceed M_B (" +
-                          json(cost.m_b).dump() + "), got " + json(cost.m_w).dump());
-    }
     for (const auto& [field, target] : {std::pair{"state", &cost.state}, {"send", &cost.send}}) {
       if (!layer.Has(field)) continue;
       ZB_ASSIGN_OR_RETURN(*target, layer.Number(field, 0));
@@ -404,8 +408,8 @@ Expected<CostProfile> ParseCostsJson(const std::string& text, const std::string&
   ZB_ASSIGN_OR_RETURN(json value, ParseJsonText(text, source));
   auto costs = ParseCostsObject(value, "", true);
   if (!costs.ok()) return costs.status().WithContext(source);
-  // What the reader's per-field checks cannot see (M_W against M_B; the times were checked
-  // against the clock's limit as they were read).
+  // What the reader's per-field checks cannot see (memory against its bound; the times were
+  // checked against the clock's limit as they were read).
   ZB_RETURN_IF_ERROR(ValidateCostProfile(*costs).WithContext(source));
   return costs;
 }

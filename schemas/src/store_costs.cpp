@@ -85,8 +85,8 @@ Expected<int64_t> Store::Impl::WriteCostProfile(int64_t job_id, const std::strin
   ZB_ASSIGN_OR_RETURN(Statement profile,
                       conn.Prepare("INSERT INTO cost_profiles (job_id, name, comm_ns,"
                                    " schema_version, run_id, memory_source, layout_placement,"
-                                   " layout_stages_per_rank, schedule_class)"
-                                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                                   " layout_stages_per_rank, schedule_class, checkpointing)"
+                                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                                    what));
   profile.BindInt(1, job_id);
   profile.BindText(2, name);
@@ -111,6 +111,9 @@ Expected<int64_t> Store::Impl::WriteCostProfile(int64_t job_id, const std::strin
   profile.BindOptional(9, costs.schedule_class.empty()
                               ? std::nullopt
                               : std::optional<std::string_view>(costs.schedule_class));
+  profile.BindOptional(10, costs.checkpointing.empty()
+                               ? std::nullopt
+                               : std::optional<std::string_view>(costs.checkpointing));
   ZB_RETURN_IF_ERROR(profile.Run(what));
   const int64_t id = conn.last_insert_rowid();
 
@@ -163,24 +166,25 @@ Expected<int64_t> Store::Impl::WriteCostProfile(int64_t job_id, const std::strin
 
 Expected<CostProfile> Store::Impl::ReadCostProfile(int64_t id, std::string_view what) const {
   auto bind_id = [id](Statement& stmt) { stmt.BindInt(1, id); };
-  ZB_ASSIGN_OR_RETURN(std::optional<CostProfile> header,
-                      sqlite::QueryFirst<CostProfile>(
-                          conn,
-                          "SELECT comm_ns, layout_placement, layout_stages_per_rank, schedule_class"
-                          " FROM cost_profiles WHERE id = ?1",
-                          what, bind_id, [&](const Statement& row) -> Expected<CostProfile> {
-                            CostProfile read;
-                            read.comm = row.Int(0);
-                            if (row.IsNull(1)) return read;
-                            const std::optional<Placement> placement = ParsePlacement(row.Text(1));
-                            if (!placement) {
-                              return Inconsistent(
-                                  what, "unknown placement '" + std::string(row.Text(1)) + "'");
-                            }
-                            read.layout = JobLayout{*placement, static_cast<int>(row.Int(2))};
-                            if (!row.IsNull(3)) read.schedule_class = std::string(row.Text(3));
-                            return read;
-                          }));
+  ZB_ASSIGN_OR_RETURN(
+      std::optional<CostProfile> header,
+      sqlite::QueryFirst<CostProfile>(
+          conn,
+          "SELECT comm_ns, layout_placement, layout_stages_per_rank, schedule_class,"
+          " checkpointing FROM cost_profiles WHERE id = ?1",
+          what, bind_id, [&](const Statement& row) -> Expected<CostProfile> {
+            CostProfile read;
+            read.comm = row.Int(0);
+            if (!row.IsNull(4)) read.checkpointing = std::string(row.Text(4));
+            if (row.IsNull(1)) return read;
+            const std::optional<Placement> placement = ParsePlacement(row.Text(1));
+            if (!placement) {
+              return Inconsistent(what, "unknown placement '" + std::string(row.Text(1)) + "'");
+            }
+            read.layout = JobLayout{*placement, static_cast<int>(row.Int(2))};
+            if (!row.IsNull(3)) read.schedule_class = std::string(row.Text(3));
+            return read;
+          }));
   if (!header) return NoSuch(what, "cost profile", id);
   CostProfile costs = std::move(*header);
   ZB_RETURN_IF_ERROR(sqlite::QueryInto(

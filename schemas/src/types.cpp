@@ -51,10 +51,22 @@ bool CostProfile::IsUniform() const {
   return true;
 }
 
+bool IsCheckpointingMode(std::string_view mode) {
+  for (std::string_view known : {"none", "full", "op", "reentrant", "layer", "mixed"}) {
+    if (mode == known) return true;
+  }
+  return false;
+}
+
+const char* CheckpointingModeList() {
+  return "none, full, op, reentrant, layer, mixed";
+}
+
 CostProfile CostProfile::CostsOnly() const {
   CostProfile costs;
   costs.stages = stages;
   costs.comm = comm;
+  costs.checkpointing = checkpointing;
   return costs;
 }
 
@@ -62,6 +74,7 @@ CostProfile CostProfile::SplitStages(int parts) const {
   if (parts <= 1) return CostsOnly();
   CostProfile split;
   split.comm = comm;
+  split.checkpointing = checkpointing;
   split.stages.reserve(stages.size() * parts);
   for (const StageCost& stage : stages) {
     // Integer division would lose up to parts-1 ns per stage; give the remainder to the first

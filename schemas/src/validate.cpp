@@ -33,6 +33,10 @@ Status CheckOpTime(const std::string& field, double ms, int factor) {
 Status ValidateCostProfile(const CostProfile& costs) {
   if (costs.stages.empty()) return InvalidInput("stages: must hold at least one stage");
   if (costs.comm < 0) return InvalidInput("comm: must be >= 0");
+  if (!costs.checkpointing.empty() && !IsCheckpointingMode(costs.checkpointing)) {
+    return InvalidInput("checkpointing: must be one of " + std::string(CheckpointingModeList()) +
+                        ", got \"" + costs.checkpointing + "\"");
+  }
   for (size_t i = 0; i < costs.stages.size(); ++i) {
     const StageCost& stage = costs.stages[i];
     const std::string path = "stages[" + std::to_string(i) + "].";
@@ -53,10 +57,13 @@ Status ValidateCostProfile(const CostProfile& costs) {
                  "hold: a rank's peak sums them over up to 2^20 ops and must stay a number";
       return InvalidInput(message.str());
     }
-    if (stage.m_w > stage.m_b) {
+    // M_W may exceed M_B: under activation checkpointing B recomputes a block and keeps what W
+    // needs of it (docs/activation-checkpointing.md §2); it is bounded like M_B.
+    if (stage.m_w > kMaxMemory) {
       std::ostringstream message;
-      message << path << "M_W: " << stage.m_w << " is more than M_B (" << stage.m_b
-              << "): M_W is the part of M_B still held from B until W";
+      message << path << "M_W: " << stage.m_w
+              << " is more than 2^50 (1 PiB in bytes), the most one microbatch's activations may "
+                 "hold";
       return InvalidInput(message.str());
     }
   }

@@ -349,7 +349,8 @@ TEST_F(CliTest, BadRequestsAreUsageErrors) {
 // losses, so zb export refuses that order for torch with one line, and writes nothing. Tuned for
 // torch (the default), the same search exports.
 // zb export --for torchtitan: the CSV and the config lines that give torchtitan the schedule's
-// split (its schedule name), the microbatch size and checkpointing off; usage errors in one line.
+// split (its schedule name) and the microbatch size; activation checkpointing stays as the job has
+// it (zb replay recomputes each checkpointed block once); usage errors in one line.
 TEST_F(CliTest, ExportForTorchtitanPrintsTheConfigThatRunsTheCsv) {
   const std::string tune = "tune --costs " + Data("costs/uniform4.json") + " -m 8 --mem-limit 2x ";
   ASSERT_EQ(Zb(tune + "--family zb-v --out " + Path("v.json")).exit_code, 0);
@@ -364,14 +365,14 @@ TEST_F(CliTest, ExportForTorchtitanPrintsTheConfigThatRunsTheCsv) {
   for (const std::string& line : std::vector<std::string>{
            "pipeline_parallel_degree = 4\n", "pipeline_parallel_schedule = \"ZBVZeroBubble\"",
            "pipeline_parallel_schedule_csv = \"" + csv + "\"",
-           "pipeline_parallel_microbatch_size = 2  # 8 microbatches", "mode = \"none\"",
+           "pipeline_parallel_microbatch_size = 2  # 8 microbatches",
+           "# activation_checkpoint as the job has it: run it with zb replay",
            "--parallelism.pipeline_parallel_schedule ZBVZeroBubble "
            "--parallelism.pipeline_parallel_schedule_csv " +
-               csv +
-               " --parallelism.pipeline_parallel_microbatch_size 2 --activation_checkpoint.mode "
-               "none\n"}) {
+               csv + " --parallelism.pipeline_parallel_microbatch_size 2\n"}) {
     EXPECT_NE(v.out.find(line), std::string::npos) << line << " in\n" << v.out;
   }
+  EXPECT_EQ(v.out.find("mode = \"none\""), std::string::npos) << v.out;
   Result interleaved = Zb("export " + Path("i.json") + " --format torch-csv -o " + Path("i.csv") +
                           " --for torchtitan");
   ASSERT_EQ(interleaved.exit_code, 0) << interleaved.err;
@@ -401,6 +402,50 @@ TEST_F(CliTest, ExportForTorchtitanPrintsTheConfigThatRunsTheCsv) {
   ExpectOneLineError(Zb(base + "--format torch-csv -o " + Path("x") + " --local-batch-size 8"), 2,
                      "export", "--local-batch-size goes with --for torchtitan");
   EXPECT_FALSE(fs::exists(Path("x")));
+}
+
+// docs/activation-checkpointing.md §1: the profiled job's checkpointing rides from the profile into
+// the tuned schedule's costs; a split order for a job that checkpoints per op is refused for
+// PyTorch's runtime alone (its W fails there) with one line naming zb replay, and nothing is
+// written; under full checkpointing the CSV is written with a note on torch's recomputations; a
+// fused order, or the JSON, is written as before.
+TEST_F(CliTest, ExportUnderActivationCheckpointingRefusesWhatTorchAloneCannotRun) {
+  auto costs_with = [&](const std::string& mode) {
+    const std::string path = Path(mode + ".costs.json");
+    std::ofstream(path)
+        << R"({"format": "zb-costs/1", "checkpointing": ")" << mode
+        << R"(", "count": 2, "stages": [{"F": 1, "B": 2, "W": 1, "M_B": 1, "M_W": 2}]})";
+    return path;
+  };
+  for (const std::string mode : {"op", "full"}) {
+    const std::string tune = "tune --costs " + costs_with(mode) + " -m 4 --mem-limit none ";
+    ASSERT_EQ(Zb(tune + "--family zb-h1 --out " + Path(mode + ".h1.json")).exit_code, 0);
+    ASSERT_EQ(Zb(tune + "--family 1f1b --out " + Path(mode + ".1f1b.json")).exit_code, 0);
+    auto tuned = ReadScheduleFile(Path(mode + ".h1.json"));
+    ASSERT_TRUE(tuned.ok()) << tuned.status().message();
+    EXPECT_EQ(tuned->costs.checkpointing, mode);
+    const std::string csv = Path(mode + ".csv");
+    Result split = Zb("export " + Path(mode + ".h1.json") + " --format torch-csv -o " + csv);
+    if (mode == "op") {
+      ExpectOneLineError(split, 1, "export", "checkpoints activations (op)");
+      EXPECT_NE(split.err.find("run it with zb replay"), std::string::npos) << split.err;
+      EXPECT_FALSE(fs::exists(csv));
+    } else {
+      ASSERT_EQ(split.exit_code, 0) << split.err;
+      EXPECT_TRUE(fs::exists(csv));
+      EXPECT_NE(split.err.find("again once per parameter group in W; zb replay recomputes it "
+                               "once"),
+                std::string::npos)
+          << split.err;
+    }
+    Result fused = Zb("export " + Path(mode + ".1f1b.json") + " --format torch-csv -o -");
+    EXPECT_EQ(fused.exit_code, 0) << fused.err;
+    EXPECT_EQ(fused.err, "");
+    EXPECT_EQ(Zb("export " + Path(mode + ".h1.json") + " --format json -o -").exit_code, 0);
+  }
+  ExpectOneLineError(Zb("tune --costs " + costs_with("most") + " -m 4 --mem-limit none"), 1, "tune",
+                     "checkpointing: must be one of none, full, op, reentrant, layer, mixed, got "
+                     "\"most\"");
 }
 
 TEST_F(CliTest, ExportRefusesAnOrderPyTorchWouldTrainWrong) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace zb::profiler {
@@ -451,6 +452,40 @@ TEST(Attribution, LayoutIsReadFromWhichRankRanWhichGlobalStage) {
   EXPECT_TRUE(disagree->layout_known);
   EXPECT_EQ(disagree->chunks, 1);
   EXPECT_EQ(disagree->schedule_class, "");
+}
+
+// The shim names each rank's activation checkpointing (docs/activation-checkpointing.md): one mode
+// for all ranks is the job's; full on some ranks and none on others is "layer"; other mixes are
+// "mixed"; ranks that say nothing leave it unknown; a mode zbkit does not know is a note.
+TEST(Attribution, CheckpointingIsTheRanksModeOrTheirMix) {
+  AttributionOptions options;
+  options.pp = 2;
+  auto with = [&](const std::string& a, const std::string& b) {
+    std::vector<RawTrace> traces = PpRanks({{0}, {1}}, "Schedule1F1B");
+    traces[0].checkpointing = a;
+    traces[1].checkpointing = b;
+    return Attribute(traces, RuleSet(), options);
+  };
+  for (const auto& [a, b, job] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{{"full", "full", "full"},
+                                                                      {"op", "op", "op"},
+                                                                      {"full", "none", "layer"},
+                                                                      {"layer", "full", "layer"},
+                                                                      {"op", "none", "mixed"},
+                                                                      {"", "full", "full"},
+                                                                      {"", "", ""}}) {
+    auto attributed = with(a, b);
+    ASSERT_TRUE(attributed.ok()) << attributed.status().message();
+    EXPECT_EQ(attributed->checkpointing, job) << a << " + " << b;
+  }
+  auto odd = with("sometimes", "full");
+  ASSERT_TRUE(odd.ok());
+  EXPECT_EQ(odd->checkpointing, "");
+  bool noted = false;
+  for (const std::string& note : odd->notes)
+    noted = noted ||
+            note.find("unknown activation checkpointing mode 'sometimes'") != std::string::npos;
+  EXPECT_TRUE(noted);
 }
 
 TEST(Attribution, IterationsFromMarkersOrInferredAndFifoMicrobatches) {

@@ -111,7 +111,7 @@ TEST(BlockCosts, WhatCannotBeUsedIsANoteAndNoLayers) {
     const char* says;
   } cases[] = {
       {"a block the format refuses", Block("layers.2", -1), "F"},
-      {"M_W above M_B", Block("layers.2", 2, 10, 20), "M_W"},
+      {"a negative M_W", Block("layers.2", 2, 10, -20), "M_W"},
       {"a name twice", Block("layers.1", 2), "stage2.layers.1"},
       {"a name that is a number",
        "{\"name\": 5, \"F\": 1, \"B\": 1, \"W\": 1, \"M_B\": 1, "

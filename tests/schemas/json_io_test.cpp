@@ -76,6 +76,34 @@ TEST(CostsJsonTest, FusedBackwardIsOptionalAndRoundTrips) {
       "c.json: stages[0].BW: must be a finite number >= 0, got -1");
 }
 
+// The job's activation checkpointing (docs/activation-checkpointing.md) round-trips, stays with the
+// costs alone (what a schedule carries: it says what B and W hold) and is one of the modes.
+TEST(CostsJsonTest, CheckpointingRoundTripsStaysWithTheCostsAndIsChecked) {
+  auto costs = ParseCostsJson(
+      R"({"format": "zb-costs/1", "checkpointing": "layer", "stages": [{"F": 1, "B": 2, "W": 1, "M_B": 1, "M_W": 3}]})",
+      "c.json");
+  ASSERT_TRUE(costs.ok()) << costs.status().message();
+  EXPECT_EQ(costs->checkpointing, "layer");
+  auto again = ParseCostsJson(CostsToJson(*costs), "again");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(*again, *costs);
+  EXPECT_EQ(costs->CostsOnly().checkpointing, "layer");
+  EXPECT_EQ(costs->SplitStages(2).checkpointing, "layer");
+  auto unknown = ParseCostsJson(
+      R"({"format": "zb-costs/1", "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 1, "M_W": 1}]})", "c");
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_EQ(unknown->checkpointing, "");
+  EXPECT_EQ(CostsToJson(*unknown).find("checkpointing"), std::string::npos);
+  EXPECT_EQ(
+      ErrorOf(
+          R"({"format": "zb-costs/1", "checkpointing": "sac", "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 1, "M_W": 1}]})"),
+      "c.json: checkpointing: must be one of none, full, op, reentrant, layer, mixed, got \"sac\"");
+  CostProfile built = *unknown;
+  built.checkpointing = "partial";
+  EXPECT_NE(ValidateCostProfile(built).message().find("checkpointing: must be one of"),
+            std::string::npos);
+}
+
 TEST(CostsJsonTest, LayoutOfTheProfiledJobRoundTripsAndIsChecked) {
   auto costs = ParseCostsJson(
       R"({"format": "zb-costs/1", "count": 2, "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 2, "M_W": 1}],
@@ -160,14 +188,20 @@ TEST(CostsJsonTest, BadInputNamesTheField) {
             "c.json: not valid JSON: number overflow parsing '1e999'");
 }
 
-// What a field alone cannot show (M_W against M_B) and what the nanosecond clock cannot hold are
-// refused with the field, the value as written and why; no value overflows on the way.
-TEST(CostsJsonTest, MemoryOrderAndTheClocksLimitsAreChecked) {
+// Memory past its bound and what the nanosecond clock cannot hold are refused with the field, the
+// value as written and why; no value overflows on the way. M_W above M_B is a checkpointed
+// stage's (docs/activation-checkpointing.md §2), accepted.
+TEST(CostsJsonTest, MemoryBoundsAndTheClocksLimitsAreChecked) {
+  auto checkpointed = ParseCostsJson(
+      R"({"format": "zb-costs/1", "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 1, "M_W": 3}]})",
+      "c.json");
+  ASSERT_TRUE(checkpointed.ok()) << checkpointed.status().message();
+  EXPECT_EQ(checkpointed->stages[0].m_w, 3);
   EXPECT_EQ(
       ErrorOf(
-          R"({"format": "zb-costs/1", "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 1, "M_W": 3}]})"),
-      "c.json: stages[0].M_W: 3 is more than M_B (1): M_W is the part of M_B still held from B "
-      "until W");
+          R"({"format": "zb-costs/1", "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 1, "M_W": 2e15}]})"),
+      "c.json: stages[0].M_W: 2e+15 is more than 2^50 (1 PiB in bytes), the most one "
+      "microbatch's activations may hold");
   const std::string too_long =
       " ms is more than an hour (3600000 ms), the most one op or hop may take: a schedule's "
       "times are sums on a nanosecond clock";
@@ -191,8 +225,8 @@ TEST(CostsJsonTest, MemoryOrderAndTheClocksLimitsAreChecked) {
   EXPECT_EQ(hour->stages[0].f, kMaxOpTime);
   // In memory (a profile built by code): the same rules.
   CostProfile costs = *hour;
-  costs.stages[0].m_w = 2;
-  EXPECT_NE(ValidateCostProfile(costs).message().find("stages[0].M_W: 2 is more than M_B (1)"),
+  costs.stages[0].m_w = -2;
+  EXPECT_NE(ValidateCostProfile(costs).message().find("stages[0].M_W: must be a finite number"),
             std::string::npos);
   costs.stages[0].m_w = 1;
   costs.stages[0].w = kMaxOpTime + 1;

@@ -40,6 +40,22 @@ TEST_F(StoreLayoutTest, LayoutAndClassRoundTripAndAbsentStaysAbsent) {
   ZB_ASSERT_OK_AND_ASSIGN(CostProfile loaded, store.LoadCostProfile(a));
   EXPECT_EQ(loaded, interleaved);
 
+  // Migration 12: the job's activation checkpointing, with or without a layout; a checkpointed
+  // stage's M_W above its M_B.
+  CostProfile checkpointed = TwoRanks();
+  checkpointed.checkpointing = "op";
+  checkpointed.stages[0].m_w = 9.0;
+  ZB_ASSERT_OK_AND_ASSIGN(int64_t ac, store.InsertCostProfile(job, "checkpointed", checkpointed));
+  ZB_ASSERT_OK_AND_ASSIGN(loaded, store.LoadCostProfile(ac));
+  EXPECT_EQ(loaded, checkpointed);
+  {
+    RawDb raw(path_);
+    EXPECT_TRUE(raw.Fails("UPDATE cost_profiles SET checkpointing = 'sometimes' WHERE id = " +
+                          std::to_string(ac)));
+    raw.Exec("PRAGMA foreign_keys = ON; DELETE FROM cost_profiles WHERE id = " +
+             std::to_string(ac));
+  }
+
   CostProfile v = TwoRanks();
   v.layout = JobLayout{Placement::kV, 2};  // no class: known layout, unknown class
   ZB_ASSERT_OK_AND_ASSIGN(int64_t b, store.InsertCostProfile(job, "v", v));

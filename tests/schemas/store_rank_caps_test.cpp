@@ -80,9 +80,13 @@ TEST_F(StoreTest, VersionTenStoreMigratesReadingItsOneCapForEveryRank) {
     ZB_ASSERT_OK_AND_ASSIGN(id, store.InsertSchedule(job, MakeVSchedule(), 12.0));
   }
   {
-    // Back to version 10: schedule_ranks as it was before the column existed.
+    // Back to version 10: schedule_ranks as it was before the column existed (and without
+    // version 12's columns, which migration 12 adds again).
     RawDb raw(path);
-    raw.Exec("ALTER TABLE schedule_ranks DROP COLUMN memory_limit; PRAGMA user_version = 10");
+    raw.Exec(
+        "ALTER TABLE schedule_ranks DROP COLUMN memory_limit; "
+        "ALTER TABLE cost_profiles DROP COLUMN checkpointing; "
+        "ALTER TABLE cost_profile_layers DROP COLUMN checkpointing; PRAGMA user_version = 10");
   }
   // Read-only, a version-10 store is refused with what to do; read-write migrates it.
   auto read_only = Store::Open(path, Store::Mode::kReadOnly);
@@ -97,7 +101,7 @@ TEST_F(StoreTest, VersionTenStoreMigratesReadingItsOneCapForEveryRank) {
   ZB_ASSERT_OK_AND_ASSIGN(ScheduleInfo migrated, store.LoadScheduleInfo(own));
   EXPECT_EQ(migrated.rank_caps, (std::vector<double>{3.0, 4.0}));
   RawDb raw(path);
-  EXPECT_EQ(raw.Int("PRAGMA user_version"), 11);
+  EXPECT_EQ(raw.Int("PRAGMA user_version"), Store::kSchemaVersion);
   EXPECT_EQ(raw.Text("PRAGMA integrity_check"), "ok");
   // The column refuses a negative cap itself, whatever writes it.
   EXPECT_TRUE(raw.Fails("UPDATE schedule_ranks SET memory_limit = -1 WHERE schedule_id = " +

@@ -315,7 +315,8 @@ TEST_F(StoreTest, UnknownStoredRunKindIsReportedAsInconsistent) {
 
 // Per-block costs ride with their profile (migration 10): back in model order with the
 // profile's comm, gone with the profile; a profile without them loads none; a block the schema
-// refuses (M_W above M_B) leaves nothing of the profile behind.
+// refuses (a negative M_W) leaves nothing of the profile behind; M_W above M_B (a checkpointed
+// block, migration 12) is kept.
 TEST_F(StoreTest, ProfileLayersRoundTripAndRollBack) {
   const std::string path = PathOf("store.db");
   int64_t job = 0;
@@ -339,7 +340,14 @@ TEST_F(StoreTest, ProfileLayersRoundTripAndRollBack) {
   ZB_ASSERT_OK_AND_ASSIGN(CostProfileDetails none, store.LoadCostProfileDetails(without));
   EXPECT_FALSE(none.layers.has_value());
 
-  details.layers->layers[1].m_w = 2e6;  // above its M_B
+  details.layers->layers[1].m_w = 2e6;  // above its M_B: checkpointed
+  ZB_ASSERT_OK_AND_ASSIGN(int64_t checkpointed,
+                          store.InsertCostProfile(job, "checkpointed", costs, details));
+  ZB_ASSERT_OK_AND_ASSIGN(CostProfileDetails back, store.LoadCostProfileDetails(checkpointed));
+  EXPECT_EQ(back.layers->layers[1].m_w, 2e6);
+  RawDb(path).Exec("PRAGMA foreign_keys = ON; DELETE FROM cost_profiles WHERE id = " +
+                   std::to_string(checkpointed));
+  details.layers->layers[1].m_w = -1;
   auto bad = store.InsertCostProfile(job, "bad", costs, details);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("layers.0"), std::string::npos) << bad.status().message();
@@ -353,6 +361,56 @@ TEST_F(StoreTest, ProfileLayersRoundTripAndRollBack) {
   raw.Exec("PRAGMA foreign_keys = ON; DELETE FROM cost_profiles WHERE id = " +
            std::to_string(with));
   EXPECT_EQ(raw.Int("SELECT count(*) FROM cost_profile_layers"), 0);
+}
+
+// Migration 12 rebuilds cost_profile_layers without `m_w <= m_b` (a checkpointed block holds
+// more from B to W than F left): a version-11 store keeps its blocks, row for row, and then takes
+// a block with M_W above M_B.
+TEST_F(StoreTest, VersionElevenStoreKeepsItsBlocksAndTakesCheckpointedOnes) {
+  const std::string path = PathOf("store.db");
+  int64_t job = 0;
+  MakeStoreWithJob(path, &job);
+  CostProfile costs;
+  costs.comm = 1000;
+  costs.stages = {{9'000'000, 8'000'000, 6'000'000, 3e6, 1e6}};
+  CostProfileDetails details;
+  details.layers = LayerProfile{{{"layers.0", 1'990'000, 1'880'000, 1'300'000, 1.4e6, 5e5, 1e7, 64},
+                                 {"output", 639'000, 646'000, 453'000, 65536, 65536, 8e6, 0}},
+                                costs.comm,
+                                LayerSource::kMeasured};
+  int64_t old_profile = 0;
+  {
+    ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
+    ZB_ASSERT_OK_AND_ASSIGN(old_profile, store.InsertCostProfile(job, "old", costs, details));
+  }
+  {
+    // Back to version 11: the layers table with its old CHECK, the profile without its column.
+    RawDb raw(path);
+    raw.Exec(
+        "CREATE TABLE old_layers AS SELECT * FROM cost_profile_layers;"
+        "DROP TABLE cost_profile_layers;"
+        "CREATE TABLE cost_profile_layers (profile_id INTEGER NOT NULL REFERENCES cost_profiles"
+        " (id) ON DELETE CASCADE, ordinal INTEGER NOT NULL CHECK (ordinal >= 0), name TEXT NOT"
+        " NULL CHECK (name <> ''), f_ns INTEGER NOT NULL CHECK (f_ns >= 0), b_ns INTEGER NOT NULL"
+        " CHECK (b_ns >= 0), w_ns INTEGER NOT NULL CHECK (w_ns >= 0), m_b REAL NOT NULL CHECK"
+        " (m_b >= 0), m_w REAL NOT NULL CHECK (m_w >= 0 AND m_w <= m_b), state REAL NOT NULL"
+        " CHECK (state >= 0), send REAL NOT NULL CHECK (send >= 0), PRIMARY KEY (profile_id,"
+        " ordinal), UNIQUE (profile_id, name)) WITHOUT ROWID;"
+        "INSERT INTO cost_profile_layers SELECT profile_id, ordinal, name, f_ns, b_ns, w_ns, m_b,"
+        " m_w, state, send FROM old_layers;"
+        "DROP TABLE old_layers;"
+        "ALTER TABLE cost_profiles DROP COLUMN checkpointing; PRAGMA user_version = 11");
+  }
+  ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
+  EXPECT_EQ(store.schema_version(), Store::kSchemaVersion);
+  ZB_ASSERT_OK_AND_ASSIGN(CostProfileDetails kept, store.LoadCostProfileDetails(old_profile));
+  ASSERT_TRUE(kept.layers.has_value());
+  EXPECT_TRUE(*kept.layers == *details.layers);
+  details.layers->layers[0].m_w = 3e6;  // above its M_B: a checkpointed block
+  ZB_ASSERT_OK_AND_ASSIGN(int64_t checkpointed,
+                          store.InsertCostProfile(job, "checkpointed", costs, details));
+  ZB_ASSERT_OK_AND_ASSIGN(CostProfileDetails back, store.LoadCostProfileDetails(checkpointed));
+  EXPECT_EQ(back.layers->layers[0].m_w, 3e6);
 }
 
 }  // namespace

@@ -15,11 +15,41 @@
 namespace zb::cli {
 namespace {
 
+bool SplitsBackwards(const Schedule& schedule) {
+  for (const RankProgram& program : schedule.programs) {
+    for (const Op& op : program.ops) {
+      if (op.kind == OpKind::kW) return true;
+    }
+  }
+  return false;
+}
+
+// What PyTorch's runtime alone does with a split order under the profiled job's activation
+// checkpointing (docs/activation-checkpointing.md §1): per-op selective AC fails in its W, so such
+// a CSV is refused; full AC runs, recomputing each block in B and once per parameter group in W,
+// which a note says (`note` empty when there is nothing to say).
+Status CheckTorchAloneUnderCheckpointing(const Schedule& schedule, std::string& note) {
+  const std::string& mode = schedule.costs.checkpointing;
+  if (!SplitsBackwards(schedule) || mode.empty() || mode == "none") return Status::Ok();
+  if (mode == "op" || mode == "mixed" || mode == "reentrant") {
+    return InvalidInput(
+        "the profiled job checkpoints activations (" + mode +
+        "), which PyTorch's runtime cannot run under this order's split backwards (per-op "
+        "selective: \"Trying to backward an extra time\" in W; reentrant: no split); run it with "
+        "zb replay, which recomputes each checkpointed block once, or export a fused order");
+  }
+  note = "zb export: note: the profiled job checkpoints activations (" + mode +
+         "): PyTorch's runtime alone recomputes each checkpointed block in B and again once per "
+         "parameter group in W; zb replay recomputes it once\n";
+  return Status::Ok();
+}
+
 // What makes torchtitan (0.2.2) run the CSV with the right split (docs/formats.md §4.2): its
 // model split comes from the schedule *name* (V placement only for ZBVZeroBubble/DualPipeV,
 // loop otherwise; one stage per rank for single-stage names), the CSV from
 // pipeline_parallel_schedule_csv, the microbatch count from local_batch_size /
-// pipeline_parallel_microbatch_size, and split backwards need activation checkpointing off.
+// pipeline_parallel_microbatch_size. Activation checkpointing stays as the job has it: under zb
+// replay a split order recomputes each checkpointed block once (docs/activation-checkpointing.md).
 Expected<std::string> TorchtitanConfig(const Schedule& schedule, const std::string& csv,
                                        std::optional<int> local_batch_size) {
   const JobLayout layout{schedule.placement, schedule.chunks};
@@ -34,11 +64,7 @@ Expected<std::string> TorchtitanConfig(const Schedule& schedule, const std::stri
     }
     microbatch_size = std::to_string(*local_batch_size / m);
   }
-  bool split = false;
-  for (const RankProgram& program : schedule.programs) {
-    for (const Op& op : program.ops)
-      split = split || op.kind == OpKind::kW;
-  }
+  const bool split = SplitsBackwards(schedule);
   const std::string stages = std::to_string(schedule.ranks * schedule.chunks);
   std::ostringstream out;
   out << "torchtitan: run " << csv << " (" << JobLayoutDescription(layout) << ", " << schedule.ranks
@@ -53,14 +79,16 @@ Expected<std::string> TorchtitanConfig(const Schedule& schedule, const std::stri
     out << "# and pipeline_parallel_layers_per_stage so that the model splits into " << stages
         << " stages\n";
   }
-  if (split) out << "[activation_checkpoint]\nmode = \"none\"  # the order splits backwards\n";
+  if (split) {
+    out << "# activation_checkpoint as the job has it: run it with zb replay, which recomputes "
+           "each\n# checkpointed block once; torchtitan alone recomputes it in B and again in W\n";
+  }
   out << "or on its command line: --parallelism.pipeline_parallel_degree " << schedule.ranks
       << " --parallelism.pipeline_parallel_schedule " << name
       << " --parallelism.pipeline_parallel_schedule_csv " << csv;
   if (local_batch_size) {
     out << " --parallelism.pipeline_parallel_microbatch_size " << microbatch_size;
   }
-  if (split) out << " --activation_checkpoint.mode none";
   out << "\n";
   return out.str();
 }
@@ -128,6 +156,12 @@ int RunExportCommand(const Args& args, std::ostream& out, std::ostream& err) {
   if (format == "json") {
     content = ScheduleToJson(*schedule);
   } else {
+    std::string note;
+    const Status torch_alone = CheckTorchAloneUnderCheckpointing(*schedule, note);
+    if (!torch_alone.ok()) {
+      return ReportError(err, command, torch_alone.WithContext(ScheduleSourceName(values)));
+    }
+    err << note;
     const tuner::TorchCsvFormat torch_format =
         format == "torch-csv"          ? tuner::TorchCsvFormat::kComputeOnly
         : format == "torch-csv-legacy" ? tuner::TorchCsvFormat::kLegacyComputeOnly

@@ -156,6 +156,63 @@ def split_stages(model: Gpt, num_stages: int) -> List[Stage]:
     return stages
 
 
+# Activation checkpointing as users turn it on (--ac): every block, every second block, per-op
+# selective (matmul outputs saved, the rest recomputed, as torchtitan's op-level SAC), or the
+# reentrant checkpoint.
+CHECKPOINTING = ("none", "full", "every2", "sac", "reentrant")
+
+
+def _save_matmuls(ctx, op, *args, **kwargs):
+    from torch.utils.checkpoint import CheckpointPolicy  # noqa: PLC0415
+
+    saved = (torch.ops.aten.mm.default, torch.ops.aten.addmm.default, torch.ops.aten.bmm.default)
+    return CheckpointPolicy.MUST_SAVE if op in saved else CheckpointPolicy.PREFER_RECOMPUTE
+
+
+def checkpoint_blocks(stages: List["Stage"], mode: str) -> None:
+    """Wraps the stages' blocks in torch's checkpoint_wrapper as `mode` says (CHECKPOINTING); the
+    wrapped block keeps its parameters (the same tensors)."""
+    if mode == "none":
+        return
+    import functools  # noqa: PLC0415
+
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (  # noqa: PLC0415
+        CheckpointImpl,
+        checkpoint_wrapper,
+    )
+    from torch.utils.checkpoint import create_selective_checkpoint_contexts  # noqa: PLC0415
+
+    index = 0
+    for stage in stages:
+        for position, block in enumerate(stage.blocks):
+            if mode == "full" or (mode == "every2" and index % 2 == 0):
+                stage.blocks[position] = checkpoint_wrapper(block)
+            elif mode == "sac":
+                context = functools.partial(create_selective_checkpoint_contexts, _save_matmuls)
+                stage.blocks[position] = checkpoint_wrapper(block, context_fn=context)
+            elif mode == "reentrant":
+                stage.blocks[position] = checkpoint_wrapper(
+                    block, checkpoint_impl=CheckpointImpl.REENTRANT
+                )
+            index += 1
+
+
+def count_forwards(model: "Gpt") -> dict:
+    """{block name: forward calls so far}, counted by a pre-hook on each block (a checkpointed
+    block's recomputation calls its forward again, so the count shows how often it ran)."""
+    counts = {f"blocks.{i}": 0 for i in range(len(model.blocks))}
+
+    def hook(name):
+        def count(module, args):
+            counts[name] += 1
+
+        return count
+
+    for i, block in enumerate(model.blocks):
+        block.register_forward_pre_hook(hook(f"blocks.{i}"))
+    return counts
+
+
 def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Mean token-level cross-entropy."""
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))

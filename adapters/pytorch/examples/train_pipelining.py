@@ -12,7 +12,10 @@ for ZBVZeroBubble and DualPipeV. Every iteration prints its time and, on the ran
 stage, the mean microbatch loss; the last line of every rank is one JSON object with the median
 iteration time after `--warmup` iterations (and those times themselves, `iter_s`), which
 `--summary-out PATH` also writes to PATH with `{rank}` replaced by the rank. `--dump PREFIX` writes PREFIX.rank<R>.pt
-with the losses and the rank's final parameters (named as in the whole model) for comparisons.
+with the losses, the rank's final parameters (named as in the whole model) for comparisons and
+how often each of its blocks ran forward after the first iteration (`forward_calls`: a
+checkpointed block's recomputations included; the first iteration also runs torch's one-time
+shape inference). `--ac` checkpoints the blocks' activations (gpt_model.CHECKPOINTING).
 """
 
 from __future__ import annotations
@@ -30,9 +33,12 @@ from torch.distributed.pipelining import PipelineStage, schedules
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt_model import (  # noqa: E402
+    CHECKPOINTING,
     Gpt,
     GptConfig,
     add_job_arguments,
+    checkpoint_blocks,
+    count_forwards,
     init_distributed,
     lm_loss,
     split_stages,
@@ -54,6 +60,9 @@ def parse_args(argv=None):
     parser.add_argument("--schedule", choices=sorted(SCHEDULES), default="1F1B")
     parser.add_argument("--microbatches", type=int, default=4)
     parser.add_argument("--stages-per-rank", type=int, default=2, help="for the interleaved ones")
+    parser.add_argument(
+        "--ac", choices=CHECKPOINTING, default="none", help="activation checkpointing of the blocks"
+    )
     add_job_arguments(parser)
     return parser.parse_args(argv)
 
@@ -77,6 +86,8 @@ def main(argv=None) -> int:
     model = Gpt(config, seed=args.seed)
     pieces = split_stages(model, num_stages)
     mine = local_stage_ids(placement, ranks, rank, per_rank)
+    forward_calls = count_forwards(model)
+    checkpoint_blocks([pieces[s] for s in mine], args.ac)
     stages = [
         PipelineStage(pieces[s].to(device), s, num_stages, device, group=dist.group.WORLD)
         for s in mine
@@ -110,11 +121,15 @@ def main(argv=None) -> int:
         # One write per line: the ranks share the terminal (or pipe) and must not interleave.
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
+        if iteration == 0:  # the first step also runs the stages' one-time shape inference
+            after_first = dict(forward_calls)
 
     if args.dump:
         names = {id(p): name for name, p in model.named_parameters()}
         params = {names[id(p)]: p.detach().cpu().clone() for p in parameters}
-        torch.save({"rank": rank, "losses": losses, "params": params}, f"{args.dump}.rank{rank}.pt")
+        calls = {name: n - after_first[name] for name, n in forward_calls.items() if n}
+        dump = {"rank": rank, "losses": losses, "params": params, "forward_calls": calls}
+        torch.save(dump, f"{args.dump}.rank{rank}.pt")
     measured = times[args.warmup :] or times
     summary = {
         "format": "zb-job-summary/1",  # docs/formats.md §3.1, read by zbkit_harness.torchrun_jobs.read_summary

@@ -9,6 +9,9 @@ Public modules (`__all__`); everything else (names starting with `_`) is interna
   (`str(op)`, `Op.parse`);
 - `executor`: `PipelineExecutor`, one rank's op list on `nn.Module` stages;
 - `bw_split`: `BackwardSplit`, a stage's backward split into B (input gradient) and W (weights);
+- `checkpointing`: activation checkpointing under a split backward (each checkpointed block
+  recomputed once, in B: `RecomputeOnce`), how a block checkpoints (`block_mode`) and what a split
+  order cannot run (`split_refusal`);
 - `post_validation`: the optimizer step checked during the next iteration's warm-up;
 - `libzbrt`: the binding of libzbrt (open a schedule, record a replay, store it);
 - `pipelining`: zbkit inside unmodified torch.distributed.pipelining scripts (the shim `zb replay`
@@ -30,6 +33,7 @@ __version__ = "0.1.0"
 __all__ = [
     "actions",
     "bw_split",
+    "checkpointing",
     "errors",
     "executor",
     "libzbrt",

@@ -44,6 +44,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Set,
 import torch
 from torch.autograd.graph import GradientEdge, Node
 
+from . import checkpointing
 from ._saved_bytes import StorageKey, counted, state_storages
 from .errors import BackwardSplitError
 
@@ -68,6 +69,7 @@ class SplitStats:
         "saved_bytes",
         "retained_bytes",
         "captured_bytes",
+        "recomputed_bytes",
         "mixed_nodes",
         "weight_only_nodes",
     )
@@ -76,18 +78,22 @@ class SplitStats:
         self.saved_bytes = 0  # unique storages autograd saved in F, parameters excluded
         self.retained_bytes = 0  # of those, what is still held between B and W
         self.captured_bytes = 0  # gradients B captured for W, held between B and W
+        # tensors of checkpointed regions that B recomputed and W reads again (zbkit.checkpointing)
+        self.recomputed_bytes = 0
         self.mixed_nodes = 0
         self.weight_only_nodes = 0
 
     @property
     def w_bytes(self) -> int:
-        """Everything held from B until W: retained saved tensors and captured gradients."""
-        return self.retained_bytes + self.captured_bytes
+        """Everything held from B until W: retained saved tensors, captured gradients and the
+        recomputed tensors of checkpointed regions that W reads."""
+        return self.retained_bytes + self.captured_bytes + self.recomputed_bytes
 
     def __repr__(self) -> str:
         return (
             f"SplitStats(saved_bytes={self.saved_bytes}, retained_bytes={self.retained_bytes}, "
-            f"captured_bytes={self.captured_bytes}, mixed_nodes={self.mixed_nodes}, "
+            f"captured_bytes={self.captured_bytes}, recomputed_bytes={self.recomputed_bytes}, "
+            f"mixed_nodes={self.mixed_nodes}, "
             f"weight_only_nodes={self.weight_only_nodes})"
         )
 
@@ -140,6 +146,63 @@ def _input_slots(node: Node) -> int:
     return len(node._input_metadata)
 
 
+def _classify(
+    roots: Iterable[Node], inputs: Iterable[Any], params: Iterable[torch.Tensor]
+) -> Tuple[Dict[Node, torch.Tensor], List[Node], Set[Node], List[Node]]:
+    """The graph from `roots` back to the inputs (tensors that require grad; anything else is
+    ignored) and the parameters: (the parameters' gradient nodes, every node children first, the
+    weight-only nodes, the mixed nodes). See the module doc for the two kinds."""
+    param_nodes: Dict[Node, torch.Tensor] = {}
+    for p in params:
+        if p.requires_grad:
+            param_nodes[torch.autograd.graph.get_gradient_edge(p).node] = p
+    input_nodes: Set[Node] = set()
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.requires_grad:
+            input_nodes.add(torch.autograd.graph.get_gradient_edge(x).node)
+
+    # Post-order walk (children before parents): reach_act / reach_param per node.
+    reach_act: Dict[Node, bool] = {}
+    reach_param: Dict[Node, bool] = {}
+    order: List[Node] = []
+    visited: Set[Node] = set()
+    stack: List[Tuple[Node, bool]] = [(r, False) for r in roots if r is not None]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            act = node in input_nodes
+            par = node in param_nodes
+            for child, _ in _children(node):
+                act = act or reach_act[child]
+                par = par or reach_param[child]
+            reach_act[node] = act
+            reach_param[node] = par
+            order.append(node)
+            continue
+        if node in visited:
+            continue
+        visited.add(node)
+        stack.append((node, True))
+        for child, _ in _children(node):
+            if child not in visited:
+                stack.append((child, False))
+
+    weight_only = {n for n in order if reach_param[n] and not reach_act[n]}
+    mixed = [n for n in order if reach_act[n] and any(c in weight_only for c, _ in _children(n))]
+    return param_nodes, order, weight_only, mixed
+
+
+def weight_pass_nodes(
+    outputs: Iterable[torch.Tensor], inputs: Iterable[Any], params: Iterable[torch.Tensor]
+) -> Set[Node]:
+    """The nodes a weight pass runs after an input pass of the same graph, in zbkit's split and
+    in torch's (`stage_backward_weight` starts at the nodes where the activation and the weight
+    paths meet, its "intermediates", our mixed nodes): the mixed and the weight-only nodes."""
+    roots = (o.grad_fn for o in outputs if isinstance(o, torch.Tensor))
+    _, _, weight_only, mixed = _classify(roots, inputs, params)
+    return set(mixed) | weight_only
+
+
 class BackwardSplit:
     """The backward of one forward pass of one stage, runnable as B then W, or fused.
 
@@ -174,6 +237,8 @@ class BackwardSplit:
         #: backward and W only accumulates the weight gradients B kept (see the module doc)
         self.split_clean = True
         self._deferred: List[Tuple[torch.Tensor, torch.Tensor]] = []
+        # B and W of a split run in one group, so that checkpointed regions recompute once
+        self._group: Optional[checkpointing.RecomputeOnce] = None
         self.stats = SplitStats()
 
     # ---- forward ---------------------------------------------------------------------------
@@ -197,6 +262,8 @@ class BackwardSplit:
         """Run the stage's forward (and loss) inside this to route saved tensors through here."""
         if self._state != "new":
             raise BackwardSplitError("zbkit bw_split: record() used twice on one BackwardSplit")
+        # Before the forward: the checkpointed regions it runs must get the wrapped hook.
+        checkpointing.install()
         with torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack):
             yield
         self._state = "recorded"
@@ -216,44 +283,9 @@ class BackwardSplit:
                 raise BackwardSplitError(
                     "zbkit bw_split: a stage output does not depend on anything that requires grad"
                 )
-        param_nodes: Dict[Node, torch.Tensor] = {}
-        for p in self._params:
-            param_nodes[torch.autograd.graph.get_gradient_edge(p).node] = p
-        input_nodes: Set[Node] = set()
-        for x in self._inputs:
-            if x.requires_grad:
-                input_nodes.add(torch.autograd.graph.get_gradient_edge(x).node)
-
-        # Post-order walk (children before parents): reach_act / reach_param per node.
-        reach_act: Dict[Node, bool] = {}
-        reach_param: Dict[Node, bool] = {}
-        order: List[Node] = []
-        visited: Set[Node] = set()
-        stack: List[Tuple[Node, bool]] = [(o.grad_fn, False) for o in self._outputs]
-        while stack:
-            node, done = stack.pop()
-            if done:
-                act = node in input_nodes
-                par = node in param_nodes
-                for child, _ in _children(node):
-                    act = act or reach_act[child]
-                    par = par or reach_param[child]
-                reach_act[node] = act
-                reach_param[node] = par
-                order.append(node)
-                continue
-            if node in visited:
-                continue
-            visited.add(node)
-            stack.append((node, True))
-            for child, _ in _children(node):
-                if child not in visited:
-                    stack.append((child, False))
-
-        weight_only = {n for n in order if reach_param[n] and not reach_act[n]}
-        mixed = [
-            n for n in order if reach_act[n] and any(c in weight_only for c, _ in _children(n))
-        ]
+        param_nodes, order, weight_only, mixed = _classify(
+            (o.grad_fn for o in self._outputs), self._inputs, self._params
+        )
         # W runs each mixed node from its captured gradient with that node's weight-side children
         # as targets. If such a child is also reachable another way (one parameter, or one
         # parameter-derived tensor, used at two places), the engine would also walk the other
@@ -283,23 +315,28 @@ class BackwardSplit:
         self.stats.weight_only_nodes = len(weight_only) - len(self._param_of)
 
         # Which node owns which saved tensor: reading a node's saved attributes calls our unpack
-        # hook with that node marked.
-        for n in order:
-            self._mapping_node = n
-            try:
-                for attr in _saved_attributes(n):
-                    try:
-                        getattr(n, attr)
-                    except RuntimeError:
-                        pass
-                if isinstance(n, _CUSTOM_FUNCTION_NODE):  # a custom autograd.Function's ctx
-                    try:
-                        n.saved_tensors  # noqa: B018 - read for the unpack side effect
-                    except RuntimeError:
-                        pass
-            finally:
-                self._mapping_node = None
+        # hook with that node marked (a checkpointed region's tensors are not ours: reading them
+        # would recompute the region, so they refuse while mapping).
+        with checkpointing.mapping_saved_tensors():
+            for n in order:
+                self._mapping_node = n
+                try:
+                    for attr in _saved_attributes(n):
+                        try:
+                            getattr(n, attr)
+                        except RuntimeError:
+                            pass
+                    if isinstance(n, _CUSTOM_FUNCTION_NODE):  # a custom autograd.Function's ctx
+                        try:
+                            n.saved_tensors  # noqa: B018 - read for the unpack side effect
+                        except RuntimeError:
+                            pass
+                finally:
+                    self._mapping_node = None
         self.stats.saved_bytes = self._bytes(self._boxes)
+        if self.split_clean and checkpointing.install():
+            w_nodes = set(mixed) | weight_only
+            self._group = checkpointing.RecomputeOnce(w_nodes.__contains__)
         self._state = "sealed"
 
     def _bytes(self, boxes: Iterable[_Box]) -> int:
@@ -342,9 +379,10 @@ class BackwardSplit:
                 targets.append(GradientEdge(n, k))
         result: List[Optional[torch.Tensor]] = [None] * len(self._inputs)
         if targets:
-            grads = torch.autograd.grad(
-                self._outputs, targets, dys, retain_graph=True, allow_unused=True
-            )
+            with self._in_group():
+                grads = torch.autograd.grad(
+                    self._outputs, targets, dys, retain_graph=True, allow_unused=True
+                )
             for j, i in enumerate(wanted):
                 result[i] = grads[j]
             captured = grads[len(wanted) :]
@@ -357,6 +395,10 @@ class BackwardSplit:
                 b.tensor = None
         self.stats.retained_bytes = self._bytes(self._boxes)
         self.stats.captured_bytes = self._captured_bytes()
+        if self._group is not None:
+            self.stats.recomputed_bytes = _unique_bytes(
+                self._group.kept_tensors(), self._param_storage
+            )
         self._outputs = ()
         self._inputs = ()
         self._state = "b_done"
@@ -411,7 +453,10 @@ class BackwardSplit:
                     keys.append((c, nr))
                     param = self._param_of.get(c)
                     targets.append(param if param is not None else GradientEdge(c, nr))
-            grads = torch.autograd.grad(outs, targets, gouts, retain_graph=True, allow_unused=True)
+            with self._in_group():
+                grads = torch.autograd.grad(
+                    outs, targets, gouts, retain_graph=True, allow_unused=True
+                )
             for (c, nr), g in zip(keys, grads):
                 if g is None:
                     continue
@@ -422,9 +467,10 @@ class BackwardSplit:
         if pending:
             params = list(self._param_of.values())
             outs = [GradientEdge(c, nr) for (c, nr) in pending]
-            grads = torch.autograd.grad(
-                outs, params, list(pending.values()), retain_graph=False, allow_unused=True
-            )
+            with self._in_group():
+                grads = torch.autograd.grad(
+                    outs, params, list(pending.values()), retain_graph=False, allow_unused=True
+                )
             for p, g in zip(params, grads):
                 if g is not None:
                     accumulate_grad(p, g)
@@ -470,7 +516,19 @@ class BackwardSplit:
             return 0
         return self._bytes(self._boxes)
 
+    def _in_group(self):
+        """The split's `RecomputeOnce` entered, or nothing where there is none or the caller is
+        already inside a GraphExecGroup of its own (they do not nest; then its regions follow
+        the caller's group)."""
+        group = self._group
+        if group is None or checkpointing.current_group() is not None:
+            return contextlib.nullcontext()
+        return group
+
     def _release(self) -> None:
+        if self._group is not None:
+            self._group.release()
+            self._group = None
         for b in self._boxes:
             b.tensor = None
         self._boxes = []

@@ -27,6 +27,7 @@ from torch._C._autograd import _profiler_enabled as profiler_enabled
 from torch.profiler import record_function
 
 from . import _p2p as p2p
+from . import checkpointing
 from . import progress as progress_record
 from ._data_parallel import EXECUTOR_BACKWARD, split_under_ddp
 from ._p2p import ACT, GRAD, one_line
@@ -156,6 +157,21 @@ class PipelineExecutor:
         )
         if ddp:
             raise _fail(ddp)
+        # Every backward of the executor is a torch.autograd.grad, which torch's reentrant
+        # checkpoint refuses; a compiled stage cannot be split (zbkit.checkpointing).
+        where = f"zbkit executor rank {rank}"
+        refusal = checkpointing.reentrant_refusal(
+            sorted(modules.items()),
+            where,
+            "which refuses torch.autograd.grad, the executor's every backward",
+            "or replay the script through torch's runtime (zb replay) with a fused order",
+        )
+        split_stages = {op.stage for op in schedule.ops[rank] if op.kind in ("B", "W")}
+        refusal = refusal or checkpointing.split_refusal(
+            sorted((s, m) for s, m in modules.items() if s in split_stages), where
+        )
+        if refusal:
+            raise _fail(refusal)
         self.schedule = schedule
         self.rank = rank
         self.modules = dict(modules)

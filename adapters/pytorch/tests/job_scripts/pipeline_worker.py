@@ -39,6 +39,52 @@ def make_stage(stage: int) -> nn.Module:
     ).double()
 
 
+# Activation checkpointing of a test stage: which of its modules are checkpointed, and how.
+CHECKPOINTED = {"full": (0, 3), "every2": (3,), "sac": (0, 3), "reentrant": (3,)}
+_WRAPPED = "_checkpoint_wrapped_module."
+
+
+def _save_matmuls(ctx, op, *args, **kwargs):
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    saved = (torch.ops.aten.mm.default, torch.ops.aten.addmm.default, torch.ops.aten.bmm.default)
+    return CheckpointPolicy.MUST_SAVE if op in saved else CheckpointPolicy.PREFER_RECOMPUTE
+
+
+def checkpointed_stage(stage: int, mode: str, calls: Dict[str, int]) -> nn.Module:
+    """make_stage(stage) with CHECKPOINTED[mode]'s modules wrapped in torch's checkpoint_wrapper
+    (per-op selective for "sac", torch's reentrant checkpoint for "reentrant"); calls["s.i"]
+    counts the forward calls of module i, recomputations included."""
+    import functools
+
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+        CheckpointImpl,
+        checkpoint_wrapper,
+    )
+    from torch.utils.checkpoint import create_selective_checkpoint_contexts
+
+    module = make_stage(stage)
+    for index, child in enumerate(module):
+        key = f"{stage}.{index}"
+        calls.setdefault(key, 0)
+        child.register_forward_pre_hook(lambda *_, key=key: calls.__setitem__(key, calls[key] + 1))
+    for index in CHECKPOINTED.get(mode, ()):
+        options: Dict[str, Any] = {}
+        if mode == "sac":
+            options["context_fn"] = functools.partial(
+                create_selective_checkpoint_contexts, _save_matmuls
+            )
+        if mode == "reentrant":
+            options["checkpoint_impl"] = CheckpointImpl.REENTRANT
+        module[index] = checkpoint_wrapper(module[index], **options)
+    return module
+
+
+def unwrapped_name(name: str) -> str:
+    """A parameter's name as make_stage has it (checkpoint_wrapper adds a level)."""
+    return name.replace(_WRAPPED, "")
+
+
 def make_data(microbatches: int) -> Tuple[torch.Tensor, torch.Tensor]:
     """The whole batch (inputs, targets)."""
     g = torch.Generator().manual_seed(7)
@@ -246,6 +292,111 @@ def run_equivalence(job: Dict[str, Any], rank: int, result: Dict[str, Any]) -> N
         result[name] = entry
 
 
+def _second_step(step, modules, calls: Dict[str, int], entry: Dict[str, Any]) -> None:
+    """Two steps of `step`; entry gets the second's losses and forward calls (the first includes
+    torch's one-time shape inference, which runs every module once more), the modules the
+    second's gradients alone."""
+    step()
+    for module in modules.values():
+        for p in module.parameters():
+            p.grad = None
+    first = dict(calls)
+    entry["losses"] = step()
+    entry["calls"] = {key: calls[key] - first.get(key, 0) for key in calls}
+
+
+def run_checkpointing(job: Dict[str, Any], rank: int, result: Dict[str, Any]) -> None:
+    """Every case of job["cases"] under every activation-checkpointing mode of job["modes"],
+    through zbkit's executor and through PyTorch's runtime as the shim runs it (replay.prepare,
+    then the shim's recompute-once wrapping, as its step does); and job["torch_classes"] (name ->
+    (schedule, class name)) as torch runs them alone, the reference, under job["torch_modes"]. Per run: losses, gradients
+    (make_stage's names), forward calls per module, all of the second of two steps; or the
+    error."""
+    from torch.distributed.pipelining import PipelineStage
+    from torch.distributed.pipelining import schedules as torch_schedules
+
+    from zbkit import pipelining
+    from zbkit.executor import PipelineExecutor
+    from zbkit.pipelining.recompute import recompute_once
+
+    def grads(modules):
+        return {
+            f"{s}.{unwrapped_name(n)}": p.grad.clone()
+            for s, mod in modules.items()
+            for n, p in mod.named_parameters()
+            if p.grad is not None
+        }
+
+    def attempt(entry, body):
+        try:
+            body()
+        except Exception as error:  # what torch or zbkit raised: the test reports it
+            cause = error.__cause__ or error
+            entry["error"] = f"{type(cause).__name__}: {str(cause).strip().splitlines()[0][:200]}"
+
+    for mode in job["modes"]:
+        for name, case in job["cases"].items():
+            schedule = case["schedule"]
+            local = schedule.stages[rank]
+            for path in ("executor", "shim"):
+                calls: Dict[str, int] = {}
+                modules = {s: checkpointed_stage(s, mode, calls) for s in local}
+                entry: Dict[str, Any] = {"calls": calls}
+
+                def body(
+                    path=path, modules=modules, entry=entry, schedule=schedule, local=local,
+                    case=case, calls=calls,
+                ):  # fmt: skip
+                    if path == "executor":
+                        ex = PipelineExecutor(
+                            schedule, rank, modules, loss_fn, timeout_s=job["timeout_s"]
+                        )
+                        xs, ys = _step_inputs(schedule)
+                        step = lambda: [float(v) for v in ex.step(xs, ys)]  # noqa: E731
+                    else:
+                        stages = [
+                            PipelineStage(modules[s], s, schedule.num_stages, torch.device("cpu"))
+                            for s in local
+                        ]
+                        obj = torch_schedules._PipelineScheduleRuntime(
+                            stages, n_microbatches=schedule.microbatches, loss_fn=loss_fn
+                        )
+                        runtime = pipelining.replay.prepare(obj, case["json"])
+                        recompute_once(runtime)
+                        step = lambda: _torch_step(runtime, schedule, rank)  # noqa: E731
+                    _second_step(step, modules, calls, entry)
+                    entry["grads"] = grads(modules)
+
+                attempt(entry, body)
+                result[(mode, name, path)] = entry
+        if mode not in job.get("torch_modes", ()):
+            continue
+        for name, (schedule, class_name) in job.get("torch_classes", {}).items():
+            local = schedule.stages[rank]
+            calls = {}
+            modules = {s: checkpointed_stage(s, mode, calls) for s in local}
+            entry = {"calls": calls}
+
+            def run_class(
+                modules=modules, entry=entry, schedule=schedule, cls=class_name, local=local,
+                calls=calls,
+            ):  # fmt: skip
+                stages = [
+                    PipelineStage(modules[s], s, schedule.num_stages, torch.device("cpu"))
+                    for s in local
+                ]
+                obj = getattr(torch_schedules, cls)(
+                    stages if len(stages) > 1 else stages[0],
+                    n_microbatches=schedule.microbatches,
+                    loss_fn=loss_fn,
+                )
+                _second_step(lambda: _torch_step(obj, schedule, rank), modules, calls, entry)
+                entry["grads"] = grads(modules)
+
+            attempt(entry, run_class)
+            result[(mode, name, "torch")] = entry
+
+
 def run_unchecked(job: Dict[str, Any], rank: int, result: Dict[str, Any]) -> None:
     """job["schedule"] through PyTorch's runtime from the CSV job["csv"], without the shim's
     checks: its losses and gradients, or the error it raised (a rank that fails leaves, so its
@@ -280,7 +431,7 @@ def main() -> None:
     result: Dict[str, Any] = {}
     runners = {
         "grads": run_grads, "failure": run_failure, "equivalence": run_equivalence,
-        "unchecked": run_unchecked, "profiled": run_profiled,
+        "unchecked": run_unchecked, "profiled": run_profiled, "checkpointing": run_checkpointing,
     }  # fmt: skip
     runners[mode](job, rank, result)
     path = Path(out_dir) / f"rank{rank}.pt"
@@ -288,7 +439,7 @@ def main() -> None:
     os.replace(str(path) + ".tmp", path)
     sys.stdout.flush()
     # After a failure the group holds receives that never complete; leave without tearing down.
-    if mode in ("grads", "equivalence", "profiled"):
+    if mode in ("grads", "equivalence", "profiled", "checkpointing"):
         dist.barrier()
         dist.destroy_process_group()
     os._exit(0)

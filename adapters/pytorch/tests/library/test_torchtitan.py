@@ -254,3 +254,42 @@ def seed_checkpoint(tmp_path: Path, assets: List[str], flavor: str) -> List[str]
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     assert (out / "checkpoint" / "step-0").is_dir(), (done.stdout + done.stderr)[-3000:]
     return jobs.from_seed_checkpoint(out)
+
+
+def test_activation_checkpointing_stays_on_under_zb_profile_and_zb_replay(tmp_path, assets):
+    """docs/activation-checkpointing.md: torchtitan with its per-op selective AC
+    (`selective_ac_option = "op"`), which torch's own split cannot run, unedited: profiled by `zb
+    profile` (whose window splits backwards) without harm, the profile recording "op" and per-block
+    M_W above M_B; a split order (zb-h1) replayed through the shim with the losses of torchtitan's
+    own 1F1B under the same AC; and `zb export` of that order for torchtitan alone refused in one
+    line that names zb replay."""
+    zb = str(require_zb())
+    sac = ("--activation_checkpoint.mode", "selective",
+           "--activation_checkpoint.selective_ac_option", "op")  # fmt: skip
+    one_f_one_b = ("--parallelism.pipeline_parallel_schedule", "1F1B")
+    costs = tmp_path / "costs.json"
+    layers = tmp_path / "layers.json"
+    profile = run([zb, "profile", "--torch", "--torch-skip", "1", "--torch-iters", "2", "--pp",
+                   "2", "--out", str(costs), "--layers-out", str(layers), "--",
+                   *titan_command(tmp_path / "profiled", assets, *one_f_one_b, *sac)],
+                  job_env())  # fmt: skip
+    assert profile.returncode == 0, profile.stderr[-4000:]
+    assert json.loads(costs.read_text())["checkpointing"] == "op"
+    blocks = [
+        x for x in json.loads(layers.read_text())["layers"] if x["name"].startswith("layers.")
+    ]
+    assert blocks and all(x["M_W"] > x["M_B"] for x in blocks), blocks
+
+    order = tmp_path / "zb-h1.json"
+    done = run([zb, "tune", "--costs", str(costs), "-m", str(MICROBATCHES), "--mem-limit", "none",
+                "--family", "zb-h1", "--out", str(order)], job_env())  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    refused = run([zb, "export", str(order), "--format", "torch-csv", "-o",
+                   str(tmp_path / "h1.csv"), "--for", "torchtitan"], job_env())  # fmt: skip
+    assert refused.returncode == 1 and "run it with zb replay" in refused.stderr, refused.stderr
+    assert not (tmp_path / "h1.csv").exists()
+
+    own = train(tmp_path, "own", assets, *one_f_one_b, *sac)
+    replayed = train(tmp_path, "shim", assets, *one_f_one_b, *sac,
+                     command=(zb, "replay", str(order), "--"))  # fmt: skip
+    assert replayed == pytest.approx(own, rel=1e-5)

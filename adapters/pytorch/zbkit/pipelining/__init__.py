@@ -48,7 +48,8 @@ hook), so processes that never import it (torchrun itself, tools) do not pay for
 The features live apart and this module installs them: `replay` (the schedule file), `measure`
 (`measure.window`: the profiling window; `measure.blocks`: per-block costs; `measure.memory`: the
 activation-memory report; all three count saved bytes through zbkit._saved_bytes), `progress`
-(the progress record).
+(the progress record), `recompute` (each checkpointed block recomputed once under a split order:
+zbkit.checkpointing).
 """
 
 from __future__ import annotations
@@ -79,6 +80,14 @@ def _with_progress(step_function):
     return step
 
 
+def recompute_once(schedule) -> None:
+    # Imported on the first step: it needs torch.utils.checkpoint, which processes that only load
+    # the shim (torchrun's launcher) must not pay for.
+    from .recompute import recompute_once as wrap  # noqa: PLC0415
+
+    wrap(schedule)
+
+
 def _wrap_step(original_step):
     @functools.wraps(original_step)
     def step(self, *args, **kwargs):
@@ -96,7 +105,9 @@ def _wrap_step(original_step):
                 # The delegate's own step is this wrapper too: run the unwrapped one.
                 inner = type(runtime).step
                 inner = getattr(inner, "__wrapped__", inner)
+                recompute_once(runtime)
                 return measured(runtime, _with_progress(inner), args, kwargs)
+        recompute_once(self)
         return measured(self, _with_progress(original_step), args, kwargs)
 
     step._zbkit_patched = True

@@ -184,6 +184,8 @@ def prepare(schedule, path: str):
 def _prepare(schedule, stages, path: str, csv_path: str):
     from torch.distributed.pipelining import schedules as torch_schedules  # noqa: PLC0415
 
+    from .. import checkpointing  # noqa: PLC0415 - needs torch, which the shim loads on use
+
     first = stages[0]
     rank, ranks, num_stages = first.group_rank, first.group_size, first.num_stages
     shape = read_shape(csv_path)
@@ -199,6 +201,13 @@ def _prepare(schedule, stages, path: str, csv_path: str):
         ddp = split_under_ddp(((s.stage_index, s.submod) for s in stages), f"zbkit: rank {rank}")
         if ddp:
             raise Refusal(f"{ddp} ({shown} splits backwards)")
+        stages_split = {s for s, kind, _ in shape.rows[rank] if kind in ("I", "W")}
+        unsplittable = checkpointing.split_refusal(
+            [(s.stage_index, s.submod) for s in stages if s.stage_index in stages_split],
+            f"zbkit: rank {rank}",
+        )
+        if unsplittable:
+            raise Refusal(f"{unsplittable} ({shown} splits backwards)")
     runtime_class = torch_schedules._PipelineScheduleRuntime
     if isinstance(schedule, runtime_class):
         runtime = schedule

@@ -151,6 +151,7 @@ struct Attribution {
   Placement placement = Placement::kLoop;
   bool layout_known = true;
   std::string schedule_class;  // the torch class the traces name (RawTrace::schedule_class)
+  std::string checkpointing;   // the job's activation checkpointing (CheckpointingOf)
   bool split = false;          // some rank ran W ops
   bool has_memory = false;     // some process recorded allocations
   int64_t kernels_total = 0;

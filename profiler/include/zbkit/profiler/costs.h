@@ -71,6 +71,7 @@ struct CostReport {
   Placement placement = Placement::kLoop;
   bool layout_known = true;    // Attribution::layout_known
   std::string schedule_class;  // Attribution::schedule_class
+  std::string checkpointing;   // Attribution::checkpointing
   bool split = false;          // the job runs W separately from B
   // Per model stage (ranks * chunks entries).
   std::vector<StageStats> stages;

@@ -78,9 +78,13 @@ struct RawTrace {
   // The torch schedule class the process ran, where the trace says ("" unknown): zbkit's shim
   // adds it to the torch.profiler traces it writes as the top-level key kScheduleClassKey.
   std::string schedule_class;
+  // How the process's stages checkpoint their activations (zb::IsCheckpointingMode; "" unknown),
+  // where the trace says: the shim adds it as the top-level key kCheckpointingKey.
+  std::string checkpointing;
 };
 
 inline constexpr const char* kScheduleClassKey = "zbkit_schedule_class";
+inline constexpr const char* kCheckpointingKey = "zbkit_checkpointing";
 
 }  // namespace zb::profiler
 

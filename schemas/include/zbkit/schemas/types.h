@@ -106,6 +106,14 @@ std::string JobLayoutName(const JobLayout& layout);              // "loop:1", "l
 // What a job of `layout` builds, in words: "2 stages per rank, interleaved (loop placement)".
 std::string JobLayoutDescription(const JobLayout& layout);
 
+// How a job checkpoints its activations (docs/activation-checkpointing.md §1): per block "none",
+// "full" (torch's non-reentrant checkpoint of the whole block), "op" (per-op selective),
+// "reentrant"; for a job also "layer" (some blocks full, the others none: torchtitan's every-k-th
+// layer) and "mixed" (any other combination).
+bool IsCheckpointingMode(std::string_view mode);
+// The modes, for messages: "none, full, op, reentrant, layer, mixed".
+const char* CheckpointingModeList();
+
 // Per-stage costs of a pipeline plus the latency of one stage-to-stage hop.
 struct CostProfile {
   std::vector<StageCost> stages;
@@ -118,7 +126,7 @@ struct CostProfile {
   // (The split profile records no layout: it is no longer one profiled job's.)
   CostProfile SplitStages(int parts) const;
   // The costs alone, without what the profiled job was (layout, schedule_class): what a schedule
-  // carries as its costs.
+  // carries as its costs. The job's checkpointing stays: it says what B and W hold.
   CostProfile CostsOnly() const;
 
   // What the profiled job was, where the profiler saw it (docs/formats.md §1): its stage layout
@@ -126,10 +134,15 @@ struct CostProfile {
   // one per rank whatever the layout. zb tune proposes by default only orders of this layout.
   std::optional<JobLayout> layout;
   std::string schedule_class;
+  // How the job checkpointed its activations (IsCheckpointingMode; "" unknown). Under "full",
+  // "op" and "layer", B holds one recomputation of each checkpointed block and M_W may exceed
+  // M_B (docs/activation-checkpointing.md §2); zb export refuses a split order for torch alone
+  // where torch's own split would fail ("op", "mixed").
+  std::string checkpointing;
 
   bool operator==(const CostProfile& other) const {
     return stages == other.stages && comm == other.comm && layout == other.layout &&
-           schedule_class == other.schedule_class;
+           schedule_class == other.schedule_class && checkpointing == other.checkpointing;
   }
 };
 

@@ -24,9 +24,10 @@ Status CheckOpTime(const std::string& field, double ms, int factor = 1);
 // an unbounded M_B (1e308) made the peak infinite and its ratios NaN.
 inline constexpr double kMaxMemory = 1125899906842624.0;
 
-// Every time finite and >= 0, F > 0, memory finite, >= 0 and at most kMaxMemory, M_W <= M_B (M_W is
-// the part of M_B still held from B until W), comm >= 0, at least one stage. Errors name the field
-// and say why, e.g. `stages[2].M_W: 3 is more than M_B (1): ...`.
+// Every time finite and >= 0, F > 0, memory finite, >= 0 and at most kMaxMemory (M_W, what is held
+// from B until W, may exceed M_B under activation checkpointing: docs/activation-checkpointing.md
+// §2), comm >= 0, at least one stage. Errors name the field and say why, e.g.
+// `stages[2].M_W: must be a finite number >= 0`.
 Status ValidateCostProfile(const CostProfile& costs);
 
 // A profile to tune: ValidateCostProfile, and every time at most kMaxOpTime (CheckOpTime).

@@ -228,9 +228,15 @@ class _BlockRunner:
         runtime splits it (`stage_backward_input`, then `stage_backward_weight` from the
         intermediate gradients it kept): W timed on its own, not as a difference. A block whose
         inputs need no gradient has B = 0 and all of its backward in W, as torch runs a first
-        stage. The parameters' .grad is put back as it was (torch's calls accumulate into it)."""
+        stage. The parameters' .grad is put back as it was (torch's calls accumulate into it).
+        Both run in one RecomputeOnce, as the shim runs them: a checkpointed block's one
+        recomputation is in B, none in W (docs/activation-checkpointing.md)."""
         from torch.distributed.pipelining import _backward  # noqa: PLC0415
 
+        from ... import checkpointing  # noqa: PLC0415
+        from ...bw_split import weight_pass_nodes  # noqa: PLC0415
+
+        checkpointing.install()  # before the forward: its checkpointed regions get the hook
         forward, outputs, seeds, leaves, _ = self.forward()
         if not outputs:
             return forward, 0.0, 0.0
@@ -245,18 +251,39 @@ class _BlockRunner:
                 if self.params:
                     self.torch.autograd.grad(outputs, self.params, seeds, allow_unused=True)
                 return forward, 0.0, self._now() - start
+            group = contextlib.nullcontext()
+            if checkpointing.install() and checkpointing.current_group() is None:
+                nodes = weight_pass_nodes(outputs, leaves, self.params)
+                group = checkpointing.RecomputeOnce(nodes.__contains__)
             start = self._now()
-            _, groups = _backward.stage_backward_input(outputs, seeds, leaves, iter(self.params))
+            with group:
+                _, groups = _backward.stage_backward_input(
+                    outputs, seeds, leaves, iter(self.params)
+                )
             b = self._now() - start
             start = self._now()
-            _backward.stage_backward_weight(iter(self.params), groups)
+            with group:
+                _backward.stage_backward_weight(iter(self.params), groups)
             return forward, b, self._now() - start
         finally:
             for parameter, grad in zip(self.params, kept):
                 parameter.grad = grad
 
     def memory(self) -> tuple:
-        """(M_B, M_W, send) in bytes, from one forward."""
+        """(M_B, M_W, send) in bytes, from one forward. For a checkpointed block M_B is what its
+        forward leaves (the checkpointed regions' inputs, and what is saved outside them) and M_W
+        what W reads: the same tensors as without checkpointing, recomputed in B and kept until
+        W (docs/activation-checkpointing.md §2), so M_W is measured on a forward with the
+        block's checkpoint wrappers bypassed."""
+        from ... import checkpointing  # noqa: PLC0415
+
+        m_b, m_w, send = self._memory()
+        if checkpointing.block_mode(self.module) in ("full", "op"):
+            with checkpointing.wrappers_bypassed(self.module):
+                _, m_w, _ = self._memory()
+        return m_b, m_w, send
+
+    def _memory(self) -> tuple:
         from torch.utils._python_dispatch import TorchDispatchMode  # noqa: PLC0415
         from torch.utils._pytree import tree_flatten  # noqa: PLC0415
 

@@ -16,6 +16,8 @@ from . import blocks
 
 # The trace metadata key naming the schedule class (kScheduleClassKey in zbkit/profiler/trace.h).
 SCHEDULE_CLASS_KEY = "zbkit_schedule_class"
+# The job's activation checkpointing (kCheckpointingKey, zbkit.checkpointing.job_mode).
+CHECKPOINTING_KEY = "zbkit_checkpointing"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -69,13 +71,25 @@ class _ProfileWindow:
         self.profiler.__enter__()
         atexit.register(self.finish)
 
-    def name_schedule(self, class_name: str) -> None:
-        """Records the schedule class the job runs in the trace (top-level metadata, read by `zb
-        import` into the profile's layout, docs/formats.md §1), once per window."""
+    def name_schedule(self, schedule) -> None:
+        """Records the schedule class the job runs and how this rank's stages checkpoint their
+        activations in the trace (top-level metadata, read by `zb import` into the profile,
+        docs/formats.md §1, docs/activation-checkpointing.md §1), once per window."""
         if self.profiler is None or self.named:
             return
         self.named = True
-        self.profiler.add_metadata(SCHEDULE_CLASS_KEY, class_name)
+        self.profiler.add_metadata(SCHEDULE_CLASS_KEY, type(schedule).__name__)
+        try:
+            from ... import checkpointing  # noqa: PLC0415
+
+            stage_blocks = [
+                block
+                for stage in local_stages(schedule)
+                for _, block in blocks.stage_blocks(stage.submod)
+            ]
+            self.profiler.add_metadata(CHECKPOINTING_KEY, checkpointing.job_mode(stage_blocks))
+        except Exception as error:  # the profile then says nothing of it
+            blocks.warn(f"activation checkpointing not recorded: {error}")
 
     def after(self) -> None:
         self.steps += 1
@@ -189,7 +203,7 @@ def profiled(target, step_function, args, kwargs):
     except Exception as error:  # optimizer state is then left out of `state`
         blocks.warn(f"optimizer state not seen: {error}")
     _window.before()
-    _window.name_schedule(type(target).__name__)
+    _window.name_schedule(target)
     labels = None
     capture = _window.capture_blocks(target)
     try:
