@@ -348,10 +348,18 @@ def run_checkpointing(job: Dict[str, Any], rank: int, result: Dict[str, Any]) ->
                     case=case, calls=calls,
                 ):  # fmt: skip
                     if path == "executor":
+                        recorder = _Recorder()
                         ex = PipelineExecutor(
-                            schedule, rank, modules, loss_fn, timeout_s=job["timeout_s"]
+                            schedule,
+                            rank,
+                            modules,
+                            loss_fn,
+                            recorder=recorder,
+                            timeout_s=job["timeout_s"],
                         )
-                        xs, ys = _step_inputs(schedule)
+                        # Each microbatch its own storage (not a view of the batch's), so that
+                        # the first stage's saved input counts one microbatch, as measured alone.
+                        xs, ys = (list(t.clone() for t in ts) for ts in _step_inputs(schedule))
                         step = lambda: [float(v) for v in ex.step(xs, ys)]  # noqa: E731
                     else:
                         stages = [
@@ -366,6 +374,8 @@ def run_checkpointing(job: Dict[str, Any], rank: int, result: Dict[str, Any]) ->
                         step = lambda: _torch_step(runtime, schedule, rank)  # noqa: E731
                     _second_step(step, modules, calls, entry)
                     entry["grads"] = grads(modules)
+                    if path == "executor":  # the activation bytes its splits held, at most
+                        entry["peak_bytes"] = recorder.peak
 
                 attempt(entry, body)
                 result[(mode, name, path)] = entry
