@@ -371,7 +371,8 @@ Expected<LayerProfile> ParseLayersValue(const json& value) {
   std::unordered_set<std::string> names;
   for (size_t i = 0; i < layers->size(); ++i) {
     Reader layer((*layers)[i], "layers[" + std::to_string(i) + "]");
-    ZB_RETURN_IF_ERROR(layer.ExpectObject({"name", "F", "B", "W", "M_B", "M_W", "state", "send"}));
+    ZB_RETURN_IF_ERROR(layer.ExpectObject(
+        {"name", "F", "B", "W", "M_B", "M_W", "state", "send", "checkpointing"}));
     LayerCost cost;
     ZB_ASSIGN_OR_RETURN(cost.name, layer.String("name"));
     if (cost.name.empty()) return InvalidInput(layer.FieldPath("name") + ": must not be empty");
@@ -392,6 +393,14 @@ Expected<LayerProfile> ParseLayersValue(const json& value) {
     for (const auto& [field, target] : {std::pair{"state", &cost.state}, {"send", &cost.send}}) {
       if (!layer.Has(field)) continue;
       ZB_ASSIGN_OR_RETURN(*target, layer.Number(field, 0));
+    }
+    if (layer.Has("checkpointing")) {
+      ZB_ASSIGN_OR_RETURN(cost.checkpointing, layer.String("checkpointing"));
+      if (!IsBlockCheckpointingMode(cost.checkpointing)) {
+        return InvalidInput(layer.FieldPath("checkpointing") +
+                            ": must be one of none, full, op, reentrant, got \"" +
+                            cost.checkpointing + "\"");
+      }
     }
     profile.layers.push_back(std::move(cost));
   }
@@ -584,10 +593,10 @@ std::string LayersToJson(const LayerProfile& profile) {
       << LayerSourceName(profile.source) << "\",\n \"layers\": [";
   for (size_t i = 0; i < profile.layers.size(); ++i) {
     const LayerCost& layer = profile.layers[i];
-    const nlohmann::json entry = {{"name", layer.name},   {"F", NsToMs(layer.f)},
-                                  {"B", NsToMs(layer.b)}, {"W", NsToMs(layer.w)},
-                                  {"M_B", layer.m_b},     {"M_W", layer.m_w},
-                                  {"state", layer.state}, {"send", layer.send}};
+    nlohmann::json entry = {{"name", layer.name},   {"F", NsToMs(layer.f)}, {"B", NsToMs(layer.b)},
+                            {"W", NsToMs(layer.w)}, {"M_B", layer.m_b},     {"M_W", layer.m_w},
+                            {"state", layer.state}, {"send", layer.send}};
+    if (!layer.checkpointing.empty()) entry["checkpointing"] = layer.checkpointing;
     out << (i == 0 ? "\n  " : ",\n  ") << entry.dump();
   }
   out << "]}\n";

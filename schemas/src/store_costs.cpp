@@ -63,6 +63,9 @@ Status WriteLayers(Statement& stmt, const LayerProfile& layers, std::string_view
     stmt.BindDouble(8, layer.m_w);
     stmt.BindDouble(9, layer.state);
     stmt.BindDouble(10, layer.send);
+    stmt.BindOptional(11, layer.checkpointing.empty()
+                              ? std::nullopt
+                              : std::optional<std::string_view>(layer.checkpointing));
     ZB_RETURN_IF_ERROR(stmt.Run(std::string(what) + ": block " + layer.name));
   }
   return Status::Ok();
@@ -156,8 +159,8 @@ Expected<int64_t> Store::Impl::WriteCostProfile(int64_t job_id, const std::strin
   }
   ZB_ASSIGN_OR_RETURN(Statement layer,
                       conn.Prepare("INSERT INTO cost_profile_layers (profile_id, ordinal, name,"
-                                   " f_ns, b_ns, w_ns, m_b, m_w, state, send)"
-                                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                   " f_ns, b_ns, w_ns, m_b, m_w, state, send, checkpointing)"
+                                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                                    what));
   layer.BindInt(1, id);
   ZB_RETURN_IF_ERROR(WriteLayers(layer, *details->layers, what));
@@ -286,7 +289,7 @@ Expected<CostProfileDetails> Store::LoadCostProfileDetails(int64_t id) const {
   std::vector<LayerCost> layers;
   ZB_RETURN_IF_ERROR(sqlite::QueryInto(
       impl.conn,
-      "SELECT name, f_ns, b_ns, w_ns, m_b, m_w, state, send"
+      "SELECT name, f_ns, b_ns, w_ns, m_b, m_w, state, send, checkpointing"
       " FROM cost_profile_layers WHERE profile_id = ?1 ORDER BY ordinal",
       what, bind_id,
       [](const Statement& row) {
@@ -297,7 +300,8 @@ Expected<CostProfileDetails> Store::LoadCostProfileDetails(int64_t id) const {
                          row.Double(4),
                          row.Double(5),
                          row.Double(6),
-                         row.Double(7)};
+                         row.Double(7),
+                         row.IsNull(8) ? std::string() : std::string(row.Text(8))};
       },
       layers));
   if (!layers.empty()) {

@@ -62,6 +62,10 @@ const char* CheckpointingModeList() {
   return "none, full, op, reentrant, layer, mixed";
 }
 
+bool IsBlockCheckpointingMode(std::string_view mode) {
+  return IsCheckpointingMode(mode) && mode != "layer" && mode != "mixed";
+}
+
 CostProfile CostProfile::CostsOnly() const {
   CostProfile costs;
   costs.stages = stages;

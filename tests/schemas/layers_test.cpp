@@ -26,6 +26,15 @@ TEST(LayersTest, RoundTripsThroughItsFormat) {
   EXPECT_EQ(*back, profile);
   // One block per line.
   EXPECT_NE(text.find("\n  {\"B\":1.2,"), std::string::npos) << text;
+  // A block's activation checkpointing rides along where known (and is left out where not).
+  LayerProfile checkpointed = profile;
+  checkpointed.layers[1].checkpointing = "op";
+  checkpointed.layers[1].m_w = 3 * checkpointed.layers[1].m_b;
+  const std::string with = LayersToJson(checkpointed);
+  EXPECT_EQ(text.find("checkpointing"), std::string::npos) << text;
+  auto again = ParseLayersJson(with, "layers.json");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(*again, checkpointed);
 }
 
 TEST(LayersTest, StageCostsAreTheSumsOfTheirBlocks) {
@@ -61,6 +70,9 @@ TEST(LayersTest, BadFilesAreRefusedNamingTheField) {
       {R"({"format": "zb-layers/1", "layers": [{"name": "a", "F": 1, "B": 1, "W": 1,
           "M_B": 1, "M_W": -2}]})",
        "layers[0].M_W: must be a finite number >= 0"},
+      {R"({"format": "zb-layers/1", "layers": [{"name": "a", "F": 1, "B": 1, "W": 1,
+          "M_B": 1, "M_W": 2, "checkpointing": "layer"}]})",
+       "layers[0].checkpointing: must be one of none, full, op, reentrant, got \"layer\""},
       {R"({"format": "zb-layers/1", "layers": [{"name": "a", "F": 1, "B": 1, "W": 1, "M_B": 1,
           "M_W": 0}, {"name": "a", "F": 1, "B": 1, "W": 1, "M_B": 1, "M_W": 0}]})",
        "layers[1].name: \"a\" appears twice"},

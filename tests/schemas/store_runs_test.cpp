@@ -407,10 +407,12 @@ TEST_F(StoreTest, VersionElevenStoreKeepsItsBlocksAndTakesCheckpointedOnes) {
   ASSERT_TRUE(kept.layers.has_value());
   EXPECT_TRUE(*kept.layers == *details.layers);
   details.layers->layers[0].m_w = 3e6;  // above its M_B: a checkpointed block
+  details.layers->layers[0].checkpointing = "full";
   ZB_ASSERT_OK_AND_ASSIGN(int64_t checkpointed,
                           store.InsertCostProfile(job, "checkpointed", costs, details));
   ZB_ASSERT_OK_AND_ASSIGN(CostProfileDetails back, store.LoadCostProfileDetails(checkpointed));
   EXPECT_EQ(back.layers->layers[0].m_w, 3e6);
+  EXPECT_TRUE(*back.layers == *details.layers);  // its mode too; "" (not known) for the other
 }
 
 }  // namespace

@@ -39,6 +39,8 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Tuple
 import torch
 from torch.autograd.graph import Node
 
+from ._stage_blocks import stage_blocks
+
 __all__ = [
     "BLOCK_MODES",
     "RecomputeOnce",
@@ -303,5 +305,35 @@ def split_refusal(stages: "list[tuple[int, torch.nn.Module]]", where: str) -> Op
                 f"{where}: stage {stage} runs compiled code ({shown} is torch.compile'd), one "
                 f"opaque backward that cannot be split into B and W; run a fused order (zb tune "
                 f"--family 1f1b, or the job's own schedule) or the stage uncompiled"
+            )
+    return None
+
+
+def profile_mismatch(
+    profiled: str, stages: "list[tuple[int, torch.nn.Module]]", where: str, what: str
+) -> Optional[str]:
+    """None when the job's local stages checkpoint as the profile its order was tuned from says
+    (`profiled`, a zb-costs/1 "checkpointing"; "" or "mixed": nothing to compare); else the
+    one-line refusal naming the first block that differs. A rank sees only its own blocks: under
+    a "layer" profile each of them may be full or none."""
+    if not profiled or profiled == "mixed":
+        return None
+    allowed = ("none", "full") if profiled == "layer" else (profiled,)
+    blocks = [(stage, name, block) for stage, module in stages
+              for name, block in stage_blocks(module)]  # fmt: skip
+    local = job_mode(block for _, _, block in blocks)
+    if local in allowed or (profiled == "layer" and local == "layer"):
+        return None
+    checked = {_kind(b) for _, _, b in blocks if block_mode(b) != "none"} or {
+        _kind(b) for _, _, b in blocks
+    }
+    for stage, name, block in blocks:
+        mode = block_mode(block)
+        if _kind(block) in checked and mode not in allowed:
+            return (
+                f"{where}: {what} was tuned from a profile of a job that checkpoints "
+                f"activations '{profiled}' (costs.checkpointing), but this job's stage {stage} "
+                f"block '{name}' checkpoints '{mode}'; profile the job as it runs now (zb "
+                f"profile) and tune again"
             )
     return None

@@ -350,3 +350,30 @@ def test_a_reentrant_or_compiled_stage_is_refused_for_a_split_order_naming_the_m
     with pytest.raises(ZbkitPipelineError, match="runs compiled code"):
         PipelineExecutor(split, 0, {0: compiled}, torch.nn.functional.mse_loss)
     PipelineExecutor(fused, 0, {0: compiled}, torch.nn.functional.mse_loss)
+
+
+def test_a_schedule_tuned_for_other_checkpointing_is_named_before_step_one():
+    """zb replay compares the profile's costs.checkpointing with the job's stages: a different
+    mode is refused in one line naming the stage and block; "layer" admits full and none per
+    rank; a profile that does not say (or says "mixed") is not compared."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    from gpt_model import Gpt, GptConfig, checkpoint_blocks, split_stages
+
+    def stage(mode: str):
+        model = Gpt(GptConfig(vocab=32, seq=8, dim=32, heads=2, layers=4), seed=0)
+        built = split_stages(model, 2)[1]
+        checkpoint_blocks([built], mode)
+        return [(1, built)]
+
+    refusal = checkpointing.profile_mismatch("none", stage("sac"), "zbkit: rank 1", "t.json")
+    assert refusal == (
+        "zbkit: rank 1: t.json was tuned from a profile of a job that checkpoints activations "
+        "'none' (costs.checkpointing), but this job's stage 1 block 'blocks.0' checkpoints 'op'; "
+        "profile the job as it runs now (zb profile) and tune again"
+    )
+    assert "block 'blocks.0' checkpoints 'none'" in checkpointing.profile_mismatch(
+        "full", stage("none"), "w", "t"
+    )
+    for profiled, mode in (("op", "sac"), ("layer", "every2"), ("layer", "full"),
+                           ("layer", "none"), ("", "sac"), ("mixed", "full")):  # fmt: skip
+        assert checkpointing.profile_mismatch(profiled, stage(mode), "w", "t") is None

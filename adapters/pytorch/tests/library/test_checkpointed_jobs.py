@@ -74,3 +74,6 @@ def test_zb_profile_of_an_sac_job_runs_it_and_records_its_checkpointing(tmp_path
     assert len(blocks) == 4, report["layers"]
     for block in blocks:
         assert block["M_W"] > block["M_B"] > 0, block
+        assert block["checkpointing"] == "op", block
+    others = [x for x in report["layers"]["layers"] if ".blocks." not in x["name"]]
+    assert others and all(x["checkpointing"] == "none" for x in others), others

@@ -279,6 +279,7 @@ def test_activation_checkpointing_stays_on_under_zb_profile_and_zb_replay(tmp_pa
         x for x in json.loads(layers.read_text())["layers"] if x["name"].startswith("layers.")
     ]
     assert blocks and all(x["M_W"] > x["M_B"] for x in blocks), blocks
+    assert all(x["checkpointing"] == "op" for x in blocks), blocks
 
     order = tmp_path / "zb-h1.json"
     done = run([zb, "tune", "--costs", str(costs), "-m", str(MICROBATCHES), "--mem-limit", "none",

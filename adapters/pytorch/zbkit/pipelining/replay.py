@@ -5,6 +5,7 @@ script built and loaded into PyTorch's `_PipelineScheduleRuntime` (see zbkit.pip
 from __future__ import annotations
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -56,6 +57,19 @@ def schedule_csv(path: str) -> str:
         detail = (done.stderr.strip().splitlines() or ["no message"])[-1]
         raise Refusal(f"zbkit: zb export could not convert {path}: {detail}")
     return converted
+
+
+def _profiled_checkpointing(path: str) -> str:
+    """The activation checkpointing of the job a zb-schedule/1 file was tuned for (its
+    costs.checkpointing), "" for a CSV or a schedule that does not say."""
+    try:
+        if not _is_json(path):
+            return ""
+        with open(path) as handle:
+            value = json.load(handle).get("costs", {}).get("checkpointing", "")
+    except (OSError, ValueError, AttributeError):
+        return ""  # zb export, which converts the file, reports what is wrong with it
+    return value if isinstance(value, str) else ""
 
 
 def _remove_quietly(path: str) -> None:
@@ -208,6 +222,12 @@ def _prepare(schedule, stages, path: str, csv_path: str):
         )
         if unsplittable:
             raise Refusal(f"{unsplittable} ({shown} splits backwards)")
+    mismatch = checkpointing.profile_mismatch(
+        _profiled_checkpointing(path), [(s.stage_index, s.submod) for s in stages],
+        f"zbkit: rank {rank}", shown,
+    )  # fmt: skip
+    if mismatch:
+        raise Refusal(mismatch)
     runtime_class = torch_schedules._PipelineScheduleRuntime
     if isinstance(schedule, runtime_class):
         runtime = schedule

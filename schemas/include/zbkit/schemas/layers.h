@@ -26,6 +26,10 @@ struct LayerCost {
   double m_w = 0;
   double state = 0;
   double send = 0;
+  // How the block checkpoints its activations (IsBlockCheckpointingMode: none, full, op,
+  // reentrant; "" not known): under full and op, B holds its one recomputation and M_W may exceed
+  // M_B (docs/activation-checkpointing.md §2).
+  std::string checkpointing;
   bool operator==(const LayerCost&) const = default;
 };
 

@@ -113,6 +113,8 @@ std::string JobLayoutDescription(const JobLayout& layout);
 bool IsCheckpointingMode(std::string_view mode);
 // The modes, for messages: "none, full, op, reentrant, layer, mixed".
 const char* CheckpointingModeList();
+// One block's modes: none, full, op, reentrant.
+bool IsBlockCheckpointingMode(std::string_view mode);
 
 // Per-stage costs of a pipeline plus the latency of one stage-to-stage hop.
 struct CostProfile {

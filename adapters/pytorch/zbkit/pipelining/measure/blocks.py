@@ -35,11 +35,11 @@ import weakref
 from typing import Dict, List, Optional
 
 from ..._saved_bytes import counted, state_storages, storage_of
+from ..._stage_blocks import stage_blocks
 from .._stages import local_stages, process_rank
 
 FORMAT = "zb-block-costs/1"
 REPEATS = 3
-_CONTAINERS = ("ModuleList", "ModuleDict", "Sequential")
 
 # Every optimizer that stepped in this process: where the blocks' optimizer state lives.
 _optimizers: "weakref.WeakSet" = weakref.WeakSet()
@@ -57,23 +57,6 @@ def watch_optimizers() -> None:
         _optimizers.add(optimizer)
 
     _optimizer_hook = register_optimizer_step_post_hook(remember)
-
-
-def stage_blocks(stage_module) -> List[tuple]:
-    """(name, module) of a stage module's top-level blocks: its children, a container child
-    (ModuleList, ModuleDict, Sequential) opened one level (torchtitan's `layers.3`). A stage that
-    zbkit.split built names its blocks as the model does (its `_zbkit_block_fqns`)."""
-    fqns: Dict[str, str] = getattr(stage_module, "_zbkit_block_fqns", {})
-    blocks = []
-    for name, child in stage_module.named_children():
-        if child is None:
-            continue
-        if type(child).__name__ in _CONTAINERS and type(stage_module).__name__ not in _CONTAINERS:
-            blocks.extend((f"{name}.{key}", grandchild) for key, grandchild in
-                          child.named_children() if grandchild is not None)  # fmt: skip
-        else:
-            blocks.append((fqns.get(name, name), child))
-    return blocks
 
 
 class Capture:
@@ -402,6 +385,8 @@ def measure_and_write(capture: Capture, directory: str) -> None:
     warning per block it could not measure, never an exception."""
     import torch  # noqa: PLC0415
 
+    from ... import checkpointing  # noqa: PLC0415
+
     stages = []
     for stage_index, blocks in capture.stages:
         ran = sorted((capture.order[id(m)], name, m) for name, m in blocks
@@ -413,7 +398,9 @@ def measure_and_write(capture: Capture, directory: str) -> None:
                 with torch.random.fork_rng(devices=_cuda_devices(module)):
                     costs = measure_block(module, capture.inputs[id(module)],
                                           autocast=capture.autocast.get(id(module)))  # fmt: skip
-                    measured.append({"name": name, **costs})
+                    measured.append(
+                        {"name": name, **costs, "checkpointing": checkpointing.block_mode(module)}
+                    )
             except Exception as error:  # a block we cannot rerun must not stop the job
                 warn(f"stage {stage_index} block {name!r} not measured: {error}")
             finally:
