@@ -20,7 +20,9 @@
 #      4-rank profile (emulated compute over gloo: it needs no GPU; it checks the orders, the
 #      runtime and the network stack of this machine), every row within 5 % of its prediction;
 #   6. another CUPTI subscriber in the job (tests/inject/cupti_rival.cpp): the job's output and exit
-#      code as without zbkit, at most one "zbkit:" warning.
+#      code as without zbkit, at most one "zbkit:" warning;
+#   7. activation checkpointing on CUDA: a checkpointed block recomputed once under zbkit's split
+#      and torch's (zbkit.checkpointing through the device thread), with the fused gradients.
 # Prints every figure. Exit: 0 all passed, 1 a check failed, 2 cannot run here (no GPU, no CUDA
 # PyTorch, no CUDA Toolkit). Knobs: PYTHON, ZBKIT_BUILD_DIR, ZBKIT_GPU_CHECK_STEPS (30),
 # ZBKIT_GPU_CHECK_WARMUP (5), ZBKIT_GPU_CHECK_SKIP_BUILD=1 (use an existing build).
@@ -284,6 +286,67 @@ grep '^zbkit:' "$work/rival.err" | sed 's/^/  /' || true
 if (( rival_plain != 0 || rival_profiled != rival_plain )) ||
   [[ "$rival_job_out" != "$(cat "$work/rival.plain.out")" ]] || (( rival_warnings > 1 )); then
   echo "gpu-check: another CUPTI subscriber FAILED (exit codes, the job's output or the warnings)"
+  status=1
+fi
+
+# ---- 7. Activation checkpointing on CUDA: each checkpointed block recomputed once -------------
+# The CPU suite runs the autograd engine on the calling thread; on CUDA it runs the backward on a
+# device thread, through which zbkit.checkpointing's group and unpack hook must reach
+# (docs/activation-checkpointing.md §3). A GPT block under full AC and per-op SAC on this GPU:
+# zbkit's split (B, then W) and torch's split inside one RecomputeOnce each run the block's forward
+# twice (forward and one recomputation) and give the fused backward's gradients.
+echo "gpu-check: activation checkpointing on CUDA (recompute once)"
+if ! PYTHONPATH="$root/adapters/pytorch:$root/adapters/pytorch/examples" "$python" - <<'EOF'
+import sys
+
+import torch
+from gpt_model import Gpt, GptConfig, checkpoint_blocks, count_forwards, split_stages
+from torch.distributed.pipelining._backward import stage_backward_input, stage_backward_weight
+
+from zbkit import checkpointing
+from zbkit.bw_split import BackwardSplit, weight_pass_nodes
+
+failures = []
+x0 = torch.randn(4, 64, 128, device="cuda")
+for mode in ("full", "sac"):
+    for path in ("zbkit", "torch"):
+        model = Gpt(GptConfig(vocab=64, seq=64, dim=128, heads=4, layers=2), seed=0).cuda()
+        calls = count_forwards(model)
+        stage = split_stages(model, 2)[1]
+        checkpoint_blocks([stage], mode)
+        block, x = stage.blocks[0], x0.clone().requires_grad_()
+        params = list(block.parameters())
+        checkpointing.install()  # before the forward: its regions get the wrapped hook
+        if path == "zbkit":
+            split = BackwardSplit(params)
+            with split.record():
+                out = block(x)
+            split.seal((out,), (x,))
+            split.backward_input((torch.ones_like(out),), [True])
+            split.backward_weight()
+        else:
+            out = block(x)
+            group = checkpointing.RecomputeOnce(weight_pass_nodes([out], [x], params).__contains__)
+            with group:
+                _, groups = stage_backward_input([out], [torch.ones_like(out)], [x], iter(params))
+            with group:
+                stage_backward_weight(iter(params), groups)
+            group.release()
+        torch.cuda.synchronize()
+        ran = calls["blocks.1"]
+        grads = [p.grad.clone() for p in params]
+        for p in params:
+            p.grad = None
+        fused = block(x0.clone().requires_grad_())
+        fused.backward(torch.ones_like(fused))
+        same = all(torch.allclose(g, p.grad, rtol=1e-4, atol=1e-5) for g, p in zip(grads, params))
+        print(f"  {mode} {path}: block forward calls {ran} (want 2), gradients equal: {same}")
+        if ran != 2 or not same:
+            failures.append(f"{mode} {path}")
+sys.exit(1 if failures else 0)
+EOF
+then
+  echo "gpu-check: activation checkpointing on CUDA FAILED"
   status=1
 fi
 

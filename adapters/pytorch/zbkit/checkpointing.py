@@ -45,12 +45,17 @@ __all__ = [
     "BLOCK_MODES",
     "RecomputeOnce",
     "block_mode",
+    "compiled_module",
     "current_group",
     "install",
     "install_problem",
     "job_mode",
     "mapping_saved_tensors",
+    "modes_mode",
+    "profile_mismatch",
+    "reentrant_refusal",
     "split_refusal",
+    "wrappers_bypassed",
 ]
 
 _lock = threading.Lock()
@@ -137,9 +142,7 @@ _Group = _group_class() or object
 class RecomputeOnce(_Group):  # type: ignore[misc, valid-type]
     """The group one (stage, microbatch)'s B and W both run in: ``with group: B`` ... ``with
     group: W``, then `release()`. `keeps(node)` says whether W runs `node` again (so what B reads
-    for it must be kept); zbkit.bw_split and the shim pass their own classification of the graph.
-
-    ``regions`` counts the checkpointed regions recomputed under this group (each at most once)."""
+    for it must be kept); zbkit.bw_split and the shim pass their own classification of the graph."""
 
     def __init__(self, keeps: Callable[[Node], bool]) -> None:
         self._keeps = keeps
@@ -167,7 +170,7 @@ class RecomputeOnce(_Group):  # type: ignore[misc, valid-type]
 
 
 # ---------------------------------------------------------------------------------------------
-# What a job does: detection (docs/activation-checkpointing.md §3)
+# What a job does: detection (docs/activation-checkpointing.md §1)
 
 #: How one block checkpoints its activations: not at all, torch's non-reentrant checkpoint of
 #: the whole block (checkpoint_wrapper, torchtitan's full AC and its every-k-th "selective"
@@ -179,8 +182,8 @@ BLOCK_MODES = ("none", "full", "op", "reentrant")
 def block_mode(block: "torch.nn.Module") -> str:
     """One of BLOCK_MODES for `block`, from the outermost checkpoint_wrapper in it (torch's
     CheckpointWrapper, which torchtitan and most trainers apply). A forward that calls
-    torch.utils.checkpoint itself is not visible here: zbkit's split still recomputes it once
-    (non-reentrant) or falls back to a fused backward for it (reentrant: zbkit.bw_split)."""
+    torch.utils.checkpoint itself is not visible here; zbkit's split still recomputes it once
+    (non-reentrant)."""
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (  # noqa: PLC0415
         CheckpointImpl,
         CheckpointWrapper,
