@@ -126,10 +126,17 @@ int RunDoctorCommand(const Args& args, std::ostream& out, std::ostream& err) {
   diagnosis.flight_recorder = std::move(flight_recorder);
   // What zb replay said while the processes were there. After --on-stall kill the ranks read
   // dead (zb killed them), so that diagnosis, which says who ended the job and why, is the one
-  // shown; otherwise its culprit is one line above today's.
+  // shown; otherwise its culprit is one line above today's. Not where it saw fewer ranks' records
+  // than the directories given now hold (one host's zb replay of a job across hosts): the other
+  // hosts' records say more than its "no record" did, so today's diagnosis is shown, with who
+  // ended the job.
   auto kept = doctor::ReadDiagnosisJson(directories.front() + "/diagnosis.json");
+  const bool saw_every_record = kept.ok() && kept->ranks.size() >= run->ranks.size();
   const bool ended_by_zb = kept.ok() && !kept->ended_by.empty() && kept->job == diagnosis.job &&
-                           diagnosis.state != "progressing";
+                           diagnosis.state != "progressing" && saw_every_record;
+  if (!ended_by_zb && kept.ok() && kept->job == diagnosis.job && !saw_every_record) {
+    diagnosis.ended_by = kept->ended_by;
+  }
   if (ended_by_zb) {
     kept->flight_recorder = diagnosis.flight_recorder;
     kept->problems = diagnosis.problems;

@@ -628,6 +628,49 @@ TEST_F(DoctorTest, AJobZbEndedAtTheStallIsToldAsSuchNotAsDeadRanks) {
   EXPECT_EQ(doc["ended_by"], "zb replay --on-stall kill");
 }
 
+// A job across hosts: host 0's zb replay saw only rank 0's record (rank 1's is on host 1), named
+// rank 1 "no record" and ended the job. zb doctor of both hosts' directories diagnoses from both
+// records (the dead processes), with who ended the job; the kept diagnosis saw less (the fault
+// suite's host that is gone got host 0's "no record" whenever host 0's zb replay ended the job
+// itself).
+TEST_F(DoctorTest, TheDirectoriesOfEveryHostSayMoreThanOneHostsKeptDiagnosis) {
+  const fs::path host0 = dir_ / "host0", host1 = dir_ / "host1";
+  fs::create_directories(host0);
+  fs::create_directories(host1);
+  const pid_t alive = fork();
+  ASSERT_GE(alive, 0);
+  if (alive == 0) {
+    execlp("sleep", "sleep", "60", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const pid_t gone = fork();
+  ASSERT_GE(gone, 0);
+  if (gone == 0) _exit(0);
+  int status = 0;
+  ASSERT_EQ(waitpid(gone, &status, 0), gone);
+  RecordSpec a = InOp(0, OneFOneB(0), ActionKind::kBW, 0, 40),
+             b = InOp(1, OneFOneB(1), ActionKind::kF, 2, 40);
+  a.pid = alive;
+  b.pid = gone;
+  a.started_ns = b.started_ns = now_;
+  WriteRecord(host0.string(), a);
+  WriteRecord(host1.string(), b);
+  StallWatch watch({"replay", host0.string(), 5, OnStall::kKill});
+  std::ostringstream said;
+  ASSERT_TRUE(watch.Check(said, now_));
+  ASSERT_EQ(waitpid(alive, &status, 0), alive);
+  Ran one = RunZb("doctor " + host0.string() + " --json");
+  EXPECT_EQ(one.code, 1) << one.err;  // a record is missing: said, and the diagnosis given
+  EXPECT_EQ(nlohmann::json::parse(one.out)["culprit"]["kind"], "no-record") << one.out;
+  Ran both = RunZb("doctor " + host0.string() + " " + host1.string() + " --json");
+  ASSERT_EQ(both.code, 0) << both.err;
+  const auto doc = nlohmann::json::parse(both.out);
+  ASSERT_EQ(doc["ranks"].size(), 2u) << both.out;  // rank 1's record read, not "no record"
+  EXPECT_EQ(doc["ranks"][1]["process"], "dead") << both.out;
+  EXPECT_EQ(doc["culprit"]["kind"], "died") << both.out;
+  EXPECT_EQ(doc["ended_by"], "zb replay --on-stall kill") << both.out;
+}
+
 TEST_F(DoctorTest, ZbDoctorOnBadInputSaysOneLineAndGivesWhatItCan) {
   WriteRecord(dir_.string(), InOp(0, OneFOneB(0), ActionKind::kBW, 0, 40));
   std::ofstream((dir_ / "rank1.progress").string()) << "garbage";

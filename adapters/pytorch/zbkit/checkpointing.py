@@ -40,6 +40,7 @@ import torch
 from torch.autograd.graph import Node
 
 from ._stage_blocks import stage_blocks
+from .errors import ZbkitError
 
 __all__ = [
     "BLOCK_MODES",
@@ -64,7 +65,7 @@ _problem = ""
 _local = threading.local()
 
 
-class _NotUnpackedWhileMapping(RuntimeError):
+class _NotUnpackedWhileMapping(ZbkitError):
     """Raised by the wrapped checkpoint unpack while `mapping_saved_tensors` is active: a caller
     that reads a node's saved tensors only to learn what the node holds must not trigger a
     recomputation (an unpack outside backward recomputes the whole region)."""

@@ -181,7 +181,9 @@ def test_profile_tune_and_replay_torchtitan_unedited(tmp_path, assets):
     # Every order zb tune proposes for the profiled layout (one stage per rank, the default),
     # run by torchtitan from the printed flags: the losses of its own 1F1B.
     families = fitting_families(costs)
-    assert {"1f1b", "zb-h1", "zb-h2", "search"} <= set(families), families
+    # zb-h2 fits or not by a few percent: M_W is measured as held from B to W (the gradients
+    # torch's B captures for W included), no longer clamped to M_B.
+    assert {"1f1b", "zb-h1", "search"} <= set(families), families
     own = train(tmp_path, "own", assets, "--parallelism.pipeline_parallel_schedule", "1F1B")
     trained = {}
     for family in families:
