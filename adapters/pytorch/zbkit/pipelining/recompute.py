@@ -55,25 +55,37 @@ def recompute_once(schedule) -> None:
             _wrap(stage)
 
 
+def _group_for(stage, chunk: int, loss):
+    """(the RecomputeOnce of `stage`'s microbatch `chunk`, its node classification), or (None,
+    None) where the input pass runs as torch runs it: a stage with its own weight function, a
+    caller already in a GraphExecGroup, or a stage whose torch keeps its forward cache otherwise
+    than torch 2.13 (never a failure of the job's step)."""
+    try:
+        if stage.dw_builder is not None or checkpointing.current_group() is not None:
+            return None, None
+        output, inputs = stage.fwd_cache.get(chunk, ((), ()))
+        roots = (loss,) if stage.is_last else output
+        if not isinstance(roots, (tuple, list)):
+            roots = (roots,)
+        nodes = _WeightPassNodes(roots, inputs, stage.submod)
+        return checkpointing.RecomputeOnce(nodes), nodes
+    except Exception as error:  # another torch's stage: torch's own split, said once
+        _warn_once(f"torch's split runs as it is here ({type(error).__name__}: {error})")
+        return None, None
+
+
 def _wrap(stage) -> None:
     backward, weight = stage.backward_one_chunk, stage.backward_weight_one_chunk
     groups: Dict[int, checkpointing.RecomputeOnce] = {}
 
     def backward_one_chunk(bwd_chunk_id, loss=None, full_backward=True, last_backward=False):
-        if (
-            full_backward
-            or stage.dw_builder is not None
-            or checkpointing.current_group() is not None
-        ):
+        group = None
+        if not full_backward:
+            group, nodes = _group_for(stage, bwd_chunk_id, loss)
+        if group is None:
             return backward(
                 bwd_chunk_id, loss=loss, full_backward=full_backward, last_backward=last_backward
             )
-        output, inputs = stage.fwd_cache.get(bwd_chunk_id, ((), ()))
-        roots = (loss,) if stage.is_last else output
-        if not isinstance(roots, (tuple, list)):
-            roots = (roots,)
-        nodes = _WeightPassNodes(roots, inputs, stage.submod)
-        group = checkpointing.RecomputeOnce(nodes)
         try:
             with group:
                 result = backward(
