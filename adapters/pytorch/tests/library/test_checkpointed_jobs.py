@@ -33,14 +33,15 @@ def forward_calls(prefix) -> dict:
     return calls
 
 
-@pytest.mark.parametrize("mode", ["sac", "every2"])
+@pytest.mark.parametrize("mode", ["sac"])
 def test_zb_replay_of_a_split_order_recomputes_each_block_once_and_trains_like_the_job(
     tmp_path, mode
 ):
     """zb-h1 (B and W apart) through the shim with op-level SAC (which torch's own split cannot
-    run: "Trying to backward an extra time") and with every second block fully checkpointed:
-    exit 0, the reference's losses and parameters, and per microbatch each checkpointed block
-    runs twice (its forward and one recomputation), every other block once."""
+    run: "Trying to backward an extra time"): exit 0, the reference's losses and parameters, and
+    per microbatch each checkpointed block runs twice (its forward and one recomputation). Full
+    and every-second-block AC through the same shim code: test_activation_checkpointing.py (every
+    family) and tests/job_scripts/checkpointing_matrix.py (end to end, outside the suite)."""
     schedule = tuned_schedule(tmp_path, "zb-h1", MICROBATCHES)
     prefix = tmp_path / "replay"
     args = JOB + ["--ac", mode, "--dump", str(prefix)]
