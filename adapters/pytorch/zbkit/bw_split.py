@@ -25,6 +25,11 @@ reports ``saved_bytes`` (what the forward saved, parameters excluded: the measur
 B captured for W, e.g. dY of each Linear); ``w_bytes``, their sum, is everything W keeps alive
 between B and W, the measured counterpart of the cost model's M_W.
 
+Activation checkpointing: B and W run in one `zbkit.checkpointing.RecomputeOnce`, so that a
+checkpointed region is recomputed once, in B, and the recomputed tensors W reads are kept until W
+(``recomputed_bytes``, part of ``w_bytes``; docs/activation-checkpointing.md). seal() reads no
+region's saved tensors (that would recompute it).
+
 Limits: a parameter (or a tensor computed from parameters only) used at two places of one stage
 would make W walk the activation chain between the two uses and count a gradient twice; such a
 stage is detected (`split_clean` is False) and runs its whole backward in B, W then only
@@ -48,7 +53,7 @@ from . import checkpointing
 from ._saved_bytes import StorageKey, counted, state_storages
 from .errors import BackwardSplitError
 
-__all__ = ["BackwardSplit", "SplitStats", "accumulate_grad"]
+__all__ = ["BackwardSplit", "SplitStats", "accumulate_grad", "weight_pass_nodes"]
 
 
 class _Box:
