@@ -531,13 +531,21 @@ class BackwardSplit:
         return group
 
     def _release(self) -> None:
+        """Once no pass needs the graph: what was held for it, and every reference to its nodes.
+        The graph's saved tensors hold this split (its unpack hook), and autograd's C++ nodes
+        are not traversed by Python's collector, so a split that kept its nodes would keep
+        itself, its graph and what it captured (an output gradient per microbatch) alive for
+        good, and with them every checkpointed region of the microbatch."""
         if self._group is not None:
             self._group.release()
             self._group = None
         for b in self._boxes:
-            b.tensor = None
+            b.tensor, b.owners = None, []
         self._boxes = []
         self._captured = {}
+        self._mixed, self._weight_only, self._param_of, self._wo_roots = [], set(), {}, []
+        self._root_grads = []
+        self._outputs, self._inputs = (), ()
         self._root_grads = []
         self._outputs = ()
         self._inputs = ()

@@ -140,6 +140,10 @@ def install_problem() -> str:
 _Group = _group_class() or object
 
 
+def _keep_nothing(node: "Node") -> bool:
+    return False
+
+
 class RecomputeOnce(_Group):  # type: ignore[misc, valid-type]
     """The group one (stage, microbatch)'s B and W both run in: ``with group: B`` ... ``with
     group: W``, then `release()`. `keeps(node)` says whether W runs `node` again (so what B reads
@@ -166,8 +170,13 @@ class RecomputeOnce(_Group):  # type: ignore[misc, valid-type]
         return tuple(self._kept.values())
 
     def release(self) -> None:
-        """After W: drops what was kept for it."""
+        """After W: drops what was kept for it, and the classification. torch's checkpoint keys
+        its recomputations by this group (the frame holds it), and a classification holds the
+        graph's nodes, whose saved tensors hold the frame: a cycle through autograd's C++ nodes,
+        which Python's collector cannot break, and every checkpointed region of the microbatch
+        would stay alive (a leak of M_B per microbatch and step)."""
         self._kept = weakref.WeakKeyDictionary()
+        self._keeps = _keep_nothing
 
 
 # ---------------------------------------------------------------------------------------------

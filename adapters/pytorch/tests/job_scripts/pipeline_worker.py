@@ -305,6 +305,17 @@ def _second_step(step, modules, calls: Dict[str, int], entry: Dict[str, Any]) ->
     entry["calls"] = {key: calls[key] - first.get(key, 0) for key in calls}
 
 
+def _checkpoint_frames_alive() -> int:
+    """The checkpointed regions (torch's non-reentrant checkpoint frames) still alive: after a
+    step, none should be (each holds its region's inputs)."""
+    import gc
+
+    from torch.utils.checkpoint import _CheckpointFrame
+
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if isinstance(o, _CheckpointFrame))
+
+
 def run_checkpointing(job: Dict[str, Any], rank: int, result: Dict[str, Any]) -> None:
     """Every case of job["cases"] under every activation-checkpointing mode of job["modes"],
     through zbkit's executor and through PyTorch's runtime as the shim runs it (replay.prepare,
@@ -373,6 +384,7 @@ def run_checkpointing(job: Dict[str, Any], rank: int, result: Dict[str, Any]) ->
                         recompute_once(runtime)
                         step = lambda: _torch_step(runtime, schedule, rank)  # noqa: E731
                     _second_step(step, modules, calls, entry)
+                    entry["regions_alive"] = _checkpoint_frames_alive()
                     entry["grads"] = grads(modules)
                     if path == "executor":  # the activation bytes its splits held, at most
                         entry["peak_bytes"] = recorder.peak

@@ -166,6 +166,21 @@ def test_every_split_order_recomputes_each_checkpointed_module_once(checkpointed
     assert not failures, "\n".join(failures)
 
 
+def test_no_checkpointed_region_outlives_its_step(checkpointed_runs):
+    """After a step, every checkpointed region of it is gone, in zbkit's executor and in torch's
+    runtime under the shim (its recompute-once group once closed a cycle through autograd's
+    nodes that kept every region, and its inputs, alive: M_B per microbatch and step; found by
+    `zb rehearse` under checkpointing, docs/rehearse.md §6)."""
+    cases, results = checkpointed_runs
+    alive = [
+        f"{mode} {name} {path} rank {rank}: {entry['regions_alive']}"
+        for rank, rank_results in enumerate(results)
+        for (mode, name, path), entry in rank_results.items()
+        if entry.get("regions_alive")
+    ]
+    assert not alive, "checkpointed regions alive after the step:\n" + "\n".join(alive)
+
+
 def test_torch_alone_recomputes_in_every_pass_the_reference(checkpointed_runs):
     """torch's own zero-bubble classes on the same stages with full AC: the same gradients, but
     each checkpointed module recomputed in B and again per parameter group in W (torchtitan

@@ -231,3 +231,40 @@ def test_custom_function_with_a_parameter_falls_back_correctly() -> None:
     (torch.tanh(xr) * wr).backward(dy)
     assert torch.allclose(dx, xr.grad, rtol=1e-12, atol=1e-14)
     assert torch.allclose(w.grad, wr.grad, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("mode", ["none", "full", "sac"])
+@pytest.mark.parametrize("fused", [False, True], ids=["split", "fused"])
+def test_nothing_of_a_microbatch_outlives_its_backward(mode: str, fused: bool) -> None:
+    """Once W (or the fused backward) has run and the caller drops the split and the graph,
+    nothing of them stays: no split, no checkpointed region. A saved tensor's box named the
+    nodes that read it and the split named its nodes, while the nodes' saved tensors hold the
+    box and the split (the unpack hook): cycles through autograd's C++ nodes, which Python's
+    collector cannot break, so every microbatch's split, graph and output gradient stayed for
+    good, with or without checkpointing."""
+    import gc
+
+    from torch.utils.checkpoint import _CheckpointFrame
+
+    def alive() -> Tuple[int, int]:
+        gc.collect()
+        objects = gc.get_objects()
+        return (sum(isinstance(o, BackwardSplit) for o in objects),
+                sum(isinstance(o, _CheckpointFrame) for o in objects))  # fmt: skip
+
+    module = pw.checkpointed_stage(1, mode, {})
+    x, y = pw.make_data(1)
+    before = alive()
+    for _ in range(3):
+        split = BackwardSplit(module.parameters())
+        h = x.detach().requires_grad_()
+        with split.record():
+            out = pw.loss_fn(module(h), y)
+        split.seal((out,), (h,))
+        if fused:
+            split.backward_fused((None,), [True])
+        else:
+            split.backward_input((None,), [True])
+            split.backward_weight()
+        del split, h, out
+    assert alive() == before
