@@ -187,6 +187,12 @@ class Emulation:
         self.peak = 0.0
         self.stream_free_ns = 0
         self.host_bound_ns = 0
+        # A checkpointed stage's computations run in parts (one per parameter group): the parts
+        # of one op gathered so far, the last finished recomputation of each (stage, microbatch)
+        # not yet merged into the op it ran in, and the recomputations per (stage, microbatch).
+        self._parts: Dict[Tuple[str, int, int], List[int]] = {}
+        self._recomputed: Dict[Tuple[int, int], List[int]] = {}
+        self.recomputes: Dict[Tuple[int, int], int] = {}
 
     def run(self, ms: float, ready_ns: int = 0, producer: int = -1) -> Tuple[int, int]:
         """One computation of `ms` whose input was ready at `ready_ns` on rank `producer`;
@@ -211,6 +217,33 @@ class Emulation:
         if microbatch >= 0:
             self.events.append((kind, stage, microbatch, span[0], span[1]))
 
+    def record_part(
+        self, kind: str, stage: int, microbatch: int, span: Tuple[int, int], parts: int
+    ) -> None:
+        """One of the `parts` parts of an op of a checkpointed stage (kind F, B, W, or R for a
+        recomputation of the stage's forward): the op is recorded once all its parts ran, from
+        its first part's start to its last's end. A recomputation is counted and becomes part of
+        the B or W that triggered it (its span starts there), as on a device, where the
+        recomputation is inside that backward."""
+        if microbatch < 0:
+            return
+        key = (kind, stage, microbatch)
+        gathered = self._parts.setdefault(key, [span[0], span[1], 0])
+        gathered[0], gathered[1] = min(gathered[0], span[0]), max(gathered[1], span[1])
+        gathered[2] += 1
+        if kind != "R":
+            recomputation = self._recomputed.pop((stage, microbatch), None)
+            if recomputation is not None:
+                gathered[0] = min(gathered[0], recomputation[0])
+        if gathered[2] < parts:
+            return
+        del self._parts[key]
+        if kind == "R":
+            self._recomputed[(stage, microbatch)] = gathered[:2]
+            self.recomputes[(stage, microbatch)] = self.recomputes.get((stage, microbatch), 0) + 1
+        else:
+            self.record(kind, stage, microbatch, (gathered[0], gathered[1]))
+
     def hold(self, units: float) -> torch.Tensor:
         """A real tensor standing for `units` of activation memory, counted until it is freed."""
         tensor = torch.empty(max(1, round(units * self.memory_scale)), dtype=torch.uint8)
@@ -226,6 +259,9 @@ class Emulation:
         """Starts a new iteration at `start_ns`: its timeline, peak (what is still held stays
         counted) and host-bound time; the stream is idle from then."""
         self.events.clear()
+        self._parts.clear()
+        self._recomputed.clear()
+        self.recomputes.clear()
         self.peak = self.live
         self.stream_free_ns = start_ns
         self.host_bound_ns = 0
@@ -342,23 +378,126 @@ class _Weight(torch.autograd.Function):
         return grad, None
 
 
+def _recomputing() -> bool:
+    """Whether a checkpointed region's forward runs as a recomputation: inside a backward (torch's
+    checkpoint recomputes from a saved tensor's unpack hook, in the graph task that unpacks it),
+    not as the step's forward."""
+    return torch._C._current_graph_task_id() != -1
+
+
+class _CheckpointedPart(torch.autograd.Function):
+    """One of a checkpointed stage's `param_groups` consecutive parts on the input path: F / g
+    forward (each time the region runs: the forward, then every recomputation), (B - F) / g
+    backward (the profile's B holds one recomputation, which the region's re-run forward now
+    takes)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, stage: "EmulatedStage") -> torch.Tensor:  # type: ignore[override]
+        emulation, groups = stage.emulation, stage.param_groups
+        microbatch, ready, producer = _stamp_of(x)
+        span = emulation.run(stage.cost.f_ms / groups, ready, producer)
+        kind = "R" if _recomputing() else "F"
+        emulation.record_part(kind, stage.stage, microbatch, span, groups)
+        ctx.save_for_backward(_NOTHING)  # something saved: the checkpoint recomputes to unpack it
+        ctx.stage = stage
+        return _stamped(x, span[1], emulation.rank)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):  # type: ignore[override]
+        ctx.saved_tensors  # noqa: B018 -- unpacking is what makes torch's checkpoint recompute
+        stage = ctx.stage
+        emulation, groups = stage.emulation, stage.param_groups
+        microbatch, ready, producer = _stamp_of(grad)
+        span = emulation.run(max(0.0, stage.cost.b_ms - stage.cost.f_ms) / groups, ready, producer)
+        emulation.record_part("B", stage.stage, microbatch, span, groups)
+        return _stamped(grad, span[1], emulation.rank), None
+
+
+class _CheckpointedWeight(torch.autograd.Function):
+    """One parameter group of a checkpointed stage: W / g backward. What W reads beyond the
+    checkpoint's inputs (M_W - M_B, shared by the groups) exists only once the region has been
+    recomputed: the forward saves nothing of it, a recomputation saves it as real tensors."""
+
+    @staticmethod
+    def forward(ctx, weight: torch.Tensor, stage: "EmulatedStage") -> torch.Tensor:  # type: ignore[override]
+        cost = stage.cost
+        read = max(0.0, cost.m_w - cost.m_b) / stage.param_groups
+        ctx.save_for_backward(stage.emulation.hold(read) if _recomputing() else _NOTHING)
+        ctx.stage = stage
+        return torch.zeros_like(weight)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):  # type: ignore[override]
+        ctx.saved_tensors  # noqa: B018 -- unpacking is what makes torch's checkpoint recompute
+        stage = ctx.stage
+        microbatch, ready, producer = _stamp_of(grad)
+        span = stage.emulation.run(stage.cost.w_ms / stage.param_groups, ready, producer)
+        stage.emulation.record_part("W", stage.stage, microbatch, span, stage.param_groups)
+        return grad, None
+
+
+_NOTHING = torch.empty(0, dtype=torch.uint8)
+
+
 def message_width(message_bytes: int) -> int:
     """Elements per microbatch of a message of about `message_bytes` (float64, room for the
     stamp)."""
     return max(STAMP, message_bytes // 8)
 
 
+class _Region(nn.Module):
+    """The checkpointed body of a stage: `param_groups` parts in a row, each `part(h + weight)`."""
+
+    def __init__(self, stage: "EmulatedStage", width: int) -> None:
+        super().__init__()
+        self.weights = nn.ParameterList(
+            nn.Parameter(torch.zeros(width, dtype=torch.float64)) for _ in range(stage.param_groups)
+        )
+        self._stage = [stage]  # not a submodule: the stage holds this region
+
+    def forward(self, x: torch.Tensor, _kept: torch.Tensor) -> torch.Tensor:
+        stage = self._stage[0]
+        for weight in self.weights:
+            x = _CheckpointedPart.apply(x + _CheckpointedWeight.apply(weight, stage), stage)
+        return x
+
+
 class EmulatedStage(nn.Module):
     """Stage `stage` of a pipeline, taking `cost`'s durations; its tensors are `width` (>= STAMP)
-    float64 per microbatch."""
+    float64 per microbatch.
 
-    def __init__(self, stage: int, cost: StageCost, width: int, emulation: Emulation) -> None:
+    With `param_groups` g >= 1 the stage is one fully checkpointed block, as a trainer builds it
+    (torch's `checkpoint_wrapper`, non-reentrant: what torchtitan's full AC uses): g parts in a
+    row, each `part(h + weight_g)`, so that torch's split finds g parameter groups, as it finds 9
+    in torchtitan's Llama 3 block (docs/rehearse.md §6). What the checkpoint keeps from the
+    forward stands for M_B (a tensor among its inputs), the recomputation allocates what W reads
+    (M_W - M_B); so a runtime that recomputes once holds M_W from B to W, and torch's own split
+    pays, and holds, what it really does."""
+
+    def __init__(
+        self, stage: int, cost: StageCost, width: int, emulation: Emulation, param_groups: int = 0
+    ) -> None:
         super().__init__()
         self.stage, self.cost, self.emulation = stage, cost, emulation
-        self.weight = nn.Parameter(torch.zeros(width, dtype=torch.float64))
+        self.param_groups = param_groups
+        if not param_groups:
+            self.weight = nn.Parameter(torch.zeros(width, dtype=torch.float64))
+            return
+        from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (  # noqa: PLC0415
+            CheckpointImpl,
+            checkpoint_wrapper,
+        )
+
+        # The recomputation saves more than the forward did (what W reads): no metadata check.
+        self.block = checkpoint_wrapper(_Region(self, width),
+                                        checkpoint_impl=CheckpointImpl.NO_REENTRANT,
+                                        determinism_check="none")  # fmt: skip
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return _Activation.apply(x + _Weight.apply(self.weight, self), self)
+        if not self.param_groups:
+            return _Activation.apply(x + _Weight.apply(self.weight, self), self)
+        kept = self.emulation.hold(self.cost.m_b)  # an input: the checkpoint keeps it until W
+        return self.block(x, kept)
 
 
 def batch(microbatches: int, width: int) -> torch.Tensor:

@@ -68,6 +68,9 @@ def parse_args(argv=None):
     parser.add_argument("--memory-scale", type=float, default=1.0)
     parser.add_argument("--device", choices=DEVICES, default="async")
     parser.add_argument("--hop-ms", type=float, default=0.0, help="async: a message's transfer")
+    parser.add_argument("--checkpoint-groups", type=int, default=0,
+                        help="N >= 1: every stage fully checkpointed, N parameter groups "
+                        "(emulated_stages.EmulatedStage); 0: no checkpointing")  # fmt: skip
     parser.add_argument("--summary-out", default="")
     parser.add_argument("--timeline-out", default="")
     parser.add_argument("--record-dir", default="", help="libzbrt shards of the emulated ops")
@@ -128,7 +131,8 @@ def torch_stepper(args, rank: int, ranks: int, emulation: Emulation):
     num_stages = ranks * per_rank
     costs = stage_costs(args, num_stages, per_rank)
     mine = placement_stages(placement, ranks, num_stages, rank)
-    modules = [EmulatedStage(s, costs[s], width_of(args), emulation) for s in mine]
+    modules = [EmulatedStage(s, costs[s], width_of(args), emulation, args.checkpoint_groups)
+               for s in mine]  # fmt: skip
     stages = [
         PipelineStage(module, s, num_stages, torch.device("cpu"), group=dist.group.WORLD)
         for s, module in zip(mine, modules)
@@ -160,7 +164,8 @@ def executor_stepper(args, rank: int, ranks: int, emulation: Emulation):
         )
     costs = stage_costs(args, schedule.num_stages, schedule.chunks)
     modules = {
-        s: EmulatedStage(s, costs[s], width_of(args), emulation) for s in schedule.stages[rank]
+        s: EmulatedStage(s, costs[s], width_of(args), emulation, args.checkpoint_groups)
+        for s in schedule.stages[rank]
     }
     executor = PipelineExecutor(
         schedule, rank, modules, loss_fn, timeout_s=args.timeout_s, loss_scale=1.0
@@ -238,7 +243,8 @@ def train(args, step, modules, emulation: Emulation, recorder) -> Dict[str, Any]
     times, peaks, host_bound = [], [], []
     for iteration in range(args.warmup + args.iters):
         for module in modules:
-            module.weight.grad = None
+            for parameter in module.parameters():
+                parameter.grad = None
         dist.barrier()
         measuring = iteration >= args.warmup
         if recorder is not None:
@@ -258,11 +264,25 @@ def train(args, step, modules, emulation: Emulation, recorder) -> Dict[str, Any]
         "iter_s": times,
         "host_bound_s": host_bound,
         "peak_activation_bytes": max(peaks),
+        "recomputes": recomputes(emulation),
         "ops": [
             {"type": kind, "stage": stage, "mb": mb, "start_ns": start, "end_ns": end}
             for (kind, stage, mb), (start, end) in last_runs(emulation.events).items()
         ],
     }
+
+
+def recomputes(emulation: Emulation) -> Dict[str, List[int]]:
+    """Per stage of this rank, the fewest and the most recomputations of its forward a microbatch
+    got in the last iteration (each of a checkpointed stage's microbatches is counted; empty
+    without checkpointing)."""
+    counts: Dict[int, List[int]] = {}
+    for kind, stage, mb, _start, _end in emulation.events:
+        if kind == "F":
+            counts.setdefault(stage, []).append(emulation.recomputes.get((stage, mb), 0))
+    if not any(emulation.recomputes.values()):
+        return {}
+    return {str(stage): [min(c), max(c)] for stage, c in sorted(counts.items())}
 
 
 def last_runs(events) -> Dict[tuple, tuple]:
@@ -332,6 +352,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "iter_s": measured["iter_s"],
         "peak_activation_bytes": measured["peak_activation_bytes"],
         "host_bound_s": measured["host_bound_s"],
+        "recomputes": measured["recomputes"],
         "device": args.device,
     }
     if run_id is not None:

@@ -32,6 +32,7 @@ import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from zbkit import locate
+from zbkit._json_file import read_json
 from zbkit.errors import ZbkitError
 
 from .emulated_stages import DEVICES, RehearsalError, read_costs, split_stages
@@ -129,6 +131,9 @@ class Row:
             excess_per_op_ms=_number(self.excess_per_op_ms(), 4),
             host_bound_ms=round(self.host_bound_ms(), 3),
         )
+        recomputes = self.measured.recompute_range()
+        if recomputes is not None:
+            doc["recomputes"] = list(recomputes)
         if self.order:
             doc["order"] = self.order
         if self.schedule_id is not None:
@@ -156,6 +161,7 @@ class Settings:
     time_scale: float = 1.0
     search_time: float = 3.0
     json: bool = False
+    ac_param_groups: int = 9
 
 
 def parse_schedules(text: str) -> List[str]:
@@ -275,6 +281,7 @@ class Rehearsal:
     def __init__(self, settings: Settings, environment: Dict[str, str]) -> None:
         self.s = settings
         stages, self.profile_comm = read_costs(settings.costs)
+        self.checkpoint_groups = checkpoint_groups(settings.costs, settings.ac_param_groups)
         self.ranks = len(stages)
         self.max_memory = max((st.m_b for st in stages), default=0.0)
         self.check_request(environment["zb"])
@@ -291,7 +298,8 @@ class Rehearsal:
         memory_scale = min(1.0, float(1 << 20) / self.max_memory) if self.max_memory else 1.0
         return ["--costs", str(self.costs_path), "--microbatches", str(self.s.microbatches),
                 "--message-bytes", str(self.s.message_bytes), "--memory-scale", repr(memory_scale),
-                "--device", self.s.device, "--hop-ms", repr(self.comm_ms())]  # fmt: skip
+                "--device", self.s.device, "--hop-ms", repr(self.comm_ms()),
+                "--checkpoint-groups", str(self.checkpoint_groups)]  # fmt: skip
 
     def check_request(self, zb: str) -> None:
         """`zb tune` judges the costs, m and the cap before anything runs or is written: its
@@ -356,9 +364,25 @@ class Rehearsal:
         path.write_text(json.dumps(doc) + "\n")
         return path
 
-    def tune(self, tag: str, family: str, extra: Sequence[str] = (), store: bool = True
-             ) -> Dict[str, Any]:  # fmt: skip
-        args = ["tune", "--costs", str(self.costs_path), "-m", str(self.s.microbatches),
+    def torch_split_costs(self) -> Path:
+        """The rehearsed costs as torch's own split runs a fully checkpointed stage: its B
+        recomputes the forward once (as the profile's B does), its W once more per parameter
+        group (W + groups x F); it holds what the profile says from B to W (the recomputation's
+        tensors W reads stay with the checkpoint until the graph goes). Every stage is charged
+        so, the first too, which torch runs whole in its W with one recomputation: an over-
+        estimate of groups x F per microbatch on the first stage (docs/rehearse.md §6)."""
+        doc = json.loads(self.costs_path.read_text())
+        for stage in doc["stages"]:
+            # A fused backward (1F1B's, DualPipeV's overlapped pairs) recomputes once.
+            stage["BW"] = stage.get("BW", stage["B"] + stage["W"])
+            stage["W"] = stage["W"] + self.checkpoint_groups * stage["F"]
+        path = self.s.dir / "costs-torch-split.json"
+        path.write_text(json.dumps(doc) + "\n")
+        return path
+
+    def tune(self, tag: str, family: str, extra: Sequence[str] = (), store: bool = True,
+             costs: Optional[Path] = None) -> Dict[str, Any]:  # fmt: skip
+        args = ["tune", "--costs", str(costs or self.costs_path), "-m", str(self.s.microbatches),
                 "--mem-limit", self.s.mem_limit, "--family", family, *extra]  # fmt: skip
         if family == "search":
             args += ["--time-limit", str(self.s.search_time)]
@@ -381,6 +405,14 @@ class Rehearsal:
         wanted_torch = [n for n in self.s.schedules if n.startswith("torch:")]
         report = self.tune("tune-torch", "1f1b", ["--torch-orders", str(orders)], store=False)
         by_family = {row["family"]: row for row in report["candidates"]}
+        if self.checkpoint_groups:
+            # torch's split classes recompute in B and again per parameter group in W.
+            split_costs = self.torch_split_costs()
+            report = self.tune("tune-torch-split", "1f1b", ["--torch-orders", str(orders)],
+                               store=False, costs=split_costs)  # fmt: skip
+            for row in report["candidates"]:
+                if row["family"].startswith("torch:") and splits_backward(orders, row["family"]):
+                    by_family[row["family"]] = row
         for name in wanted_torch:
             cls = name.split(":", 1)[1]
             if cls in refused:
@@ -518,6 +550,32 @@ class Rehearsal:
         return most
 
 
+def checkpoint_groups(costs: Path, param_groups: int) -> int:
+    """The parameter groups each emulated stage is checkpointed with (0: none): `param_groups`
+    where the profile says its job checkpoints every block fully ("full"); for the other modes a
+    note that they are not emulated (docs/rehearse.md §6)."""
+    mode = read_json(costs, RehearsalError).get("checkpointing", "none")
+    if mode == "full" and param_groups > 0:
+        note(f"stages checkpointed as the profile's job does (full): torch's split recomputes "
+             f"once per each of {param_groups} parameter groups in W (--ac-param-groups)")  # fmt: skip
+        return param_groups
+    if mode not in ("none", "full"):
+        note(f"the profile checkpoints {mode!r}, which is not emulated: stages run without "
+             "recomputation, so torch's classes' extra recomputations are not rehearsed")  # fmt: skip
+    return 0
+
+
+def splits_backward(orders: Path, name: str) -> bool:
+    """Whether torch's class `name` ("torch:<Class>") runs split backwards (its order in
+    `orders`, zbkit_harness.torch_orders, has weight passes)."""
+    path = orders / f"{name.split(':', 1)[1]}.csv"
+    try:
+        cells = path.read_text().replace("\n", ",").split(",")
+    except OSError:
+        return False
+    return any(re.fullmatch(r"\d+W\d+", cell.strip()) for cell in cells)
+
+
 def rehearse(argv, parse_args, make, predicting: str, write_report) -> int:
     """The command's steps, whatever its rows: probe, predict, run, report; its exit code."""
     try:
@@ -584,6 +642,10 @@ def parse(argv: Optional[Sequence[str]]) -> Tuple[Settings, Dict[str, str]]:
     parser.add_argument("--store", default="", help="SQLite store: hops, schedules, runs")
     parser.add_argument("--cluster", default="local", help="cluster name in the store")
     parser.add_argument("--search-time", type=float, default=3.0, help="seconds for the search")
+    parser.add_argument("--ac-param-groups", type=int, default=9,
+                        help="a profile of a fully checkpointed job: the parameter groups torch's "
+                        "split recomputes each stage for in W (9: torchtitan's Llama 3 block); "
+                        "0: no checkpointing emulated")  # fmt: skip
     add_run_options(parser)
     args = parser.parse_args(argv)
     for name in ("microbatches", "iters", "rounds", "message_bytes"):
@@ -591,6 +653,8 @@ def parse(argv: Optional[Sequence[str]]) -> Tuple[Settings, Dict[str, str]]:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 1")
     if args.warmup < 0 or not args.time_scale > 0 or args.search_time < 0:
         raise UsageError("--warmup and --search-time must be >= 0, --time-scale > 0")
+    if args.ac_param_groups < 0:
+        raise UsageError("--ac-param-groups must be >= 0")
     if not Path(args.costs).is_file():
         raise UsageError(f"--costs {args.costs}: no such file")
     try:
@@ -603,6 +667,7 @@ def parse(argv: Optional[Sequence[str]]) -> Tuple[Settings, Dict[str, str]]:
         store=args.store, cluster=args.cluster, dir=Path(args.dir), message_bytes=args.message_bytes, comm=args.comm,
         device=args.device,
         time_scale=args.time_scale, search_time=args.search_time, json=args.json,
+        ac_param_groups=args.ac_param_groups,
     )  # fmt: skip
     return settings, located()
 

@@ -17,7 +17,7 @@ import statistics
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from zbkit._json_file import read_json
 from zbkit.errors import ZbkitError
@@ -63,6 +63,8 @@ class JobSummary:
     rollbacks: int = 0
     run_id: Optional[int] = None  # the replay run a recording job stored
     host_bound_s: Optional[List[float]] = None  # rehearsal, per iteration: stream idle for host
+    # rehearsal under checkpointing: per stage, the fewest and most recomputations a microbatch got
+    recomputes: Dict[int, Tuple[int, int]] = field(default_factory=dict)
 
 
 def _field(doc: Mapping[str, Any], name: str, kind: Any, where: str, required: bool = True):
@@ -107,7 +109,24 @@ def read_summary(path: Path) -> JobSummary:
         rollbacks=_field(doc, "rollbacks", int, where, False) or 0,
         run_id=_field(doc, "run_id", int, where, False),
         host_bound_s=_times(doc, "host_bound_s", where, False),
+        recomputes=_recomputes(doc, where),
     )
+
+
+def _recomputes(doc: Mapping[str, Any], where: str) -> Dict[int, Tuple[int, int]]:
+    """The optional "recomputes" field: {"<stage>": [fewest, most]}."""
+    entries = _field(doc, "recomputes", dict, where, False) or {}
+    out: Dict[int, Tuple[int, int]] = {}
+    for stage, pair in entries.items():
+        if (
+            not str(stage).isdigit()
+            or not isinstance(pair, list)
+            or len(pair) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in pair)
+        ):
+            raise JobError(f"{where}: field 'recomputes' must map stages to [fewest, most]")
+        out[int(stage)] = (pair[0], pair[1])
+    return out
 
 
 def read_memory_report(path: Path) -> float:
@@ -131,6 +150,7 @@ class Measurement:
     rank_iteration_s: List[float] = field(default_factory=list)  # per rank, summed
     rank_barrier_s: List[float] = field(default_factory=list)  # per rank, summed
     rollbacks: int = 0
+    recomputes: Dict[int, Tuple[int, int]] = field(default_factory=dict)  # per stage, last job's
 
     @classmethod
     def of(cls, summaries: Sequence[JobSummary]) -> "Measurement":
@@ -146,6 +166,7 @@ class Measurement:
         if all(p is not None for p in peaks):
             measured.peak_bytes = [float(p) for p in peaks]  # type: ignore[arg-type]
         for s in summaries:
+            measured.recomputes.update(s.recomputes)
             if s.barrier_s is not None:
                 measured.rank_iteration_s.append(sum(s.iter_s))
                 measured.rank_barrier_s.append(sum(s.barrier_s))
@@ -156,12 +177,22 @@ class Measurement:
         self.iteration_s.extend(other.iteration_s)
         if other.peak_bytes:
             self.peak_bytes = list(other.peak_bytes)
+        if other.recomputes:
+            self.recomputes = dict(other.recomputes)
         self.rollbacks += other.rollbacks
         for mine, theirs in ((self.rank_iteration_s, other.rank_iteration_s),
                              (self.rank_barrier_s, other.rank_barrier_s)):  # fmt: skip
             mine.extend([0.0] * (len(theirs) - len(mine)))
             for r, value in enumerate(theirs):
                 mine[r] += value
+
+    def recompute_range(self) -> Optional[Tuple[int, int]]:
+        """The fewest and the most recomputations of a checkpointed stage's forward one
+        microbatch got, over every stage; None when nothing was checkpointed."""
+        if not self.recomputes:
+            return None
+        return (min(low for low, _ in self.recomputes.values()),
+                max(high for _, high in self.recomputes.values()))  # fmt: skip
 
     def fuller_rank_peak(self) -> float:
         """The peak of the fuller rank: what a per-rank budget must hold; 0 when not measured."""

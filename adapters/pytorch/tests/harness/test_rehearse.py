@@ -145,6 +145,58 @@ def test_zbkit_split_on_the_first_stage() -> None:
     assert emulation.live == 0
 
 
+# A fully checkpointed stage: W reads more than F leaves (M_W > M_B), B holds one recomputation.
+CHECKPOINTED = StageCost(f_ms=3.0, b_ms=7.0, w_ms=3.0, m_b=100.0, m_w=700.0)
+GROUPS = 3
+
+
+@pytest.mark.parametrize("split", ["torch", "zbkit"])
+def test_a_checkpointed_stage_recomputes_as_the_split_does(split: str) -> None:
+    """A checkpointed emulated stage under torch's own split recomputes its forward in B and
+    again once per parameter group in W (1 + GROUPS), under zbkit's split once; each op is
+    recorded once, the recomputations inside the B or W that ran them; F leaves M_B, B holds
+    M_W until W (torch's split too: what B recomputed for W stays with the checkpoint)."""
+    emulation = Emulation()
+    stage = EmulatedStage(1, CHECKPOINTED, 8, emulation, param_groups=GROUPS)
+    assert len(list(stage.parameters())) == GROUPS
+    x = _message(3).requires_grad_(True)
+    grad = _message(3)
+    if split == "torch":
+        from torch.distributed.pipelining._backward import (
+            stage_backward_input,
+            stage_backward_weight,
+        )
+
+        out = stage(x)
+        assert emulation.live == CHECKPOINTED.m_b
+        _dx, groups = stage_backward_input([out], [grad], [x], stage.parameters())
+        assert len(groups) == GROUPS
+        assert emulation.live == CHECKPOINTED.m_w
+        stage_backward_weight(stage.parameters(), groups)
+        del groups, out
+        want = 1 + GROUPS
+    else:
+        backward = BackwardSplit(stage.parameters())
+        with backward.record():
+            out = stage(x)
+        assert emulation.live == CHECKPOINTED.m_b
+        backward.seal((out,), (x,))
+        backward.backward_input((grad,), [True])
+        assert emulation.live == CHECKPOINTED.m_w
+        backward.backward_weight()
+        del backward, out
+        want = 1
+    assert [e[:3] for e in emulation.events] == [("F", 1, 3), ("B", 1, 3), ("W", 1, 3)]
+    assert emulation.recomputes == {(1, 3): want}
+    assert emulation.live == 0
+    took = _durations(emulation)
+    # B: its recomputation (F) and the rest of the profile's B; W: torch's recomputes in it.
+    assert took["F"] >= CHECKPOINTED.f_ms and took["B"] >= CHECKPOINTED.b_ms
+    extra = GROUPS * CHECKPOINTED.f_ms if split == "torch" else 0.0
+    assert took["W"] >= CHECKPOINTED.w_ms + extra
+    assert all(p.grad is not None for p in stage.parameters())
+
+
 def test_async_device_runs_on_the_stream() -> None:
     """The async device does not block the host: each op starts at the latest of the host's
     issue, the stream's previous end and its input's ready time plus the hop (for an input from
@@ -306,6 +358,31 @@ def test_rehearse_two_ranks(tmp_path: Path) -> None:
             assert len(ops) == len(entries) * 4 * 3, runtime  # stages x m x iterations
             for stage, duration_ns in ops:
                 assert duration_ns / 1e6 == pytest.approx(entries[stage]["F"], abs=1e-3), runtime
+
+
+def test_rehearse_under_checkpointing(tmp_path: Path) -> None:
+    """A profile of a fully checkpointed job: torch's zero-bubble class runs with its own
+    recompute count (1 on the first stage, which it runs whole in W; 1 + groups elsewhere),
+    zbkit's order once in each runtime, as scheduled, with the predicted peaks (M_W > M_B)."""
+    costs = tmp_path / "checkpointed.json"
+    costs.write_text(json.dumps({**TINY, "checkpointing": "full",
+                                 "stages": [{"F": 2.0, "B": 4.0, "W": 2.0, "M_B": 100,
+                                             "M_W": 500}]}))  # fmt: skip
+    done = _rehearse(
+        tmp_path, "--costs", str(costs), "-m", "4", "--mem-limit", "none", "--schedules",
+        "torch:ZBVZeroBubble,zbkit:zb-v", "--iters", "1", "--rounds", "1",
+        "--ac-param-groups", str(GROUPS), "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads(done.stdout.strip().splitlines()[-1])
+    rows = {(row["schedule"], row["runtime"]): row for row in doc["rows"]}
+    assert rows[("torch:ScheduleZBVZeroBubble", "torch")]["recomputes"] == [1, 1 + GROUPS]
+    for runtime in ("shim", "executor"):
+        row = rows[("zbkit:zb-v", runtime)]
+        assert row["recomputes"] == [1, 1], runtime
+        assert row["order"] == "as scheduled", runtime
+        assert row["peak_bytes"] == pytest.approx(row["predicted_peak"], rel=1e-9), runtime
+    assert "under checkpointing" in done.stdout
 
 
 if __name__ == "__main__":
