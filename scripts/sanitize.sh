@@ -55,6 +55,7 @@ if [ "$python_tests" -eq 1 ]; then
     -n "${ZBKIT_JOBS:-2}" --dist loadscope \
     "$root/adapters/pytorch/tests/library/test_runtime_binding.py" \
     "$root/adapters/pytorch/tests/library/test_train_zbkit.py" \
-    "$root/adapters/pytorch/tests/harness/test_rehearse.py"
+    "$root/adapters/pytorch/tests/harness/test_rehearse.py" \
+    -k "not under_checkpointing"  # the same libzbrt calls as test_rehearse_two_ranks, 40 s more
 fi
 echo "sanitize.sh: no ASan/UBSan report in the suite"
