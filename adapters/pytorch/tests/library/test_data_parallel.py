@@ -6,6 +6,7 @@ order is fused or the stages are FSDP2, and the replicas of every pipeline rank 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -108,6 +109,42 @@ def test_profiling_window_keeps_ddp_backwards_fused(tmp_path: Path) -> None:
     assert len(warnings) == 4, done.stderr[-3000:]
     assert_replicas_equal(prefix)
     assert len(list((tmp_path / "trace").glob("rank*.json.gz"))) == 4
+
+
+def test_fsdp2_blocks_are_measured_and_the_job_trains_as_unprofiled(tmp_path: Path) -> None:
+    """Per-block costs of FSDP2 stages (DTensor parameters): the profiling window gathers each
+    stage's parameters for the measurement and shards them again, every block of every rank is
+    measured, its state the rank's own shard, and the job ends with the parameters and losses of
+    the same job run without zbkit (the measurement reduced nothing into its gradients)."""
+    plain, profiled = tmp_path / "plain", tmp_path / "profiled"
+    done = subprocess.run(torchrun4("--wrap", "fsdp", "--dump", str(plain)), env=job_env(),
+                          capture_output=True, text=True, timeout=TIMEOUT_S)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    env = job_env(
+        ZBKIT_TORCH_PROFILE=str(tmp_path / "trace"), ZBKIT_PROFILE_SKIP="0",
+        ZBKIT_PROFILE_ITERS="1", PYTHONPATH=str(HOOK_DIR) + os.pathsep + str(PYTORCH_DIR),
+    )  # fmt: skip
+    done = subprocess.run(torchrun4("--wrap", "fsdp", "--dump", str(profiled)), env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT_S)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "not measured" not in done.stderr, done.stderr[-3000:]
+    for rank in range(4):
+        doc = json.loads((tmp_path / "trace" / f"rank{rank}.blocks.json").read_text())
+        (stage,) = doc["stages"]
+        names = [block["name"] for block in stage["blocks"]]
+        assert names == (["embed", "blocks.0", "blocks.1"] if stage["stage"] == 0
+                         else ["blocks.0", "blocks.1", "head"]), (rank, names)  # fmt: skip
+        for block in stage["blocks"]:
+            assert block["F"] > 0 and block["W"] > 0 and block["M_B"] > 0, (rank, block)
+    # The sharded state: half of what one unsharded replica holds per block, as each rank keeps.
+    embed = json.loads((tmp_path / "trace" / "rank0.blocks.json").read_text())["stages"][0]
+    assert embed["blocks"][0]["state"] == 64 * 32 * 4 * 2 // 2 + 16 * 32 * 4 * 2 // 2
+    assert_replicas_equal(profiled)
+    for rank in range(4):
+        want, got = (torch.load(f"{prefix}.rank{rank}.pt") for prefix in (plain, profiled))
+        assert got["losses"] == want["losses"], rank
+        for name, value in want["params"].items():
+            assert torch.equal(value, got["params"][name]), (rank, name)
 
 
 EXECUTOR_PROBE = textwrap.dedent(

@@ -69,11 +69,13 @@ class Capture:
         self.failed: set = set()  # id(module) of blocks whose inputs could not be kept
         self.order: Dict[int, int] = {}
         self.stages: List[tuple] = []  # (stage index, [(name, module)])
+        self.stage_modules: Dict[int, object] = {}  # stage index -> its module
         self.handles = []
         self.last_stage: Optional[int] = None  # the local stage that computes the loss
         for stage in local_stages(schedule):
             blocks = stage_blocks(stage.submod)
             self.stages.append((stage.stage_index, blocks))
+            self.stage_modules[stage.stage_index] = stage.submod
             if getattr(stage, "is_last", False):
                 self.last_stage = stage.stage_index
             for _, module in blocks:
@@ -166,6 +168,10 @@ class _BlockRunner:
 
         self.torch = torch
         self.module, (self.args, self.kwargs) = module, captured
+        # An FSDP2 block is called past its hooks: its parameters are already gathered
+        # (_unsharded), and its hooks would reshard them and reduce-scatter into the job's
+        # gradients.
+        self.call = module.forward if _fsdp_modules(module, recurse=False) else module
         self.params = [p for p in module.parameters() if p.requires_grad]
         self.cuda = any(p.is_cuda for p in module.parameters())
         self.autocast = autocast or []
@@ -190,7 +196,7 @@ class _BlockRunner:
         args, kwargs = _fresh(self.args, leaves), _fresh(self.kwargs, leaves)
         with self.autocasting():
             start = self._now()
-            output = self.module(*args, **kwargs)
+            output = self.call(*args, **kwargs)
             seconds = self._now() - start
         outputs = [t for t in tree_flatten(output)[0]
                    if isinstance(t, self.torch.Tensor) and t.grad_fn is not None]  # fmt: skip
@@ -308,13 +314,41 @@ def _state_bytes(module) -> int:
 
     total = 0
     for parameter in module.parameters():
-        size = parameter.numel() * parameter.element_size()
+        local = getattr(parameter, "to_local", None)  # a sharded (DTensor) parameter: this rank's
+        size = (local() if local else parameter).numel() * parameter.element_size()
         total += size * (2 if parameter.requires_grad else 1)
         for optimizer in list(_optimizers):
             for value in optimizer.state.get(parameter, {}).values():
                 if isinstance(value, torch.Tensor):
+                    value = value.to_local() if hasattr(value, "to_local") else value
                     total += value.numel() * value.element_size()
     return total
+
+
+def _fsdp_modules(module, recurse: bool = True) -> list:
+    """The FSDP2 (`fully_shard`) modules in `module` (itself only, without `recurse`)."""
+    try:
+        from torch.distributed.fsdp import FSDPModule  # noqa: PLC0415
+    except ImportError:
+        return []
+    found = module.modules() if recurse else (module,)
+    return [m for m in found if isinstance(m, FSDPModule)]
+
+
+@contextlib.contextmanager
+def _unsharded(stage_module):
+    """A stage's FSDP2 parameters gathered while its blocks are measured (their sharded DTensors
+    cannot run with a block's plain inputs), sharded again after. Each gather is a collective of
+    the data-parallel group: every replica measures the same stages, so the calls match."""
+    gathered = []
+    try:
+        for module in _fsdp_modules(stage_module) if stage_module is not None else []:
+            module.unshard()
+            gathered.append(module)
+        yield
+    finally:
+        for module in reversed(gathered):
+            module.reshard()
 
 
 def measure_block(
@@ -392,12 +426,20 @@ def measure_and_write(capture: Capture, directory: str) -> None:
         ran = sorted((capture.order[id(m)], name, m) for name, m in blocks
                      if id(m) in capture.inputs)  # fmt: skip
         measured = []
+        states = {id(m): _state_bytes(m) for _, _, m in ran}  # sharded, as the rank keeps them
+        try:
+            gathering = _unsharded(capture.stage_modules.get(stage_index))
+            gathering.__enter__()
+        except Exception as error:  # the blocks then stay unmeasured, said once
+            warn(f"stage {stage_index}: its FSDP parameters could not be gathered: {error}")
+            ran, gathering = [], contextlib.nullcontext()
         for _, name, module in ran:
             buffers = [(b, b.detach().clone()) for b in module.buffers()]
             try:
                 with torch.random.fork_rng(devices=_cuda_devices(module)):
                     costs = measure_block(module, capture.inputs[id(module)],
                                           autocast=capture.autocast.get(id(module)))  # fmt: skip
+                    costs["state"] = states[id(module)]
                     measured.append(
                         {"name": name, **costs, "checkpointing": checkpointing.block_mode(module)}
                     )
@@ -407,6 +449,7 @@ def measure_and_write(capture: Capture, directory: str) -> None:
                 with torch.no_grad():
                     for buffer, saved in buffers:
                         buffer.copy_(saved)
+        gathering.__exit__(None, None, None)
         entry = {"stage": stage_index, "blocks": measured}
         if stage_index == capture.last_stage and capture.loss_inputs:
             try:
