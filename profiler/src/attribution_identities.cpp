@@ -121,6 +121,46 @@ void DensePipelineRanks(const std::vector<ProcessOps*>& with_ops, Attribution& r
                          " (--pp P places them in a larger pipeline)");
 }
 
+// Where the shim recorded each process's pipeline group (RawTrace::pipeline), that is the truth
+// whatever the order of the job's device mesh: the pipeline rank is the rank in the stages'
+// group, and the processes of different groups (told apart by the group's lowest global rank)
+// are data-parallel replicas of one pipeline, numbered in that order. False, and nothing
+// changed, where a process has none, the groups differ in size, or --pp says another size.
+bool FromPipelineGroups(const std::vector<ProcessOps*>& with_ops, const AttributionOptions& options,
+                        Attribution& result, int32_t& ranks) {
+  int32_t size = 0;
+  std::map<int32_t, int32_t> replica_of;  // the group's lowest global rank -> replica
+  for (const ProcessOps* proc : with_ops) {
+    const RawTrace::PipelineGroup& group = proc->trace->pipeline;
+    if (group.size <= 0 || (size > 0 && group.size != size)) return false;
+    size = group.size;
+    replica_of.emplace(group.first, 0);
+  }
+  if (options.pp != 0 && options.pp != size) {
+    result.notes.push_back("--pp " + std::to_string(options.pp) +
+                           " differs from the pipeline group the stages were built on (" +
+                           std::to_string(size) + " ranks): --pp is used");
+    return false;
+  }
+  int32_t next = 0;
+  for (auto& [first, replica] : replica_of)
+    replica = next++;
+  for (ProcessOps* proc : with_ops) {
+    proc->rank = proc->trace->pipeline.rank;
+    proc->replica = replica_of[proc->trace->pipeline.first];
+  }
+  if (replica_of.size() > 1) {
+    result.notes.push_back(std::to_string(with_ops.size()) +
+                           " processes: " + std::to_string(replica_of.size()) +
+                           " data-parallel replicas of a " + std::to_string(size) +
+                           "-rank pipeline, from the process groups its stages were built on "
+                           "(every replica's ops count in the costs; the first's timeline is "
+                           "recorded)");
+  }
+  ranks = size;
+  return true;
+}
+
 }  // namespace
 
 // Pass 2: pipeline ranks of the processes with recognized ops. Returns those processes (those
@@ -154,7 +194,9 @@ std::vector<ProcessOps*> AssignPipelineRanks(std::vector<ProcessOps>& processes,
                            " processes had no RANK; ranked in process-id order");
   }
   int32_t ranks = options.pp;
-  if (ranks == 0) {
+  if (FromPipelineGroups(with_ops, options, result, ranks)) {
+    // the stages' own groups placed every process
+  } else if (ranks == 0) {
     DensePipelineRanks(with_ops, result);
     for (ProcessOps* proc : with_ops)
       ranks = std::max(ranks, proc->rank + 1);

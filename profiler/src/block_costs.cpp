@@ -2,6 +2,7 @@
 // Merging the ranks' per-block files into per-layer costs (block_costs.h).
 #include "zbkit/profiler/block_costs.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -28,7 +29,11 @@ bool EndsWith(const std::string& text, std::string_view suffix) {
 struct RankFiles {
   std::map<int, json> stages;
   std::map<int, json> losses;
+  std::map<int, int> replicas;  // stage -> files beyond the first that held it
 };
+
+// The block names of one stage's entry, in order.
+std::vector<std::string> NamesOf(const json& blocks);
 
 // One rank's file into `files`.
 Status ReadRankFile(const fs::path& path, RankFiles& files) {
@@ -54,7 +59,15 @@ Status ReadRankFile(const fs::path& path, RankFiles& files) {
     }
     const int index = stage["stage"].get<int>();
     if (stages.count(index)) {
-      return InvalidInput(where + ": stage " + std::to_string(index) + " is in two files");
+      // Data-parallel replicas of one pipeline rank measure the same blocks: the first file
+      // read stands for them; blocks that differ are two pipelines' stages, not replicas.
+      if (NamesOf(stages[index]) != NamesOf(stage["blocks"])) {
+        return InvalidInput(where + ": stage " + std::to_string(index) +
+                            " is in two files with other blocks (replicas of one pipeline rank "
+                            "hold the same blocks)");
+      }
+      ++files.replicas[index];
+      continue;
     }
     stages[index] = stage["blocks"];
     if (stage.contains("loss")) files.losses[index] = stage["loss"];
@@ -68,6 +81,13 @@ std::string NameOf(const json& block) {
   return block.is_object() && block.contains("name") && block["name"].is_string()
              ? block["name"].get<std::string>()
              : std::string();
+}
+
+std::vector<std::string> NamesOf(const json& blocks) {
+  std::vector<std::string> names;
+  for (const json& block : blocks)
+    names.push_back(NameOf(block));
+  return names;
 }
 
 // The loss runs on the last stage, after its last block, whatever the split: its F, B and saved
@@ -130,19 +150,33 @@ BlockCosts ReadBlockCosts(const std::vector<std::string>& dirs, const CostReport
   RankFiles files;
   std::map<int, json>& stages = files.stages;
   bool any = false;
+  std::vector<fs::path> paths;
   for (const std::string& dir : dirs) {
     std::error_code error;
     for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
-      if (!IsBlockCostsFileName(it->path().filename().string())) continue;
-      any = true;
-      Status read = ReadRankFile(it->path(), files);
-      if (!read.ok()) {
-        result.notes.push_back("per-block costs left out: " + read.message());
-        return result;
-      }
+      if (IsBlockCostsFileName(it->path().filename().string())) paths.push_back(it->path());
+    }
+  }
+  // In rank order, so that the lowest rank's file stands for its replicas whatever the
+  // directory's order.
+  std::sort(paths.begin(), paths.end(), [](const fs::path& a, const fs::path& b) {
+    const std::string x = a.filename().string(), y = b.filename().string();
+    return x.size() != y.size() ? x.size() < y.size() : x < y;
+  });
+  for (const fs::path& path : paths) {
+    any = true;
+    Status read = ReadRankFile(path, files);
+    if (!read.ok()) {
+      result.notes.push_back("per-block costs left out: " + read.message());
+      return result;
     }
   }
   if (!any) return result;  // a job the hook did not measure per block: nothing to say
+  if (!files.replicas.empty()) {
+    result.notes.push_back(
+        "per-block costs: data-parallel replicas of a stage measured the "
+        "same blocks; the lowest rank's measurement is used");
+  }
   std::vector<json> blocks;
   std::vector<int> stage_of;
   for (int s = 0; s < num_stages; ++s) {

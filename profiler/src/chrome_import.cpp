@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -80,6 +81,7 @@ class ChromeSax {
   Number world_size;
   std::string schedule_class;  // the "zbkit_schedule_class" metadata zbkit's shim adds
   std::string checkpointing;   // the "zbkit_checkpointing" metadata zbkit's shim adds
+  std::string pipeline;        // the "zbkit_pipeline" metadata: "<rank>/<size>/<first>"
   bool root_is_array = false;
   bool saw_root = false;
   std::string error;
@@ -180,6 +182,8 @@ class ChromeSax {
       schedule_class = *text;
     } else if (stack_.size() == 1 && stack_[0].object && key_ == kCheckpointingKey && text) {
       checkpointing = *text;
+    } else if (stack_.size() == 1 && stack_[0].object && key_ == kPipelineKey && text) {
+      pipeline = *text;
     } else if (stack_.size() == 2 && stack_[1].key == "distributedInfo") {
       if (key_ == "rank") rank = number;
       if (key_ == "world_size") world_size = number;
@@ -260,6 +264,21 @@ int64_t IntOf(const Number& number, int64_t fallback) {
   // 2^63 exactly is the first double past INT64_MAX.
   if (!(value >= -9223372036854775808.0 && value < 9223372036854775808.0)) return fallback;
   return static_cast<int64_t>(value);
+}
+
+// "<rank>/<size>/<first>" (the shim's kPipelineKey); unknown (size 0) for anything else: a
+// trace's metadata is read, not trusted.
+RawTrace::PipelineGroup ParsePipelineGroup(const std::string& text) {
+  RawTrace::PipelineGroup group;
+  int rank = -1, size = 0, first = -1;
+  char end = 0;
+  if (std::sscanf(text.c_str(), "%d/%d/%d%c", &rank, &size, &first, &end) == 3 && size >= 1 &&
+      rank >= 0 && rank < size && first >= 0) {
+    group.rank = rank;
+    group.size = size;
+    group.first = first;
+  }
+  return group;
 }
 
 std::string Lower(std::string text) {
@@ -436,6 +455,7 @@ class ChromeTraceBuilder {
       trace.source = "chrome:" + source;
       trace.schedule_class = sax.schedule_class;
       trace.checkpointing = sax.checkpointing;
+      trace.pipeline = ParsePipelineGroup(sax.pipeline);
       traces.push_back(std::move(trace));
     }
     return traces;

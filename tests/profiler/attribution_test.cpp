@@ -660,5 +660,43 @@ TEST(Attribution, NcclNames) {
   EXPECT_FALSE(IsNcclKernel("ampere_sgemm_128x64_nn"));
 }
 
+// A pipeline inside data parallelism (docs/data-parallel.md): the shim names each process's
+// pipeline group, and that places every process whatever the mesh's order. A (dp, pp) mesh puts
+// the pipeline ranks innermost (global ranks 0 and 2 hold stage 0): read as two replicas of a
+// 2-rank loop pipeline, not as ranks 0-3; a --pp that says otherwise wins, with a note.
+TEST(Attribution, PipelineGroupsPlaceReplicasWhateverTheMeshOrder) {
+  std::vector<RawTrace> traces = PpRanks({{0}, {1}, {0}, {1}}, "Schedule1F1B");
+  for (int r = 0; r < 4; ++r) {
+    traces[r].process.world_size = 4;
+    traces[r].pipeline = {r % 2, 2, r < 2 ? 0 : 2};
+  }
+  auto read = Attribute(traces, RuleSet(), AttributionOptions{});
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(read->ranks, 2);
+  EXPECT_TRUE(read->layout_known);
+  EXPECT_EQ(read->placement, Placement::kLoop);
+  std::map<std::pair<int, int>, int> ops;  // (rank, replica) -> ops
+  for (const MeasuredOp& op : read->ops)
+    ++ops[{op.rank, op.replica}];
+  EXPECT_EQ(ops.size(), 4u);
+  for (const auto& [key, count] : ops)
+    EXPECT_EQ(count, 6) << key.first << "/" << key.second;
+  bool noted = false;
+  for (const std::string& note : read->notes)
+    noted =
+        noted || note.find("2 data-parallel replicas of a 2-rank pipeline") != std::string::npos;
+  EXPECT_TRUE(noted);
+
+  AttributionOptions four;
+  four.pp = 4;
+  auto forced = Attribute(traces, RuleSet(), four);
+  ASSERT_TRUE(forced.ok()) << forced.status().message();
+  EXPECT_EQ(forced->ranks, 4);
+  bool said = false;
+  for (const std::string& note : forced->notes)
+    said = said || note.find("--pp 4 differs from the pipeline group") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
 }  // namespace
 }  // namespace zb::profiler

@@ -111,23 +111,33 @@ def test_profiling_window_keeps_ddp_backwards_fused(tmp_path: Path) -> None:
     assert len(list((tmp_path / "trace").glob("rank*.json.gz"))) == 4
 
 
-def test_fsdp2_blocks_are_measured_and_the_job_trains_as_unprofiled(tmp_path: Path) -> None:
-    """Per-block costs of FSDP2 stages (DTensor parameters): the profiling window gathers each
-    stage's parameters for the measurement and shards them again, every block of every rank is
+def test_zb_profile_reads_one_pipeline_of_pp2_x_fsdp2_and_measures_its_blocks(
+    tmp_path: Path,
+) -> None:
+    """`zb profile --torch` of PP2 x FSDP2 (DTensor parameters): one 2-rank pipeline read from the
+    stages' process groups, its replicas folded; the profiling window gathers each stage's
+    parameters for the per-block measurement and shards them again, every block of every rank is
     measured, its state the rank's own shard, and the job ends with the parameters and losses of
     the same job run without zbkit (the measurement reduced nothing into its gradients)."""
     plain, profiled = tmp_path / "plain", tmp_path / "profiled"
     done = subprocess.run(torchrun4("--wrap", "fsdp", "--dump", str(plain)), env=job_env(),
                           capture_output=True, text=True, timeout=TIMEOUT_S)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    env = job_env(
-        ZBKIT_TORCH_PROFILE=str(tmp_path / "trace"), ZBKIT_PROFILE_SKIP="0",
-        ZBKIT_PROFILE_ITERS="1", PYTHONPATH=str(HOOK_DIR) + os.pathsep + str(PYTORCH_DIR),
+    costs, layers = tmp_path / "costs.json", tmp_path / "layers.json"
+    done = subprocess.run(
+        [str(os.environ["ZBKIT_ZB_BINARY"]), "profile", "--torch", "--torch-skip", "0",
+         "--torch-iters", "1", "--shard-dir", str(tmp_path / "trace"), "--out", str(costs),
+         "--layers-out", str(layers), "--", *torchrun4("--wrap", "fsdp", "--dump", str(profiled))],
+        env=job_env(), capture_output=True, text=True, timeout=TIMEOUT_S,
     )  # fmt: skip
-    done = subprocess.run(torchrun4("--wrap", "fsdp", "--dump", str(profiled)), env=env,
-                          capture_output=True, text=True, timeout=TIMEOUT_S)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert "not measured" not in done.stderr, done.stderr[-3000:]
+    # Without --pp: the stages' process groups say which ranks are replicas (the mesh is (dp,
+    # pp): global ranks 0 and 2 hold stage 0), so one 2-rank pipeline is profiled, not 4 ranks.
+    assert "2 data-parallel replicas of a 2-rank pipeline" in done.stdout, done.stdout
+    profile = json.loads(costs.read_text())
+    assert len(profile["stages"]) == 2 and profile["layout"]["placement"] == "loop", profile
+    assert len(json.loads(layers.read_text())["layers"]) == 6
     for rank in range(4):
         doc = json.loads((tmp_path / "trace" / f"rank{rank}.blocks.json").read_text())
         (stage,) = doc["stages"]

@@ -83,11 +83,13 @@ NO_STAGE_RULES = [
 
 def _variant(trace_dir, out, *, all_reduce: bool, keep_p2p: bool):
     """The real traces, with a data-parallel all-reduce added to each rank and/or their
-    point-to-point calls taken out."""
+    point-to-point calls taken out, and without the pipeline group the shim records (as traces
+    from elsewhere: what places the ranks then is the communication they show)."""
     out.mkdir()
     for path in sorted(trace_dir.glob("rank*.json.gz")):
         with gzip.open(path, "rt") as f:
             trace = json.load(f)
+        trace.pop("zbkit_pipeline", None)
         events = trace["traceEvents"]
         if not keep_p2p:
             events[:] = [e for e in events if e.get("name") not in ("c10d::send", "c10d::recv_")]

@@ -81,10 +81,20 @@ struct RawTrace {
   // How the process's stages checkpoint their activations (zb::IsCheckpointingMode; "" unknown),
   // where the trace says: the shim adds it as the top-level key kCheckpointingKey.
   std::string checkpointing;
+  // The pipeline the process's stages were built on, where the trace says (the shim adds it as
+  // the top-level key kPipelineKey, "<rank>/<size>/<first>"): its rank in the stages' process
+  // group, the group's size and the group's lowest global rank, which tells data-parallel
+  // replicas of one pipeline apart whatever the order of the job's mesh. size 0: not known.
+  struct PipelineGroup {
+    int32_t rank = -1;
+    int32_t size = 0;
+    int32_t first = -1;
+  } pipeline;
 };
 
 inline constexpr const char* kScheduleClassKey = "zbkit_schedule_class";
 inline constexpr const char* kCheckpointingKey = "zbkit_checkpointing";
+inline constexpr const char* kPipelineKey = "zbkit_pipeline";
 
 }  // namespace zb::profiler
 

@@ -18,6 +18,20 @@ from . import blocks
 SCHEDULE_CLASS_KEY = "zbkit_schedule_class"
 # The job's activation checkpointing (kCheckpointingKey, zbkit.checkpointing.job_mode).
 CHECKPOINTING_KEY = "zbkit_checkpointing"
+# The pipeline this process's stages were built on (kPipelineKey): "<rank>/<size>/<first>", its
+# rank in the stages' process group, the group's size and its lowest global rank (which tells the
+# data-parallel replicas of one pipeline apart, whatever the order of the job's device mesh).
+PIPELINE_KEY = "zbkit_pipeline"
+
+
+def pipeline_group(schedule) -> str:
+    """PIPELINE_KEY's value for the stages of `schedule` on this process."""
+    import torch.distributed as dist  # noqa: PLC0415
+
+    stage = local_stages(schedule)[0]
+    members = dist.get_process_group_ranks(stage.group) if stage.group is not None else \
+        list(range(dist.get_world_size()))  # fmt: skip
+    return f"{stage.group_rank}/{stage.group_size}/{min(members)}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -90,6 +104,10 @@ class _ProfileWindow:
             self.profiler.add_metadata(CHECKPOINTING_KEY, checkpointing.job_mode(stage_blocks))
         except Exception as error:  # the profile then says nothing of it
             blocks.warn(f"activation checkpointing not recorded: {error}")
+        try:
+            self.profiler.add_metadata(PIPELINE_KEY, pipeline_group(schedule))
+        except Exception as error:  # the profiler then reads ranks from the global ranks
+            blocks.warn(f"the stages' pipeline group not recorded: {error}")
 
     def after(self) -> None:
         self.steps += 1
