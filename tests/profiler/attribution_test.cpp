@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -681,21 +683,18 @@ TEST(Attribution, PipelineGroupsPlaceReplicasWhateverTheMeshOrder) {
   EXPECT_EQ(ops.size(), 4u);
   for (const auto& [key, count] : ops)
     EXPECT_EQ(count, 6) << key.first << "/" << key.second;
-  bool noted = false;
-  for (const std::string& note : read->notes)
-    noted =
-        noted || note.find("2 data-parallel replicas of a 2-rank pipeline") != std::string::npos;
-  EXPECT_TRUE(noted);
+  auto noted = [](const Attribution& a, const std::string& text) {
+    return std::any_of(a.notes.begin(), a.notes.end(),
+                       [&](const std::string& n) { return n.find(text) != std::string::npos; });
+  };
+  EXPECT_TRUE(noted(*read, "2 data-parallel replicas of a 2-rank pipeline"));
 
   AttributionOptions four;
   four.pp = 4;
   auto forced = Attribute(traces, RuleSet(), four);
   ASSERT_TRUE(forced.ok()) << forced.status().message();
   EXPECT_EQ(forced->ranks, 4);
-  bool said = false;
-  for (const std::string& note : forced->notes)
-    said = said || note.find("--pp 4 differs from the pipeline group") != std::string::npos;
-  EXPECT_TRUE(said);
+  EXPECT_TRUE(noted(*forced, "--pp 4 differs from the pipeline group"));
 }
 
 }  // namespace
