@@ -662,10 +662,9 @@ TEST(Attribution, NcclNames) {
   EXPECT_FALSE(IsNcclKernel("ampere_sgemm_128x64_nn"));
 }
 
-// A pipeline inside data parallelism (docs/data-parallel.md): the shim names each process's
-// pipeline group, and that places every process whatever the mesh's order. A (dp, pp) mesh puts
-// the pipeline ranks innermost (global ranks 0 and 2 hold stage 0): read as two replicas of a
-// 2-rank loop pipeline, not as ranks 0-3; a --pp that says otherwise wins, with a note.
+// PP x DP (docs/data-parallel.md §3): the shim's pipeline groups place every process whatever the
+// mesh's order. A (dp, pp) mesh (global ranks 0 and 2 hold stage 0) is two replicas of a 2-rank
+// loop pipeline, not ranks 0-3; a --pp that says otherwise wins, with a note.
 TEST(Attribution, PipelineGroupsPlaceReplicasWhateverTheMeshOrder) {
   std::vector<RawTrace> traces = PpRanks({{0}, {1}, {0}, {1}}, "Schedule1F1B");
   for (int r = 0; r < 4; ++r) {
