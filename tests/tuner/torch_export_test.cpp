@@ -186,14 +186,17 @@ TEST(TorchExportTest, LegacyDialectRefusesMixedFusedAndSplitBackwards) {
   EXPECT_EQ(modern->substr(0, modern->find('\n')), "0F0,0F1,0I0,0W0,0B1");
 }
 
+// FSDP's window too (docs/data-parallel.md §4): UNSHARD before a stage's first op, RESHARD after
+// the rank's last, as torch's own lowering adds them (a stage that is not FSDP ignores them).
 TEST(TorchExportTest, CommsFormatPostsEachSendWithItsReceiveAndReducesAfterTheLastBackward) {
   auto schedule = OneFOneB(UniformCosts(2, 1, 1, 1, 0, 1, 0), 2);
   ASSERT_TRUE(schedule.ok());
   auto csv = ExportTorchCsv(*schedule, TorchCsvFormat::kComputeComms);
   ASSERT_TRUE(csv.ok()) << csv.status().message();
   EXPECT_EQ(*csv,
-            "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1,0REDUCE_GRAD\n"
-            "1RECV_F0,1F0,1RECV_F1,1B0,1SEND_B0,1F1,1B1,1SEND_B1,1REDUCE_GRAD\n");
+            "0UNSHARD,0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1,0REDUCE_GRAD,0RESHARD\n"
+            "1RECV_F0,1UNSHARD,1F0,1RECV_F1,1B0,1SEND_B0,1F1,1B1,1SEND_B1,1REDUCE_GRAD,"
+            "1RESHARD\n");
 }
 
 TEST(TorchExportTest, CommsFormatHandsTheVTurnOverLocally) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "zbkit/tuner/torch_export.h"
 
+#include <algorithm>
 #include <sstream>
 #include <vector>
 
@@ -60,8 +61,43 @@ Status CheckLegacyExpressible(const Schedule& schedule) {
 struct Action {
   int stage;
   std::string token;
-  int microbatch;  // -1: none (REDUCE_GRAD)
+  int microbatch;  // -1: none (REDUCE_GRAD, UNSHARD, RESHARD)
 };
+
+// FSDP's parameter windows, placed as torch's own lowering places them (`_add_unshard_reshard`,
+// torch 2.13; docs/data-parallel.md §4): before each compute op of a rank, the next
+// kMaxActiveStages distinct stages the rank computes (from that op on) are unsharded, in the
+// order they come, and the unsharded ones not among them resharded first; every stage still
+// unsharded is resharded after the rank's last op. torch's runtime does nothing for them on a
+// stage that is not FSDP, so every comms file has them. (torch reshards in its set's order,
+// this in the stages' order: a RESHARD moves no data, so the order does not matter.)
+constexpr size_t kMaxActiveStages = 3;
+
+void AddUnshardReshard(const RankProgram& program, size_t at, std::vector<int>& active,
+                       std::vector<Action>& row) {
+  auto has = [](const std::vector<int>& stages, int stage) {
+    return std::find(stages.begin(), stages.end(), stage) != stages.end();
+  };
+  std::vector<int> coming;
+  for (size_t i = at; i < program.ops.size() && coming.size() < kMaxActiveStages; ++i) {
+    const int stage = program.stages[program.ops[i].chunk];
+    if (!has(coming, stage)) coming.push_back(stage);
+  }
+  std::vector<int> evict;
+  for (int stage : active) {
+    if (!has(coming, stage)) evict.push_back(stage);
+  }
+  std::sort(evict.begin(), evict.end());
+  for (int stage : evict) {
+    row.push_back({stage, zb::TorchToken(ActionKind::kReshard), -1});
+    active.erase(std::find(active.begin(), active.end(), stage));
+  }
+  for (int stage : coming) {
+    if (has(active, stage)) continue;
+    row.push_back({stage, zb::TorchToken(ActionKind::kUnshard), -1});
+    active.push_back(stage);
+  }
+}
 
 // Lowers the compute order to compute + communication, the way PyTorch's runtime executes it:
 // a SEND is posted (non-blocking) right after the op that produced the data, and the matching
@@ -80,6 +116,7 @@ Expected<std::vector<std::vector<Action>>> LowerWithComms(const Schedule& schedu
   std::vector<uint8_t> forward_received(slots, 0), grad_received(slots, 0);
   std::vector<int> backwards_done(num_stages, 0);  // B/BW and W count towards REDUCE_GRAD
   std::vector<std::vector<Action>> rows(p);
+  std::vector<std::vector<int>> unsharded(p);  // per rank, the stages FSDP holds gathered
   std::vector<size_t> next(p, 0);
   size_t remaining = 0;
   for (const RankProgram& program : schedule.programs)
@@ -103,6 +140,7 @@ Expected<std::vector<std::vector<Action>>> LowerWithComms(const Schedule& schedu
                                            : grad_received[slot(stage, mb)] != 0;
       }
       if (!ready) continue;
+      AddUnshardReshard(program, next[rank], unsharded[rank], rows[rank]);
       rows[rank].push_back({stage, TorchToken(op.kind, TorchDialect::kModern), mb});
       if (op.kind == OpKind::kF) {
         forward_done[slot(stage, mb)] = 1;
@@ -127,7 +165,12 @@ Expected<std::vector<std::vector<Action>>> LowerWithComms(const Schedule& schedu
           rows[rank].push_back({stage, zb::TorchToken(ActionKind::kReduceGrad), -1});
         }
       }
-      ++next[rank];
+      if (++next[rank] == program.ops.size()) {
+        std::sort(unsharded[rank].begin(), unsharded[rank].end());
+        for (int left : unsharded[rank])
+          rows[rank].push_back({left, zb::TorchToken(ActionKind::kReshard), -1});
+        unsharded[rank].clear();
+      }
       --remaining;
       progress = true;
     }

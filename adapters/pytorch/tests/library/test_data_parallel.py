@@ -89,6 +89,23 @@ def test_fused_order_runs_under_ddp_and_split_order_under_fsdp2(tmp_path: Path) 
         assert_replicas_equal(prefix)
 
 
+def test_exported_comms_csv_runs_on_fsdp2_stages(tmp_path: Path) -> None:
+    """The compute+comms CSV `zb export` writes holds FSDP's UNSHARD and RESHARD where torch's
+    own lowering puts them: loaded as the user would, on FSDP2 stages it trains, the replicas
+    equal (without them torch stopped at "Attempted to compute on sharded")."""
+    schedule, _ = tune_uniform(tmp_path, "zb-h1")
+    csv = tmp_path / "zb-h1.comms.csv"
+    done = zb("export", str(schedule), "--format", "torch-csv-comms", "-o", str(csv))
+    assert done.returncode == 0, done.stderr
+    env = job_env(ZBKIT_SCHEDULE=str(csv), PYTHONPATH=str(HOOK_DIR) + os.pathsep + str(PYTORCH_DIR))
+    prefix = tmp_path / "comms"
+    done = subprocess.run(torchrun4("--wrap", "fsdp", "--dump", str(prefix)), env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT_S)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"replaying {csv}" in done.stderr
+    assert_replicas_equal(prefix)
+
+
 def test_profiling_window_keeps_ddp_backwards_fused(tmp_path: Path) -> None:
     """The profiling window splits the backward of every even microbatch to measure B and W apart,
     which would skip DDP's reduction where that is the step's last backward (microbatch 2 of 3):

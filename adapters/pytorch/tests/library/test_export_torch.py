@@ -45,6 +45,41 @@ def read_actions(path):
                 enumerate(csv.reader(handle))}  # fmt: skip
 
 
+def fsdp_window(row):
+    """The compute ops with the UNSHARD and RESHARD actions among them, each run of RESHARDs in
+    stage order (torch reshards in its set's order; a RESHARD moves no data)."""
+    kept = [a for a in row if a.is_compute_op or a.computation_type in (ts.UNSHARD, ts.RESHARD)]
+    out, run = [], []
+    for action in kept + [None]:
+        if action is not None and action.computation_type == ts.RESHARD:
+            run.append(action)
+            continue
+        out += sorted(run, key=lambda a: a.stage_index)
+        run = []
+        if action is not None:
+            out.append(action)
+    return out
+
+
+def test_the_fsdp_window_of_four_stages_per_rank_is_torchs(tmp_path):
+    """Four stages per rank (interleaved): at most three unsharded at once, evicted and fetched
+    before each op exactly where torch's own lowering does it."""
+    require_zb()
+    costs = tmp_path / "costs.json"
+    costs.write_text('{"format": "zb-costs/1", "comm": 0.05, "count": 2, "stages": '
+                     '[{"F": 1.0, "B": 1.0, "W": 0.8, "M_B": 1000, "M_W": 300}]}')  # fmt: skip
+    schedule = tmp_path / "i4.json"
+    done = zb("tune", "--costs", str(costs), "-m", "8", "--mem-limit", "none", "--family",
+              "1f1b-i", "--chunks", "4", "-o", str(schedule))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    compute = read_actions(export(schedule, "torch-csv", tmp_path))
+    comms = read_actions(export(schedule, "torch-csv-comms", tmp_path))
+    mine = {r: fsdp_window(row) for r, row in comms.items()}
+    assert mine == {r: fsdp_window(ts._add_unshard_reshard(row)) for r, row in compute.items()}
+    for row in mine.values():
+        assert sum(a.computation_type == ts.RESHARD for a in row) > 4, "nothing was evicted"
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_torch_validates_lowers_and_simulates_the_export(tmp_path, family):
     require_zb()
@@ -68,6 +103,10 @@ def test_torch_validates_lowers_and_simulates_the_export(tmp_path, family):
     reduce = ts._ComputationType.REDUCE_GRAD
     assert {r: [a for a in row if a.computation_type == reduce] for r, row in comms.items()} == {
         r: [a for a in row if a.computation_type == reduce] for r, row in lowered.items()
+    }
+    # FSDP's window where torch's own lowering puts it (docs/data-parallel.md §4).
+    assert {r: fsdp_window(row) for r, row in comms.items()} == {
+        r: fsdp_window(ts._add_unshard_reshard(row)) for r, row in compute.items()
     }
     # torch's simulator (it knows no REDUCE_GRAD, UNSHARD, RESHARD: filtered) must see both
     # orders finish.
