@@ -94,6 +94,7 @@ json ReportJson(const Analysis& analysis, const AnalysisSettings& settings, cons
               {"layout_known", report.layout_known},
               {"schedule_class", report.schedule_class},
               {"checkpointing", report.checkpointing},
+              {"data_parallel", report.data_parallel},
               {"split", report.split},
               {"iterations",
                {{"seen", report.iterations_seen},
@@ -256,6 +257,14 @@ void PrintCheckpointing(const CostProfile& costs, std::ostream& out) {
   out << "\n";
 }
 
+// How many data-parallel replicas of each pipeline rank were folded, where there were several.
+void PrintDataParallel(const CostProfile& costs, std::ostream& out) {
+  if (costs.data_parallel > 1) {
+    out << "data parallelism: " << costs.data_parallel
+        << " replicas of each pipeline rank, folded into these costs (docs/data-parallel.md)\n";
+  }
+}
+
 // The job's layout as the profile records it: what zb tune keeps to by default.
 void PrintLayout(const CostProfile& costs, std::ostream& out) {
   if (!costs.layout) {
@@ -277,6 +286,7 @@ void PrintText(const Analysis& analysis, const AnalysisSettings& settings,
   out << "memory: " << profiler::MemorySourceName(analysis.report.memory) << "\n";
   PrintLayout(analysis.costs, out);
   PrintCheckpointing(analysis.costs, out);
+  PrintDataParallel(analysis.costs, out);
   for (const std::string& note : analysis.report.notes)
     out << "note: " << note << "\n";
   PrintOps(analysis.attribution.ops, settings.list_ops, out);

@@ -78,6 +78,7 @@ bool ReadAsReplicas(const std::vector<ProcessOps*>& with_ops, const std::set<int
     proc->replica = replica[proc->rank];
     proc->rank = 0;
   }
+  result.data_parallel = static_cast<int>(replica.size());
   result.notes.push_back("the traces hold " + std::to_string(present.size()) +
                          " ranks whose ops name no stage and which never send to one another (" +
                          collective +
@@ -158,6 +159,7 @@ bool FromPipelineGroups(const std::vector<ProcessOps*>& with_ops, const Attribut
                            "recorded)");
   }
   ranks = size;
+  result.data_parallel = static_cast<int>(replica_of.size());
   return true;
 }
 
@@ -210,6 +212,7 @@ std::vector<ProcessOps*> AssignPipelineRanks(std::vector<ProcessOps>& processes,
         const int32_t group = world / ranks;
         proc->replica = proc->rank % group;
         proc->rank = proc->rank / group;
+        result.data_parallel = group;
       }
       if (proc->rank >= ranks) {
         result.notes.push_back("rank " + std::to_string(proc->rank) + " is outside --pp " +

@@ -307,6 +307,7 @@ Expected<CostReport> BuildCostReport(const Attribution& attribution, const CostO
   report.layout_known = attribution.layout_known;
   report.schedule_class = attribution.schedule_class;
   report.checkpointing = attribution.checkpointing;
+  report.data_parallel = attribution.data_parallel;
   report.split = attribution.split;
   report.notes = attribution.notes;
 
@@ -357,6 +358,7 @@ CostProfile CostReport::ToCostProfile() const {
   }
   costs.comm = comm.median;
   costs.checkpointing = checkpointing;
+  costs.data_parallel = data_parallel;
   if (layout_known) {
     costs.layout = JobLayout{placement, std::max(chunks, 1)};
     costs.schedule_class = schedule_class;

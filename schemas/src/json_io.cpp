@@ -137,7 +137,7 @@ Expected<CostProfile> ParseCostsObject(const json& value, const std::string& pat
   Reader reader(value, path);
   if (with_format) {
     ZB_RETURN_IF_ERROR(reader.ExpectObject(
-        {"format", "comm", "count", "name", "stages", "layout", "checkpointing"}));
+        {"format", "comm", "count", "name", "stages", "layout", "checkpointing", "data_parallel"}));
     ZB_RETURN_IF_ERROR(CheckFormat(reader, kCostsFormat));
   } else {
     ZB_RETURN_IF_ERROR(reader.ExpectObject({"comm", "count", "name", "stages", "checkpointing"}));
@@ -193,6 +193,10 @@ Expected<CostProfile> ParseCostsObject(const json& value, const std::string& pat
   }
   if (with_format && reader.Has("layout")) {
     ZB_RETURN_IF_ERROR(ParseLayout(value.at("layout"), reader.FieldPath("layout"), costs));
+  }
+  if (with_format && reader.Has("data_parallel")) {
+    ZB_ASSIGN_OR_RETURN(int64_t replicas, reader.Integer("data_parallel", 1, kMaxCount));
+    costs.data_parallel = static_cast<int>(replicas);
   }
   return costs;
 }
@@ -432,6 +436,7 @@ std::string CostsToJson(const CostProfile& costs) {
   json value = {{"format", kCostsFormat}};
   value.update(CostsBody(costs));
   if (costs.layout) value["layout"] = LayoutJson(costs);
+  if (costs.data_parallel > 0) value["data_parallel"] = costs.data_parallel;
   return value.dump(2) + "\n";
 }
 

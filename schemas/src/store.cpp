@@ -33,6 +33,7 @@ extern const char* const kZbkitMigration009Sql;
 extern const char* const kZbkitMigration010Sql;
 extern const char* const kZbkitMigration011Sql;
 extern const char* const kZbkitMigration012Sql;
+extern const char* const kZbkitMigration013Sql;
 
 namespace zb {
 namespace {
@@ -63,6 +64,7 @@ constexpr Migration kMigrations[] = {
     {10, &kZbkitMigration010Sql},  // cost_profile_layers: per-block costs of a profile
     {11, &kZbkitMigration011Sql},  // schedule_ranks.memory_limit: each rank's own cap
     {12, &kZbkitMigration012Sql},  // checkpointing: layers' M_W > M_B, the job's and blocks' modes
+    {13, &kZbkitMigration013Sql},  // cost_profiles.data_parallel: the replicas folded
 };
 static_assert(kMigrations[std::size(kMigrations) - 1].version == Store::kSchemaVersion,
               "the last migration step must produce Store::kSchemaVersion");

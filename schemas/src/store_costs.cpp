@@ -88,8 +88,9 @@ Expected<int64_t> Store::Impl::WriteCostProfile(int64_t job_id, const std::strin
   ZB_ASSIGN_OR_RETURN(Statement profile,
                       conn.Prepare("INSERT INTO cost_profiles (job_id, name, comm_ns,"
                                    " schema_version, run_id, memory_source, layout_placement,"
-                                   " layout_stages_per_rank, schedule_class, checkpointing)"
-                                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                   " layout_stages_per_rank, schedule_class, checkpointing,"
+                                   " data_parallel)"
+                                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                                    what));
   profile.BindInt(1, job_id);
   profile.BindText(2, name);
@@ -117,6 +118,8 @@ Expected<int64_t> Store::Impl::WriteCostProfile(int64_t job_id, const std::strin
   profile.BindOptional(10, costs.checkpointing.empty()
                                ? std::nullopt
                                : std::optional<std::string_view>(costs.checkpointing));
+  profile.BindOptional(
+      11, costs.data_parallel > 0 ? std::optional<int64_t>(costs.data_parallel) : std::nullopt);
   ZB_RETURN_IF_ERROR(profile.Run(what));
   const int64_t id = conn.last_insert_rowid();
 
@@ -174,11 +177,12 @@ Expected<CostProfile> Store::Impl::ReadCostProfile(int64_t id, std::string_view 
       sqlite::QueryFirst<CostProfile>(
           conn,
           "SELECT comm_ns, layout_placement, layout_stages_per_rank, schedule_class,"
-          " checkpointing FROM cost_profiles WHERE id = ?1",
+          " checkpointing, data_parallel FROM cost_profiles WHERE id = ?1",
           what, bind_id, [&](const Statement& row) -> Expected<CostProfile> {
             CostProfile read;
             read.comm = row.Int(0);
             if (!row.IsNull(4)) read.checkpointing = std::string(row.Text(4));
+            if (!row.IsNull(5)) read.data_parallel = static_cast<int>(row.Int(5));
             if (row.IsNull(1)) return read;
             const std::optional<Placement> placement = ParsePlacement(row.Text(1));
             if (!placement) {

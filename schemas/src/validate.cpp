@@ -33,6 +33,10 @@ Status CheckOpTime(const std::string& field, double ms, int factor) {
 Status ValidateCostProfile(const CostProfile& costs) {
   if (costs.stages.empty()) return InvalidInput("stages: must hold at least one stage");
   if (costs.comm < 0) return InvalidInput("comm: must be >= 0");
+  if (costs.data_parallel < 0 || costs.data_parallel > kMaxCount) {
+    return InvalidInput("data_parallel: must be 0 (not known) to " + std::to_string(kMaxCount) +
+                        ", got " + std::to_string(costs.data_parallel));
+  }
   if (!costs.checkpointing.empty() && !IsCheckpointingMode(costs.checkpointing)) {
     return InvalidInput("checkpointing: must be one of " + std::string(CheckpointingModeList()) +
                         ", got \"" + costs.checkpointing + "\"");

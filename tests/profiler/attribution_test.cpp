@@ -662,9 +662,8 @@ TEST(Attribution, NcclNames) {
   EXPECT_FALSE(IsNcclKernel("ampere_sgemm_128x64_nn"));
 }
 
-// PP x DP (docs/data-parallel.md §3): the shim's pipeline groups place every process whatever the
-// mesh's order. A (dp, pp) mesh (global ranks 0 and 2 hold stage 0) is two replicas of a 2-rank
-// loop pipeline, not ranks 0-3; a --pp that says otherwise wins, with a note.
+// PP x DP (docs/data-parallel.md §3): a (dp, pp) mesh (global ranks 0 and 2 hold stage 0) is two
+// replicas of a 2-rank loop pipeline, not ranks 0-3; a --pp that says otherwise wins, noted.
 TEST(Attribution, PipelineGroupsPlaceReplicasWhateverTheMeshOrder) {
   std::vector<RawTrace> traces = PpRanks({{0}, {1}, {0}, {1}}, "Schedule1F1B");
   for (int r = 0; r < 4; ++r) {
@@ -674,6 +673,7 @@ TEST(Attribution, PipelineGroupsPlaceReplicasWhateverTheMeshOrder) {
   auto read = Attribute(traces, RuleSet(), AttributionOptions{});
   ASSERT_TRUE(read.ok()) << read.status().message();
   EXPECT_EQ(read->ranks, 2);
+  EXPECT_EQ(read->data_parallel, 2);
   EXPECT_TRUE(read->layout_known);
   EXPECT_EQ(read->placement, Placement::kLoop);
   std::map<std::pair<int, int>, int> ops;  // (rank, replica) -> ops

@@ -104,6 +104,28 @@ TEST(CostsJsonTest, CheckpointingRoundTripsStaysWithTheCostsAndIsChecked) {
             std::string::npos);
 }
 
+// The data-parallel replicas folded into a profile (docs/data-parallel.md §3): what the job was,
+// like its layout (a schedule's costs do not carry it); at least 1, absent: not known.
+TEST(CostsJsonTest, DataParallelRoundTripsAndIsChecked) {
+  const char* text =
+      R"({"format": "zb-costs/1", "data_parallel": 2, "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 1, "M_W": 1}]})";
+  auto costs = ParseCostsJson(text, "c.json");
+  ASSERT_TRUE(costs.ok()) << costs.status().message();
+  EXPECT_EQ(costs->data_parallel, 2);
+  auto again = ParseCostsJson(CostsToJson(*costs), "again");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(*again, *costs);
+  EXPECT_EQ(costs->CostsOnly().data_parallel, 0);
+  EXPECT_NE(
+      ErrorOf(
+          R"({"format": "zb-costs/1", "data_parallel": 0, "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 1, "M_W": 1}]})")
+          .find("c.json: data_parallel"),
+      std::string::npos);
+  CostProfile built = *costs;
+  built.data_parallel = -1;
+  EXPECT_NE(ValidateCostProfile(built).message().find("data_parallel"), std::string::npos);
+}
+
 TEST(CostsJsonTest, LayoutOfTheProfiledJobRoundTripsAndIsChecked) {
   auto costs = ParseCostsJson(
       R"({"format": "zb-costs/1", "count": 2, "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 2, "M_W": 1}],

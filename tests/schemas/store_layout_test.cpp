@@ -56,6 +56,20 @@ TEST_F(StoreLayoutTest, LayoutAndClassRoundTripAndAbsentStaysAbsent) {
              std::to_string(ac));
   }
 
+  // Migration 13: the data-parallel replicas folded into the profile (docs/data-parallel.md §3).
+  CostProfile replicated = TwoRanks();
+  replicated.data_parallel = 2;
+  ZB_ASSERT_OK_AND_ASSIGN(int64_t dp, store.InsertCostProfile(job, "replicated", replicated));
+  ZB_ASSERT_OK_AND_ASSIGN(loaded, store.LoadCostProfile(dp));
+  EXPECT_EQ(loaded.data_parallel, 2);
+  {
+    RawDb raw(path_);
+    EXPECT_TRUE(
+        raw.Fails("UPDATE cost_profiles SET data_parallel = 0 WHERE id = " + std::to_string(dp)));
+    raw.Exec("PRAGMA foreign_keys = ON; DELETE FROM cost_profiles WHERE id = " +
+             std::to_string(dp));
+  }
+
   CostProfile v = TwoRanks();
   v.layout = JobLayout{Placement::kV, 2};  // no class: known layout, unknown class
   ZB_ASSERT_OK_AND_ASSIGN(int64_t b, store.InsertCostProfile(job, "v", v));
@@ -123,6 +137,7 @@ TEST_F(StoreLayoutTest, VersionSevenStoreMigratesKeepingItsProfiles) {
   ZB_ASSERT_OK_AND_ASSIGN(CostProfile old, store.LoadCostProfile(1));
   EXPECT_FALSE(old.layout.has_value());
   EXPECT_EQ(old.schedule_class, "");
+  EXPECT_EQ(old.data_parallel, 0);  // not known
   ASSERT_EQ(old.num_stages(), 1);
   EXPECT_EQ(old.stages[0].f, 1000);
   RawDb raw(path_);

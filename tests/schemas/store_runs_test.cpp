@@ -399,7 +399,8 @@ TEST_F(StoreTest, VersionElevenStoreKeepsItsBlocksAndTakesCheckpointedOnes) {
         "INSERT INTO cost_profile_layers SELECT profile_id, ordinal, name, f_ns, b_ns, w_ns, m_b,"
         " m_w, state, send FROM old_layers;"
         "DROP TABLE old_layers;"
-        "ALTER TABLE cost_profiles DROP COLUMN checkpointing; PRAGMA user_version = 11");
+        "ALTER TABLE cost_profiles DROP COLUMN checkpointing;"
+        "ALTER TABLE cost_profiles DROP COLUMN data_parallel; PRAGMA user_version = 11");
   }
   ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
   EXPECT_EQ(store.schema_version(), Store::kSchemaVersion);

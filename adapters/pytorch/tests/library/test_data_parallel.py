@@ -154,6 +154,7 @@ def test_zb_profile_reads_one_pipeline_of_pp2_x_fsdp2_and_measures_its_blocks(
     assert "2 data-parallel replicas of a 2-rank pipeline" in done.stdout, done.stdout
     profile = json.loads(costs.read_text())
     assert len(profile["stages"]) == 2 and profile["layout"]["placement"] == "loop", profile
+    assert profile["data_parallel"] == 2 and "data parallelism: 2 replicas" in done.stdout
     assert len(json.loads(layers.read_text())["layers"]) == 6
     for rank in range(4):
         doc = json.loads((tmp_path / "trace" / f"rank{rank}.blocks.json").read_text())

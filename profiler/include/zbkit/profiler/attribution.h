@@ -152,8 +152,12 @@ struct Attribution {
   bool layout_known = true;
   std::string schedule_class;  // the torch class the traces name (RawTrace::schedule_class)
   std::string checkpointing;   // the job's activation checkpointing (CheckpointingOf)
-  bool split = false;          // some rank ran W ops
-  bool has_memory = false;     // some process recorded allocations
+  // Data-parallel replicas of each pipeline rank folded into the ops (MeasuredOp::replica), where
+  // the traces say (the shim's pipeline groups, --pp over a larger world, ranks that only meet in
+  // collectives); 0: not known.
+  int data_parallel = 0;
+  bool split = false;       // some rank ran W ops
+  bool has_memory = false;  // some process recorded allocations
   int64_t kernels_total = 0;
   int64_t kernels_attributed = 0;    // to compute or comm ops
   int64_t kernels_cross_thread = 0;  // of those, through the cross-thread fallback

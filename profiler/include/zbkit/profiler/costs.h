@@ -72,6 +72,7 @@ struct CostReport {
   bool layout_known = true;    // Attribution::layout_known
   std::string schedule_class;  // Attribution::schedule_class
   std::string checkpointing;   // Attribution::checkpointing
+  int data_parallel = 0;       // Attribution::data_parallel
   bool split = false;          // the job runs W separately from B
   // Per model stage (ranks * chunks entries).
   std::vector<StageStats> stages;

@@ -183,7 +183,7 @@ class Store {
   // 9: timeline_ops.busy_ns, kernels and name (TimelineOp::busy, kernels, name of measured ops).
   // 10: cost_profile_layers (CostProfileDetails::layers, per-block costs of a profile).
   // 11: schedule_ranks.memory_limit (each rank's own cap, ScheduleInfo::rank_caps).
-  static constexpr int kSchemaVersion = 12;
+  static constexpr int kSchemaVersion = 13;
 
   enum class Mode {
     kReadWrite,  // create the file if missing, migrate it to kSchemaVersion

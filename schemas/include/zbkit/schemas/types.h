@@ -141,10 +141,14 @@ struct CostProfile {
   // M_B (docs/activation-checkpointing.md §2); zb export refuses a split order for torch alone
   // where torch's own split would fail ("op", "mixed").
   std::string checkpointing;
+  // How many data-parallel replicas of each pipeline rank the profiled job ran, their ops folded
+  // into these costs (docs/data-parallel.md §3); 0: not known. What the job was, like layout.
+  int data_parallel = 0;
 
   bool operator==(const CostProfile& other) const {
     return stages == other.stages && comm == other.comm && layout == other.layout &&
-           schedule_class == other.schedule_class && checkpointing == other.checkpointing;
+           schedule_class == other.schedule_class && checkpointing == other.checkpointing &&
+           data_parallel == other.data_parallel;
   }
 };
 
