@@ -348,7 +348,10 @@ def _unsharded(stage_module):
         yield
     finally:
         for module in reversed(gathered):
-            module.reshard()
+            try:
+                module.reshard()
+            except Exception as error:  # the job reshards at its next forward anyway
+                warn(f"an FSDP module could not be sharded again after the measurement: {error}")
 
 
 def measure_block(
@@ -427,12 +430,12 @@ def measure_and_write(capture: Capture, directory: str) -> None:
                      if id(m) in capture.inputs)  # fmt: skip
         measured = []
         states = {id(m): _state_bytes(m) for _, _, m in ran}  # sharded, as the rank keeps them
+        gathering = contextlib.ExitStack()
         try:
-            gathering = _unsharded(capture.stage_modules.get(stage_index))
-            gathering.__enter__()
+            gathering.enter_context(_unsharded(capture.stage_modules.get(stage_index)))
         except Exception as error:  # the blocks then stay unmeasured, said once
             warn(f"stage {stage_index}: its FSDP parameters could not be gathered: {error}")
-            ran, gathering = [], contextlib.nullcontext()
+            ran = []
         for _, name, module in ran:
             buffers = [(b, b.detach().clone()) for b in module.buffers()]
             try:
@@ -449,7 +452,7 @@ def measure_and_write(capture: Capture, directory: str) -> None:
                 with torch.no_grad():
                     for buffer, saved in buffers:
                         buffer.copy_(saved)
-        gathering.__exit__(None, None, None)
+        gathering.close()
         entry = {"stage": stage_index, "blocks": measured}
         if stage_index == capture.last_stage and capture.loss_inputs:
             try:
