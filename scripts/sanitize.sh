@@ -45,6 +45,10 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp:print_suppressions=0"
 ctest --test-dir "$build_dir" -j "${ZBKIT_JOBS:-2}" --output-on-failure --timeout 1200
 
+# Not the checkpointed emulation (test_rehearse.py's checkpointing tests): torch's checkpoint
+# stops a recomputation by raising through autograd's C++ code, and a C++ throw in a Python not
+# linked with ASan aborts ("CHECK failed: ... real___cxa_throw != 0": the preloaded runtime finds
+# no __cxa_throw to hand it to). It reaches libzbrt as test_rehearse_two_ranks does.
 if [ "$python_tests" -eq 1 ]; then
   libasan="$(gcc -print-file-name=libasan.so)"
   python="$root/.venv/bin/python"
@@ -56,6 +60,6 @@ if [ "$python_tests" -eq 1 ]; then
     "$root/adapters/pytorch/tests/library/test_runtime_binding.py" \
     "$root/adapters/pytorch/tests/library/test_train_zbkit.py" \
     "$root/adapters/pytorch/tests/harness/test_rehearse.py" \
-    -k "not under_checkpointing"  # the same libzbrt calls as test_rehearse_two_ranks, 40 s more
+    -k "not under_checkpointing and not recomputes_as_the_split"
 fi
 echo "sanitize.sh: no ASan/UBSan report in the suite"
