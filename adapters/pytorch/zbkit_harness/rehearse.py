@@ -32,7 +32,6 @@ import argparse
 import json
 import math
 import os
-import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -397,11 +396,9 @@ class Rehearsal:
         self.jobs.check("torch-orders", [self.jobs.python, "-m", "zbkit_harness.torch_orders", "--ranks",
                                          str(self.ranks), "--microbatches",
                                          str(self.s.microbatches), "--out", str(orders)])  # fmt: skip
-        refused = {
-            entry["name"]: entry["error"]
-            for entry in json.loads((orders / "index.json").read_text())["schedules"]
-            if "error" in entry
-        }
+        index = json.loads((orders / "index.json").read_text())["schedules"]
+        refused = {entry["name"]: entry["error"] for entry in index if "error" in entry}
+        split = {f"torch:{entry['name']}" for entry in index if entry.get("splits_backward")}
         wanted_torch = [n for n in self.s.schedules if n.startswith("torch:")]
         report = self.tune("tune-torch", "1f1b", ["--torch-orders", str(orders)], store=False)
         by_family = {row["family"]: row for row in report["candidates"]}
@@ -411,7 +408,7 @@ class Rehearsal:
             report = self.tune("tune-torch-split", "1f1b", ["--torch-orders", str(orders)],
                                store=False, costs=split_costs)  # fmt: skip
             for row in report["candidates"]:
-                if row["family"].startswith("torch:") and splits_backward(orders, row["family"]):
+                if row["family"] in split:
                     by_family[row["family"]] = row
         for name in wanted_torch:
             cls = name.split(":", 1)[1]
@@ -563,17 +560,6 @@ def checkpoint_groups(costs: Path, param_groups: int) -> int:
         note(f"the profile checkpoints {mode!r}, which is not emulated: stages run without "
              "recomputation, so torch's classes' extra recomputations are not rehearsed")  # fmt: skip
     return 0
-
-
-def splits_backward(orders: Path, name: str) -> bool:
-    """Whether torch's class `name` ("torch:<Class>") runs split backwards (its order in
-    `orders`, zbkit_harness.torch_orders, has weight passes)."""
-    path = orders / f"{name.split(':', 1)[1]}.csv"
-    try:
-        cells = path.read_text().replace("\n", ",").split(",")
-    except OSError:
-        return False
-    return any(re.fullmatch(r"\d+W\d+", cell.strip()) for cell in cells)
 
 
 def rehearse(argv, parse_args, make, predicting: str, write_report) -> int:

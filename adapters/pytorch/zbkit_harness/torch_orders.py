@@ -8,8 +8,11 @@ the same costs and cap (docs/schedules.md §7).
 writes DIR/<Class>.csv (compute only, docs/formats.md §4) for each class the installed torch builds
 for P ranks and M microbatches, and DIR/index.json:
 {"format": "zb-torch-orders/1", "torch": VERSION, "ranks": P, "microbatches": M,
- "schedules": [{"name": "ScheduleZBVZeroBubble", "csv": "ScheduleZBVZeroBubble.csv"},
+ "schedules": [{"name": "ScheduleZBVZeroBubble", "csv": "ScheduleZBVZeroBubble.csv",
+                "splits_backward": true},
                {"name": ..., "error": "why torch refused it"}, ...]}.
+`splits_backward`: whether the class's order has weight passes apart from their input pass (a
+checkpointed rehearsal charges those with torch's recomputations, docs/rehearse.md §6).
 
 The runtime-based classes (Interleaved1F1B, InterleavedZeroBubble, ZBVZeroBubble, DualPipeV) are
 asked for their `pipeline_order`, computed in their constructor from the stages' layout alone,
@@ -29,7 +32,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from zbkit.actions import COMPUTE, FROM_TORCH, torch_label
+from zbkit.actions import COMPUTE, FROM_TORCH, TO_TORCH, torch_label
 from zbkit.schedule import placement_stages
 
 # class name, placement, stages per rank (None: --stages-per-rank)
@@ -96,7 +99,7 @@ def write_orders(ranks: int, microbatches: int, per_rank: int, out: Path) -> Dic
     index = {"format": "zb-torch-orders/1", "torch": torch.__version__, "ranks": ranks,
              "microbatches": microbatches, "schedules": []}  # fmt: skip
     for name, placement, fixed in CLASSES:
-        entry: Dict[str, str] = {"name": name}
+        entry: Dict[str, object] = {"name": name}
         try:
             if name == "Schedule1F1B":
                 rows = one_f_one_b(ranks, microbatches)
@@ -107,6 +110,10 @@ def write_orders(ranks: int, microbatches: int, per_rank: int, out: Path) -> Dic
         else:
             (out / f"{name}.csv").write_text("\n".join(",".join(row) for row in rows) + "\n")
             entry["csv"] = f"{name}.csv"
+            weight = TO_TORCH["W"]
+            entry["splits_backward"] = any(
+                cell.lstrip("0123456789").startswith(weight) for row in rows for cell in row
+            )
         index["schedules"].append(entry)
     (out / "index.json").write_text(json.dumps(index, indent=1) + "\n")
     return index

@@ -55,6 +55,15 @@ def test_torch_rows_beside_the_families_never_chosen(tmp_path, ranks, microbatch
     directory = orders(tmp_path, ranks, microbatches)
     index = json.loads((directory / "index.json").read_text())
     assert index["format"] == "zb-torch-orders/1" and index["torch"] == torch.__version__
+    # Which classes run weight passes apart (a checkpointed rehearsal charges them torch's
+    # recomputations): the zero-bubble ones, not the fused 1F1B and Interleaved1F1B.
+    assert {e["name"] for e in index["schedules"] if e.get("splits_backward")} == {
+        "ScheduleInterleavedZeroBubble",
+        "ScheduleZBVZeroBubble",
+        "ScheduleDualPipeV",
+    }
+    assert all(e["splits_backward"] is False for e in index["schedules"]
+               if e["name"] in ("Schedule1F1B", "ScheduleInterleaved1F1B"))  # fmt: skip
     done = tune(tmp_path, directory, ranks, microbatches)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
