@@ -305,7 +305,7 @@ def _second_step(step, modules, calls: Dict[str, int], entry: Dict[str, Any]) ->
     entry["calls"] = {key: calls[key] - first.get(key, 0) for key in calls}
 
 
-def _checkpoint_frames_alive() -> int:
+def checkpoint_frames_alive() -> int:
     """The checkpointed regions (torch's non-reentrant checkpoint frames) still alive: after a
     step, none should be (each holds its region's inputs)."""
     import gc
@@ -384,7 +384,7 @@ def run_checkpointing(job: Dict[str, Any], rank: int, result: Dict[str, Any]) ->
                         recompute_once(runtime)
                         step = lambda: _torch_step(runtime, schedule, rank)  # noqa: E731
                     _second_step(step, modules, calls, entry)
-                    entry["regions_alive"] = _checkpoint_frames_alive()
+                    entry["regions_alive"] = checkpoint_frames_alive()
                     entry["grads"] = grads(modules)
                     if path == "executor":  # the activation bytes its splits held, at most
                         entry["peak_bytes"] = recorder.peak
