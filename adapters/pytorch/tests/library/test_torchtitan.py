@@ -283,10 +283,20 @@ def test_activation_checkpointing_stays_on_under_zb_profile_and_zb_replay(tmp_pa
     assert blocks and all(x["M_W"] > x["M_B"] for x in blocks), blocks
     assert all(x["checkpointing"] == "op" for x in blocks), blocks
 
+    # A split order whatever this run measured: `zb tune` fuses a B with its W where the measured
+    # fused backward (BW) is the shorter, which under op SAC on a noisy CPU can be every one of them
+    # (an order torch alone runs, so nothing to refuse); without BW it keeps them split.
+    unfused = tmp_path / "costs-unfused.json"
+    profiled = json.loads(costs.read_text())
+    for stage in profiled["stages"]:
+        stage.pop("BW", None)
+    unfused.write_text(json.dumps(profiled))
     order = tmp_path / "zb-h1.json"
-    done = run([zb, "tune", "--costs", str(costs), "-m", str(MICROBATCHES), "--mem-limit", "none",
-                "--family", "zb-h1", "--out", str(order)], job_env())  # fmt: skip
+    done = run([zb, "tune", "--costs", str(unfused), "-m", str(MICROBATCHES), "--mem-limit",
+                "none", "--family", "zb-h1", "--out", str(order)], job_env())  # fmt: skip
     assert done.returncode == 0, done.stderr
+    ops = [op for rank in json.loads(order.read_text())["ranks"] for op in rank["ops"]]
+    assert any(op["type"] == "W" for op in ops), ops
     refused = run([zb, "export", str(order), "--format", "torch-csv", "-o",
                    str(tmp_path / "h1.csv"), "--for", "torchtitan"], job_env())  # fmt: skip
     assert refused.returncode == 1 and "run it with zb replay" in refused.stderr, refused.stderr
