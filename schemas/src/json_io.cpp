@@ -136,13 +136,23 @@ Expected<CostProfile> ParseCostsObject(const json& value, const std::string& pat
                                        bool with_format) {
   Reader reader(value, path);
   if (with_format) {
-    ZB_RETURN_IF_ERROR(reader.ExpectObject(
-        {"format", "comm", "count", "name", "stages", "layout", "checkpointing", "data_parallel"}));
+    ZB_RETURN_IF_ERROR(reader.ExpectObject({"format", "comm", "count", "name", "stages", "layout",
+                                            "checkpointing", "data_parallel", "reduce_wait"}));
     ZB_RETURN_IF_ERROR(CheckFormat(reader, kCostsFormat));
   } else {
-    ZB_RETURN_IF_ERROR(reader.ExpectObject({"comm", "count", "name", "stages", "checkpointing"}));
+    ZB_RETURN_IF_ERROR(
+        reader.ExpectObject({"comm", "count", "name", "stages", "checkpointing", "reduce_wait"}));
   }
   CostProfile costs;
+  if (reader.Has("reduce_wait")) {
+    ZB_ASSIGN_OR_RETURN(const std::string wait, reader.String("reduce_wait"));
+    const std::optional<ReduceWait> parsed = ParseReduceWait(wait);
+    if (!parsed) {
+      return InvalidInput(reader.FieldPath("reduce_wait") +
+                          ": must be in_place or step_end, got \"" + wait + "\"");
+    }
+    costs.reduce_wait = *parsed;
+  }
   if (reader.Has("checkpointing")) {
     ZB_ASSIGN_OR_RETURN(costs.checkpointing, reader.String("checkpointing"));
     if (!IsCheckpointingMode(costs.checkpointing)) {
@@ -162,22 +172,38 @@ Expected<CostProfile> ParseCostsObject(const json& value, const std::string& pat
   }
   for (size_t i = 0; i < stages->size(); ++i) {
     Reader stage_reader((*stages)[i], reader.FieldPath("stages") + "[" + std::to_string(i) + "]");
-    ZB_RETURN_IF_ERROR(stage_reader.ExpectObject({"F", "B", "W", "BW", "M_B", "M_W"}));
+    ZB_RETURN_IF_ERROR(stage_reader.ExpectObject(
+        {"F", "B", "W", "BW", "M_B", "M_W", "reduce", "unshard", "unsharded"}));
     ZB_ASSIGN_OR_RETURN(double f, stage_reader.Number("F", 0, /*min_exclusive=*/true));
     ZB_ASSIGN_OR_RETURN(double b, stage_reader.Number("B", 0));
     ZB_ASSIGN_OR_RETURN(double w, stage_reader.Number("W", 0));
     ZB_ASSIGN_OR_RETURN(double m_b, stage_reader.Number("M_B", 0));
     ZB_ASSIGN_OR_RETURN(double m_w, stage_reader.Number("M_W", 0));
-    double bw = 0;  // optional: absent = not measured
-    if (stage_reader.Has("BW")) {
-      ZB_ASSIGN_OR_RETURN(bw, stage_reader.Number("BW", 0));
+    // Optional, absent = 0: BW not measured; no data-parallel work (docs/data-parallel.md §5).
+    double bw = 0, reduce = 0, unshard = 0, unsharded = 0;
+    for (const auto& [name, field] : {std::pair<const char*, double*>{"BW", &bw},
+                                      {"reduce", &reduce},
+                                      {"unshard", &unshard},
+                                      {"unsharded", &unsharded}}) {
+      if (stage_reader.Has(name)) {
+        ZB_ASSIGN_OR_RETURN(*field, stage_reader.Number(name, 0));
+      }
     }
     // Before the conversion: the message gives the value as written, and no value can overflow
     // the clock (a schedule's costs may hold up to twice it: torch's stage 0, validate.h).
-    for (const auto& [name, ms] : {std::pair{"F", f}, {"B", b}, {"W", w}, {"BW", bw}}) {
+    for (const auto& [name, ms] : {std::pair{"F", f},
+                                   {"B", b},
+                                   {"W", w},
+                                   {"BW", bw},
+                                   {"reduce", reduce},
+                                   {"unshard", unshard}}) {
       ZB_RETURN_IF_ERROR(CheckOpTime(stage_reader.FieldPath(name), ms, with_format ? 1 : 2));
     }
-    costs.stages.push_back({MsToNs(f), MsToNs(b), MsToNs(w), m_b, m_w, MsToNs(bw)});
+    StageCost cost{MsToNs(f), MsToNs(b), MsToNs(w), m_b, m_w, MsToNs(bw)};
+    cost.reduce = MsToNs(reduce);
+    cost.unshard = MsToNs(unshard);
+    cost.unsharded = unsharded;
+    costs.stages.push_back(cost);
     if (costs.stages.back().f <= 0) {
       return InvalidInput(stage_reader.FieldPath("F") + ": must be at least 1 ns");
     }
@@ -212,6 +238,9 @@ json CostsBody(const CostProfile& costs) {
   json body = json::object();
   body["comm"] = NsToMs(costs.comm);
   if (!costs.checkpointing.empty()) body["checkpointing"] = costs.checkpointing;
+  if (costs.reduce_wait != ReduceWait::kInPlace) {
+    body["reduce_wait"] = ReduceWaitName(costs.reduce_wait);
+  }
   auto stage_json = [](const StageCost& stage) {
     json entry{{"F", NsToMs(stage.f)},
                {"B", NsToMs(stage.b)},
@@ -219,6 +248,9 @@ json CostsBody(const CostProfile& costs) {
                {"M_B", stage.m_b},
                {"M_W", stage.m_w}};
     if (stage.bw > 0) entry["BW"] = NsToMs(stage.bw);
+    if (stage.reduce > 0) entry["reduce"] = NsToMs(stage.reduce);
+    if (stage.unshard > 0) entry["unshard"] = NsToMs(stage.unshard);
+    if (stage.unsharded > 0) entry["unsharded"] = stage.unsharded;
     return entry;
   };
   if (costs.num_stages() > 1 && costs.IsUniform()) {

@@ -34,6 +34,7 @@ extern const char* const kZbkitMigration010Sql;
 extern const char* const kZbkitMigration011Sql;
 extern const char* const kZbkitMigration012Sql;
 extern const char* const kZbkitMigration013Sql;
+extern const char* const kZbkitMigration014Sql;
 
 namespace zb {
 namespace {
@@ -65,6 +66,7 @@ constexpr Migration kMigrations[] = {
     {11, &kZbkitMigration011Sql},  // schedule_ranks.memory_limit: each rank's own cap
     {12, &kZbkitMigration012Sql},  // checkpointing: layers' M_W > M_B, the job's and blocks' modes
     {13, &kZbkitMigration013Sql},  // cost_profiles.data_parallel: the replicas folded
+    {14, &kZbkitMigration014Sql},  // stages' reduce/unshard/unsharded, profiles' reduce_wait
 };
 static_assert(kMigrations[std::size(kMigrations) - 1].version == Store::kSchemaVersion,
               "the last migration step must produce Store::kSchemaVersion");

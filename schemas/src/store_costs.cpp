@@ -89,8 +89,8 @@ Expected<int64_t> Store::Impl::WriteCostProfile(int64_t job_id, const std::strin
                       conn.Prepare("INSERT INTO cost_profiles (job_id, name, comm_ns,"
                                    " schema_version, run_id, memory_source, layout_placement,"
                                    " layout_stages_per_rank, schedule_class, checkpointing,"
-                                   " data_parallel)"
-                                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                                   " data_parallel, reduce_wait)"
+                                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                                    what));
   profile.BindInt(1, job_id);
   profile.BindText(2, name);
@@ -120,13 +120,18 @@ Expected<int64_t> Store::Impl::WriteCostProfile(int64_t job_id, const std::strin
                                : std::optional<std::string_view>(costs.checkpointing));
   profile.BindOptional(
       11, costs.data_parallel > 0 ? std::optional<int64_t>(costs.data_parallel) : std::nullopt);
+  profile.BindOptional(12,
+                       costs.reduce_wait == ReduceWait::kInPlace
+                           ? std::nullopt
+                           : std::optional<std::string_view>(ReduceWaitName(costs.reduce_wait)));
   ZB_RETURN_IF_ERROR(profile.Run(what));
   const int64_t id = conn.last_insert_rowid();
 
   ZB_ASSIGN_OR_RETURN(Statement stage, conn.Prepare("INSERT INTO cost_profile_stages"
                                                     " (profile_id, stage, f_ns, b_ns, w_ns, m_b,"
-                                                    " m_w, bw_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6,"
-                                                    " ?7, ?8)",
+                                                    " m_w, bw_ns, reduce_ns, unshard_ns, unsharded)"
+                                                    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
+                                                    " ?10, ?11)",
                                                     what));
   stage.BindInt(1, id);
   for (size_t s = 0; s < costs.stages.size(); ++s) {
@@ -139,6 +144,9 @@ Expected<int64_t> Store::Impl::WriteCostProfile(int64_t job_id, const std::strin
     stage.BindDouble(6, cost.m_b);
     stage.BindDouble(7, cost.m_w);
     stage.BindInt(8, cost.bw);
+    stage.BindInt(9, cost.reduce);
+    stage.BindInt(10, cost.unshard);
+    stage.BindDouble(11, cost.unsharded);
     ZB_RETURN_IF_ERROR(stage.Run(std::string(what) + ": stage " + std::to_string(s)));
   }
   if (details == nullptr) return id;
@@ -177,12 +185,19 @@ Expected<CostProfile> Store::Impl::ReadCostProfile(int64_t id, std::string_view 
       sqlite::QueryFirst<CostProfile>(
           conn,
           "SELECT comm_ns, layout_placement, layout_stages_per_rank, schedule_class,"
-          " checkpointing, data_parallel FROM cost_profiles WHERE id = ?1",
+          " checkpointing, data_parallel, reduce_wait FROM cost_profiles WHERE id = ?1",
           what, bind_id, [&](const Statement& row) -> Expected<CostProfile> {
             CostProfile read;
             read.comm = row.Int(0);
             if (!row.IsNull(4)) read.checkpointing = std::string(row.Text(4));
             if (!row.IsNull(5)) read.data_parallel = static_cast<int>(row.Int(5));
+            if (!row.IsNull(6)) {
+              const std::optional<ReduceWait> wait = ParseReduceWait(row.Text(6));
+              if (!wait) {
+                return Inconsistent(what, "unknown reduce_wait '" + std::string(row.Text(6)) + "'");
+              }
+              read.reduce_wait = *wait;
+            }
             if (row.IsNull(1)) return read;
             const std::optional<Placement> placement = ParsePlacement(row.Text(1));
             if (!placement) {
@@ -196,7 +211,8 @@ Expected<CostProfile> Store::Impl::ReadCostProfile(int64_t id, std::string_view 
   CostProfile costs = std::move(*header);
   ZB_RETURN_IF_ERROR(sqlite::QueryInto(
       conn,
-      "SELECT stage, f_ns, b_ns, w_ns, m_b, m_w, bw_ns FROM cost_profile_stages"
+      "SELECT stage, f_ns, b_ns, w_ns, m_b, m_w, bw_ns, reduce_ns, unshard_ns, unsharded"
+      " FROM cost_profile_stages"
       " WHERE profile_id = ?1 ORDER BY stage",
       what, bind_id,
       [&](const Statement& row) -> Expected<StageCost> {
@@ -204,8 +220,12 @@ Expected<CostProfile> Store::Impl::ReadCostProfile(int64_t id, std::string_view 
           return Inconsistent(what, "cost profile " + std::to_string(id) + " has no stage " +
                                         std::to_string(costs.stages.size()));
         }
-        return StageCost{row.Int(1),    row.Int(2),    row.Int(3),
-                         row.Double(4), row.Double(5), row.Int(6)};
+        StageCost stage{row.Int(1),    row.Int(2),    row.Int(3),
+                        row.Double(4), row.Double(5), row.Int(6)};
+        stage.reduce = row.Int(7);
+        stage.unshard = row.Int(8);
+        stage.unsharded = row.Double(9);
+        return stage;
       },
       costs.stages));
   return costs;

@@ -66,11 +66,37 @@ bool IsBlockCheckpointingMode(std::string_view mode) {
   return IsCheckpointingMode(mode) && mode != "layer" && mode != "mixed";
 }
 
+const char* ReduceWaitName(ReduceWait wait) {
+  return wait == ReduceWait::kStepEnd ? "step_end" : "in_place";
+}
+
+std::optional<ReduceWait> ParseReduceWait(std::string_view name) {
+  if (name == "in_place") return ReduceWait::kInPlace;
+  if (name == "step_end") return ReduceWait::kStepEnd;
+  return std::nullopt;
+}
+
+bool CostProfile::HasDataParallelWork() const {
+  return std::any_of(stages.begin(), stages.end(),
+                     [](const StageCost& stage) { return stage.HasDataParallelWork(); });
+}
+
+CostProfile CostProfile::WithoutDataParallelWork() const {
+  CostProfile costs = *this;
+  for (StageCost& stage : costs.stages) {
+    stage.reduce = 0;
+    stage.unshard = 0;
+    stage.unsharded = 0;
+  }
+  return costs;
+}
+
 CostProfile CostProfile::CostsOnly() const {
   CostProfile costs;
   costs.stages = stages;
   costs.comm = comm;
   costs.checkpointing = checkpointing;
+  costs.reduce_wait = reduce_wait;
   return costs;
 }
 
@@ -79,6 +105,7 @@ CostProfile CostProfile::SplitStages(int parts) const {
   CostProfile split;
   split.comm = comm;
   split.checkpointing = checkpointing;
+  split.reduce_wait = reduce_wait;
   split.stages.reserve(stages.size() * parts);
   for (const StageCost& stage : stages) {
     // Integer division would lose up to parts-1 ns per stage; give the remainder to the first
@@ -92,6 +119,10 @@ CostProfile CostProfile::SplitStages(int parts) const {
       sub.bw = share(stage.bw);
       sub.m_b = stage.m_b / parts;
       sub.m_w = stage.m_w / parts;
+      // Each sub-stage reduces and gathers its share of the parameters.
+      sub.reduce = share(stage.reduce);
+      sub.unshard = share(stage.unshard);
+      sub.unsharded = stage.unsharded / parts;
       split.stages.push_back(sub);
     }
   }

@@ -48,6 +48,11 @@ Status ValidateCostProfile(const CostProfile& costs) {
     if (stage.b < 0) return InvalidInput(path + "B: must be >= 0");
     if (stage.w < 0) return InvalidInput(path + "W: must be >= 0");
     if (stage.bw < 0) return InvalidInput(path + "BW: must be >= 0");
+    if (stage.reduce < 0) return InvalidInput(path + "reduce: must be >= 0");
+    if (stage.unshard < 0) return InvalidInput(path + "unshard: must be >= 0");
+    if (!std::isfinite(stage.unsharded) || stage.unsharded < 0 || stage.unsharded > kMaxMemory) {
+      return InvalidInput(path + "unsharded: must be a finite number from 0 to 2^50");
+    }
     if (!std::isfinite(stage.m_b) || stage.m_b < 0) {
       return InvalidInput(path + "M_B: must be a finite number >= 0");
     }
@@ -80,8 +85,12 @@ Status ValidateProfileToTune(const CostProfile& costs) {
   for (size_t i = 0; i < costs.stages.size(); ++i) {
     const StageCost& stage = costs.stages[i];
     const std::string path = "stages[" + std::to_string(i) + "].";
-    for (const auto& [name, time] :
-         {std::pair{"F", stage.f}, {"B", stage.b}, {"W", stage.w}, {"BW", stage.bw}}) {
+    for (const auto& [name, time] : {std::pair{"F", stage.f},
+                                     {"B", stage.b},
+                                     {"W", stage.w},
+                                     {"BW", stage.bw},
+                                     {"reduce", stage.reduce},
+                                     {"unshard", stage.unshard}}) {
       ZB_RETURN_IF_ERROR(CheckOpTime(path + name, NsToMs(time)));
     }
   }

@@ -126,6 +126,47 @@ TEST(CostsJsonTest, DataParallelRoundTripsAndIsChecked) {
   EXPECT_NE(ValidateCostProfile(built).message().find("data_parallel"), std::string::npos);
 }
 
+// A stage's data-parallel work and when the ranks wait for reductions (docs/data-parallel.md §5):
+// optional (absent: none, in place), kept by a schedule's costs and by a split into chunks, each
+// chunk with its share; a bad value named with its field.
+TEST(CostsJsonTest, DataParallelWorkRoundTripsSplitsAndIsChecked) {
+  const char* text =
+      R"({"format": "zb-costs/1", "reduce_wait": "step_end", "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 1, "M_W": 1, "reduce": 3, "unshard": 0.5, "unsharded": 400}, {"F": 1, "B": 1, "W": 1, "M_B": 1, "M_W": 1}]})";
+  auto costs = ParseCostsJson(text, "c.json");
+  ASSERT_TRUE(costs.ok()) << costs.status().message();
+  EXPECT_EQ(costs->stages[0].reduce, 3 * kNsPerMs);
+  EXPECT_EQ(costs->stages[0].unshard, kNsPerMs / 2);
+  EXPECT_EQ(costs->stages[0].unsharded, 400);
+  EXPECT_FALSE(costs->stages[1].HasDataParallelWork());
+  EXPECT_EQ(costs->reduce_wait, ReduceWait::kStepEnd);
+  auto again = ParseCostsJson(CostsToJson(*costs), "again");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(*again, *costs);
+  EXPECT_EQ(costs->CostsOnly().reduce_wait, ReduceWait::kStepEnd);
+  const CostProfile halves = costs->SplitStages(2);
+  EXPECT_EQ(halves.stages[0].reduce + halves.stages[1].reduce, costs->stages[0].reduce);
+  EXPECT_EQ(halves.stages[1].unsharded, 200);
+  EXPECT_EQ(halves.reduce_wait, ReduceWait::kStepEnd);
+  EXPECT_FALSE(costs->WithoutDataParallelWork().HasDataParallelWork());
+  auto plain = ParseCostsJson(
+      R"({"format": "zb-costs/1", "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 1, "M_W": 1}]})", "p");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->reduce_wait, ReduceWait::kInPlace);
+  EXPECT_EQ(CostsToJson(*plain).find("reduce"), std::string::npos);  // nothing new written
+  EXPECT_EQ(
+      ErrorOf(
+          R"({"format": "zb-costs/1", "reduce_wait": "later", "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 1, "M_W": 1}]})"),
+      "c.json: reduce_wait: must be in_place or step_end, got \"later\"");
+  EXPECT_NE(
+      ErrorOf(
+          R"({"format": "zb-costs/1", "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 1, "M_W": 1, "reduce": -1}]})")
+          .find("c.json: stages[0].reduce"),
+      std::string::npos);
+  CostProfile built = *costs;
+  built.stages[0].unsharded = -1;
+  EXPECT_NE(ValidateCostProfile(built).message().find("stages[0].unsharded"), std::string::npos);
+}
+
 TEST(CostsJsonTest, LayoutOfTheProfiledJobRoundTripsAndIsChecked) {
   auto costs = ParseCostsJson(
       R"({"format": "zb-costs/1", "count": 2, "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 2, "M_W": 1}],

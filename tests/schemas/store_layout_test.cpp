@@ -70,6 +70,27 @@ TEST_F(StoreLayoutTest, LayoutAndClassRoundTripAndAbsentStaysAbsent) {
              std::to_string(dp));
   }
 
+  // Migration 14: each stage's data-parallel work and when the ranks wait for reductions
+  // (docs/data-parallel.md §5).
+  CostProfile reducing = TwoRanks();
+  reducing.stages[0].reduce = 900;
+  reducing.stages[1].unshard = 400;
+  reducing.stages[1].unsharded = 2.5e6;
+  reducing.reduce_wait = ReduceWait::kStepEnd;
+  ZB_ASSERT_OK_AND_ASSIGN(int64_t work, store.InsertCostProfile(job, "reducing", reducing));
+  ZB_ASSERT_OK_AND_ASSIGN(loaded, store.LoadCostProfile(work));
+  EXPECT_EQ(loaded, reducing);
+  {
+    RawDb raw(path_);
+    const std::string where = " WHERE profile_id = " + std::to_string(work);
+    EXPECT_TRUE(raw.Fails("UPDATE cost_profile_stages SET reduce_ns = -1" + where));
+    EXPECT_TRUE(raw.Fails("UPDATE cost_profile_stages SET unsharded = -1" + where));
+    EXPECT_TRUE(raw.Fails("UPDATE cost_profiles SET reduce_wait = 'never' WHERE id = " +
+                          std::to_string(work)));
+    raw.Exec("PRAGMA foreign_keys = ON; DELETE FROM cost_profiles WHERE id = " +
+             std::to_string(work));
+  }
+
   CostProfile v = TwoRanks();
   v.layout = JobLayout{Placement::kV, 2};  // no class: known layout, unknown class
   ZB_ASSERT_OK_AND_ASSIGN(int64_t b, store.InsertCostProfile(job, "v", v));

@@ -81,12 +81,16 @@ TEST_F(StoreTest, VersionTenStoreMigratesReadingItsOneCapForEveryRank) {
   }
   {
     // Back to version 10: schedule_ranks as it was before the column existed (and without
-    // versions 12's and 13's columns, which their migrations add again).
+    // the columns of versions 12 to 14, which their migrations add again).
     RawDb raw(path);
     raw.Exec(
         "ALTER TABLE schedule_ranks DROP COLUMN memory_limit; "
         "ALTER TABLE cost_profiles DROP COLUMN checkpointing; "
         "ALTER TABLE cost_profiles DROP COLUMN data_parallel; "
+        "ALTER TABLE cost_profile_stages DROP COLUMN reduce_ns;"
+        "ALTER TABLE cost_profile_stages DROP COLUMN unshard_ns;"
+        "ALTER TABLE cost_profile_stages DROP COLUMN unsharded;"
+        "ALTER TABLE cost_profiles DROP COLUMN reduce_wait; "
         "ALTER TABLE cost_profile_layers DROP COLUMN checkpointing; PRAGMA user_version = 10");
   }
   // Read-only, a version-10 store is refused with what to do; read-write migrates it.

@@ -400,7 +400,12 @@ TEST_F(StoreTest, VersionElevenStoreKeepsItsBlocksAndTakesCheckpointedOnes) {
         " m_w, state, send FROM old_layers;"
         "DROP TABLE old_layers;"
         "ALTER TABLE cost_profiles DROP COLUMN checkpointing;"
-        "ALTER TABLE cost_profiles DROP COLUMN data_parallel; PRAGMA user_version = 11");
+        "ALTER TABLE cost_profiles DROP COLUMN data_parallel; "
+        "ALTER TABLE cost_profile_stages DROP COLUMN reduce_ns;"
+        "ALTER TABLE cost_profile_stages DROP COLUMN unshard_ns;"
+        "ALTER TABLE cost_profile_stages DROP COLUMN unsharded;"
+        "ALTER TABLE cost_profiles DROP COLUMN reduce_wait; "
+        "PRAGMA user_version = 11");
   }
   ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));
   EXPECT_EQ(store.schema_version(), Store::kSchemaVersion);

@@ -170,6 +170,20 @@ void PrintTextSummary(const TuneOutcome& outcome, const po::variables_map& value
         << FormatFixed(best.bubble_rate, 4);
   }
   out << ", T/LB " << FormatFixed(best.t_over_lb, 3) << "\n";
+  for (const ComparisonRow& row : outcome.rows) {
+    // The order tuned as if the stages reduced nothing (tune.h, dp_oblivious_row).
+    if (row.family.rfind("dp-oblivious:", 0) != 0 || !row.status.ok()) continue;
+    const TimeNs aware = tuner::RowFigure(outcome, best);
+    const TimeNs oblivious = tuner::RowFigure(outcome, row);
+    out << "data parallelism: with the stages' reductions and all-gathers, " << FormatMs(aware)
+        << " ms against " << FormatMs(oblivious) << " ms for the order tuned without them ("
+        << row.family << "): "
+        << FormatFixed(oblivious > 0 ? 100.0 * static_cast<double>(oblivious - aware) /
+                                           static_cast<double>(oblivious)
+                                     : 0.0,
+                       1)
+        << " % faster (docs/data-parallel.md §5)\n";
+  }
   if (outcome.schedule_id) {
     // zb-schedule/1 and the store keep no objective, so the line that names the id says it.
     out << "stored as schedule " << *outcome.schedule_id << " in "

@@ -65,7 +65,12 @@ std::vector<double> MemoryLimit::RankCaps(const CostProfile& rank_costs) const {
   std::vector<double> caps(ranks, std::numeric_limits<double>::infinity());
   if (kind == Kind::kNone) return caps;
   if (kind == Kind::kAbsolute) {
-    caps.assign(ranks, value);
+    // The device's memory also holds what FSDP gathers (docs/data-parallel.md §5): a rank's
+    // stages all stay unsharded from its first op while it has at most kMaxUnshardedStages of them
+    // (every layout zbkit builds), so the rank's whole `unsharded` comes off its budget.
+    for (int rank = 0; rank < ranks; ++rank) {
+      caps[rank] = std::max(0.0, value - rank_costs.stages[rank].unsharded);
+    }
     return caps;
   }
   if (kind == Kind::kPerRank) {

@@ -32,6 +32,7 @@ Status Simulator::Run(Schedule& schedule, const SimulationOptions& options) {
       schedule.placement == Placement::kLoop) {
     rule_.wrap_period = schedule.ranks;
   }
+  PrepareDataParallel(schedule);
   ZB_RETURN_IF_ERROR(RunOps(schedule));
   ZB_RETURN_IF_ERROR(CheckFinished(schedule));
   ComputeFigures(schedule);
@@ -73,6 +74,57 @@ void Simulator::IndexOps(const Schedule& schedule) {
     ready_.push_back(r);
 }
 
+void Simulator::PrepareDataParallel(const Schedule& schedule) {
+  data_parallel_ = schedule.costs.HasDataParallelWork();
+  if (!data_parallel_) return;
+  const int p = schedule.ranks;
+  windows_.clear();
+  reductions_.clear();
+  for (const RankProgram& program : schedule.programs) {
+    windows_.push_back(UnshardWindows(program));
+    reductions_.push_back(ReductionsAfter(program, schedule.microbatches));
+  }
+  unsharded_.assign(p, {});
+  unshards_issued_.assign(p, 0);
+  comm_free_.assign(p, 0);
+  collective_time_.assign(p, 0);
+  gathered_at_.assign(num_stages_, 0);
+}
+
+// FSDP's window before ops[position] (data_parallel.h): the stages leaving it are resharded (no
+// time), each entering one is gathered on the rank's collective resource from the moment the
+// rank reaches the op; its ops wait for that (gathered_at_).
+void Simulator::IssueUnshards(const Schedule& schedule, int r, size_t position) {
+  const UnshardWindow& window = windows_[r][position];
+  std::vector<int32_t>& held = unsharded_[r];
+  held.erase(std::remove_if(held.begin(), held.end(),
+                            [&window](int32_t stage) {
+                              return std::find(window.begin(), window.end(), stage) == window.end();
+                            }),
+             held.end());
+  for (int32_t stage : window) {
+    if (stage < 0 || std::find(held.begin(), held.end(), stage) != held.end()) continue;
+    held.push_back(stage);
+    const TimeNs cost = schedule.costs.stages[stage].unshard;
+    if (cost == 0) continue;  // not FSDP: nothing to gather
+    comm_free_[r] = std::max(clock_[r], comm_free_[r]) + cost;
+    collective_time_[r] += cost;
+    gathered_at_[stage] = comm_free_[r];
+  }
+}
+
+// The reduction of the stage whose last weight pass ops[position] is, from when it ended
+// (`done`) and the resource is free; under kInPlace the rank's next op waits for it.
+void Simulator::IssueReduction(const Schedule& schedule, int r, size_t position, TimeNs done) {
+  const int32_t stage = reductions_[r][position];
+  if (stage < 0) return;
+  const TimeNs cost = schedule.costs.stages[stage].reduce;
+  if (cost == 0) return;
+  comm_free_[r] = std::max(done, comm_free_[r]) + cost;
+  collective_time_[r] += cost;
+  if (schedule.costs.reduce_wait == ReduceWait::kInPlace) clock_[r] = comm_free_[r];
+}
+
 // The slot of the op `op` waits for (zbkit/schemas/dependencies.h), -1 when it has none.
 int64_t Simulator::DependencySlot(const Op& op, int stage) const {
   const std::optional<Dependency> dep = WaitsFor(op.kind, stage, op.microbatch, rule_);
@@ -93,6 +145,10 @@ Status Simulator::RunOps(Schedule& schedule) {
     size_t& position = position_[r];
     TimeNs& clock = clock_[r];
     while (position < program.ops.size()) {
+      if (data_parallel_ && unshards_issued_[r] <= position) {
+        IssueUnshards(schedule, r, position);  // once, when the rank first reaches the op
+        unshards_issued_[r] = position + 1;
+      }
       Op& op = program.ops[position];
       const int stage = program.stages[op.chunk];
       const int64_t slot = DependencySlot(op, stage);
@@ -111,9 +167,11 @@ Status Simulator::RunOps(Schedule& schedule) {
         const bool same_rank = dep >= rank_offset_[r] && dep < rank_offset_[r + 1];
         ready_at = op_end_[dep] + (same_rank ? 0 : comm);
       }
+      if (data_parallel_) ready_at = std::max(ready_at, gathered_at_[stage]);
       op.start = std::max(clock, ready_at);
       op.end = op.start + costs[stage].Duration(op.kind);
       clock = op.end;
+      if (data_parallel_) IssueReduction(schedule, r, position, op.end);
       const int64_t id = rank_offset_[r] + static_cast<int64_t>(position);
       op_end_[id] = op.end;
       if (waiting_rank_[id] >= 0) {
@@ -174,6 +232,10 @@ void Simulator::ComputeFigures(Schedule& schedule) {
     if (!program.ops.empty()) {
       figures.end = program.ops.back().end;
       if (!seen_f) figures.first_f_start = program.ops.front().start;
+    }
+    if (data_parallel_) {
+      figures.end = std::max(figures.end, comm_free_[r]);
+      figures.collectives = collective_time_[r];
     }
     max_busy = std::max(max_busy, figures.busy);
     prediction.makespan = std::max(prediction.makespan, figures.end);

@@ -7,6 +7,7 @@
 
 #include "zbkit/schemas/op_text.h"
 #include "zbkit/schemas/validate.h"
+#include "zbkit/tuner/data_parallel.h"
 #include "zbkit/tuner/simulator.h"
 
 namespace zb::tuner {
@@ -65,24 +66,17 @@ struct Action {
 };
 
 // FSDP's parameter windows, placed as torch's own lowering places them (`_add_unshard_reshard`,
-// torch 2.13; docs/data-parallel.md §4): before each compute op of a rank, the next
-// kMaxActiveStages distinct stages the rank computes (from that op on) are unsharded, in the
-// order they come, and the unsharded ones not among them resharded first; every stage still
-// unsharded is resharded after the rank's last op. torch's runtime does nothing for them on a
-// stage that is not FSDP, so every comms file has them. (torch reshards in its set's order,
-// this in the stages' order: a RESHARD moves no data, so the order does not matter.)
-constexpr size_t kMaxActiveStages = 3;
-
-void AddUnshardReshard(const RankProgram& program, size_t at, std::vector<int>& active,
+// torch 2.13; docs/data-parallel.md §4; the rule in data_parallel.h): before each compute op of a
+// rank, the stages of its window not yet unsharded are unsharded, in the order they come, and the
+// unsharded ones outside it resharded first; every stage still unsharded is resharded after the
+// rank's last op. torch's runtime does nothing for them on a stage that is not FSDP, so every
+// comms file has them. (torch reshards in its set's order, this in the stages' order: a RESHARD
+// moves no data, so the order does not matter.)
+void AddUnshardReshard(const UnshardWindow& coming, std::vector<int>& active,
                        std::vector<Action>& row) {
-  auto has = [](const std::vector<int>& stages, int stage) {
+  auto has = [](const auto& stages, int stage) {
     return std::find(stages.begin(), stages.end(), stage) != stages.end();
   };
-  std::vector<int> coming;
-  for (size_t i = at; i < program.ops.size() && coming.size() < kMaxActiveStages; ++i) {
-    const int stage = program.stages[program.ops[i].chunk];
-    if (!has(coming, stage)) coming.push_back(stage);
-  }
   std::vector<int> evict;
   for (int stage : active) {
     if (!has(coming, stage)) evict.push_back(stage);
@@ -93,7 +87,7 @@ void AddUnshardReshard(const RankProgram& program, size_t at, std::vector<int>& 
     active.erase(std::find(active.begin(), active.end(), stage));
   }
   for (int stage : coming) {
-    if (has(active, stage)) continue;
+    if (stage < 0 || has(active, stage)) continue;
     row.push_back({stage, zb::TorchToken(ActionKind::kUnshard), -1});
     active.push_back(stage);
   }
@@ -114,9 +108,14 @@ Expected<std::vector<std::vector<Action>>> LowerWithComms(const Schedule& schedu
   auto rank_of = [&](int stage) { return RankOfStage(schedule.placement, p, stage); };
   std::vector<uint8_t> forward_done(slots, 0), input_grad_done(slots, 0);
   std::vector<uint8_t> forward_received(slots, 0), grad_received(slots, 0);
-  std::vector<int> backwards_done(num_stages, 0);  // B/BW and W count towards REDUCE_GRAD
   std::vector<std::vector<Action>> rows(p);
   std::vector<std::vector<int>> unsharded(p);  // per rank, the stages FSDP holds gathered
+  std::vector<std::vector<UnshardWindow>> windows;
+  std::vector<std::vector<int32_t>> reductions;
+  for (const RankProgram& program : schedule.programs) {
+    windows.push_back(UnshardWindows(program));
+    reductions.push_back(ReductionsAfter(program, m));
+  }
   std::vector<size_t> next(p, 0);
   size_t remaining = 0;
   for (const RankProgram& program : schedule.programs)
@@ -140,7 +139,7 @@ Expected<std::vector<std::vector<Action>>> LowerWithComms(const Schedule& schedu
                                            : grad_received[slot(stage, mb)] != 0;
       }
       if (!ready) continue;
-      AddUnshardReshard(program, next[rank], unsharded[rank], rows[rank]);
+      AddUnshardReshard(windows[rank][next[rank]], unsharded[rank], rows[rank]);
       rows[rank].push_back({stage, TorchToken(op.kind, TorchDialect::kModern), mb});
       if (op.kind == OpKind::kF) {
         forward_done[slot(stage, mb)] = 1;
@@ -160,10 +159,8 @@ Expected<std::vector<std::vector<Action>>> LowerWithComms(const Schedule& schedu
       }
       // PyTorch's runtime reduces (and scales) a stage's gradients at REDUCE_GRAD, which its own
       // lowering adds after the m-th full backward or weight gradient; a verbatim file must say it.
-      if (op.kind == OpKind::kBW || op.kind == OpKind::kW) {
-        if (++backwards_done[stage] == m) {
-          rows[rank].push_back({stage, zb::TorchToken(ActionKind::kReduceGrad), -1});
-        }
+      if (const int32_t reduced = reductions[rank][next[rank]]; reduced >= 0) {
+        rows[rank].push_back({reduced, zb::TorchToken(ActionKind::kReduceGrad), -1});
       }
       if (++next[rank] == program.ops.size()) {
         std::sort(unsharded[rank].begin(), unsharded[rank].end());

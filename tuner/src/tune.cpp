@@ -6,6 +6,7 @@
 #include "zbkit/schemas/validate.h"
 #include "zbkit/tuner/families.h"
 #include "zbkit/tuner/fuse.h"
+#include "zbkit/tuner/reduce_aware.h"
 #include "zbkit/tuner/simulator.h"
 
 namespace zb::tuner {
@@ -64,6 +65,8 @@ Candidate Evaluate(std::string_view family, const CostProfile& rank_costs, int m
     if (fused.ok()) candidate.fused_backwards = *fused;
     valid = fused.status();
   }
+  if (valid.ok())
+    valid = BringWeightPassesForward(candidate.schedule, simulator, options.objective).status();
   if (!valid.ok()) {
     // A generator produced an incomplete or deadlocking order: a bug, reported, not hidden.
     candidate.status =
@@ -83,7 +86,8 @@ bool OtherLayout(const Candidate& candidate, const TuneOptions& options) {
   return !(JobLayout{candidate.schedule.placement, candidate.schedule.chunks} == *options.layout);
 }
 
-Candidate RunSearch(const CostProfile& rank_costs, int microbatches, const TuneOptions& options) {
+Candidate RunSearch(const CostProfile& rank_costs, int microbatches, const TuneOptions& options,
+                    const std::vector<Schedule>& more_seeds) {
   Candidate candidate;
   candidate.family = "search";
   candidate.caps = options.memory_limit.RankCaps(rank_costs);
@@ -108,6 +112,8 @@ Candidate RunSearch(const CostProfile& rank_costs, int microbatches, const TuneO
     search.warm_starts.push_back(*order);
     search.warm_starts.back().family = name;
   }
+  for (const Schedule& seed : more_seeds)
+    search.warm_starts.push_back(seed);
   auto found = Search(rank_costs, microbatches, candidate.caps, search);
   if (!found.ok()) {
     candidate.status = found.status();
@@ -115,6 +121,14 @@ Candidate RunSearch(const CostProfile& rank_costs, int microbatches, const TuneO
   }
   candidate.schedule = std::move(found->best);  // the search figures keep the rest
   candidate.search = std::move(found).value();
+  Simulator simulator;
+  if (Status simulated = simulator.Run(candidate.schedule); simulated.ok()) {
+    candidate.status =
+        BringWeightPassesForward(candidate.schedule, simulator, options.objective).status();
+  } else {
+    candidate.status = simulated;
+  }
+  if (!candidate.status.ok()) return candidate;
   Judge(rank_costs, microbatches, candidate);
   return candidate;
 }
@@ -135,6 +149,44 @@ Candidate EvaluateReference(const std::string& name, const Expected<Schedule>& o
   candidate.schedule = *order;
   // torch's own classes run on torch's runtime, whatever the tuned order is for.
   candidate.schedule.costs = TorchRuntimeCosts(std::move(candidate.schedule.costs));
+  candidate.status = Simulate(candidate.schedule);
+  if (candidate.status.ok()) Judge(rank_costs, microbatches, candidate);
+  return candidate;
+}
+
+// The best order of a tuning that ignored the data-parallel work (TuneOptions::dp_oblivious_row),
+// given back the work of its stages and judged with it.
+Candidate EvaluateDataParallelOblivious(const CostProfile& profile, int microbatches,
+                                        const TuneOptions& options) {
+  Candidate candidate;
+  candidate.family = "dp-oblivious";
+  candidate.reference = true;
+  const CostProfile rank_costs = profile.CostsOnly();
+  candidate.caps = options.memory_limit.RankCaps(rank_costs);
+  TuneOptions oblivious = options;
+  oblivious.dp_oblivious_row = false;
+  auto tuned = Tune(profile.WithoutDataParallelWork(), microbatches, oblivious);
+  if (!tuned.ok() || tuned->best < 0) {
+    candidate.status =
+        tuned.ok() ? Infeasible("nothing fits the cap without data parallelism") : tuned.status();
+    return candidate;
+  }
+  Candidate& best = tuned->candidates[tuned->best];
+  candidate.family += ":" + best.family;
+  candidate.schedule = std::move(best.schedule);
+  candidate.fused_backwards = best.fused_backwards;
+  // Its stages are the profile's split as the families split it (SplitStages); a layer split's
+  // stages (stage_costs) carry no data-parallel work to give back.
+  const CostProfile work = rank_costs.SplitStages(candidate.schedule.chunks);
+  std::vector<StageCost>& stages = candidate.schedule.costs.stages;
+  if (!options.stage_costs && work.stages.size() == stages.size()) {
+    for (size_t s = 0; s < stages.size(); ++s) {
+      stages[s].reduce = work.stages[s].reduce;
+      stages[s].unshard = work.stages[s].unshard;
+      stages[s].unsharded = work.stages[s].unsharded;
+    }
+  }
+  candidate.schedule.costs.reduce_wait = rank_costs.reduce_wait;
   candidate.status = Simulate(candidate.schedule);
   if (candidate.status.ok()) Judge(rank_costs, microbatches, candidate);
   return candidate;
@@ -204,11 +256,25 @@ Expected<TuneResult> Tune(const CostProfile& profile, int microbatches,
     }
     result.candidates.push_back(std::move(candidate));
   }
-  if (search) result.candidates.push_back(RunSearch(rank_costs, microbatches, options));
+  // Tuned without the data-parallel work first, so that its order seeds the search: what is
+  // chosen is then never slower than the DP-oblivious order (the search keeps its best seed).
+  std::optional<Candidate> oblivious;
+  if (options.dp_oblivious_row && rank_costs.HasDataParallelWork()) {
+    oblivious = EvaluateDataParallelOblivious(profile, microbatches, options);
+  }
+  if (search) {
+    std::vector<Schedule> seeds;
+    if (oblivious && oblivious->status.ok()) {
+      seeds.push_back(oblivious->schedule);
+      seeds.back().family = oblivious->family;
+    }
+    result.candidates.push_back(RunSearch(rank_costs, microbatches, options, seeds));
+  }
   for (Candidate& candidate : result.candidates)
     candidate.other_layout = OtherLayout(candidate, options);
   for (const auto& [name, order] : options.reference_orders)
     result.candidates.push_back(EvaluateReference(name, order, rank_costs, microbatches, options));
+  if (oblivious) result.candidates.push_back(std::move(*oblivious));
   for (int i = 0; i < static_cast<int>(result.candidates.size()); ++i) {
     const Candidate& candidate = result.candidates[i];
     if (!candidate.status.ok() || !candidate.fits || candidate.reference) continue;

@@ -183,7 +183,9 @@ class Store {
   // 9: timeline_ops.busy_ns, kernels and name (TimelineOp::busy, kernels, name of measured ops).
   // 10: cost_profile_layers (CostProfileDetails::layers, per-block costs of a profile).
   // 11: schedule_ranks.memory_limit (each rank's own cap, ScheduleInfo::rank_caps).
-  static constexpr int kSchemaVersion = 13;
+  // 12: activation checkpointing of profiles and their blocks. 13: cost_profiles.data_parallel.
+  // 14: cost_profile_stages.reduce_ns/unshard_ns/unsharded, cost_profiles.reduce_wait.
+  static constexpr int kSchemaVersion = 14;
 
   enum class Mode {
     kReadWrite,  // create the file if missing, migrate it to kSchemaVersion

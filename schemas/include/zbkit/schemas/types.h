@@ -46,6 +46,16 @@ struct StageCost {
   // makes BW shorter than B + W (docs/cost-model.md §2). Last, so that {f, b, w, m_b, m_w}
   // initializers keep their meaning.
   TimeNs bw = 0;
+  // A pipeline inside data parallelism (docs/data-parallel.md §5), all 0 without one:
+  // `reduce` the stage's gradient reduction, once per step after its last backward (DDP's
+  // all-reduce, FSDP's reduce-scatter: torch's REDUCE_GRAD); `unshard` FSDP's all-gather of the
+  // stage's parameters before its first op (UNSHARD); `unsharded` the memory those gathered
+  // parameters add while the stage is unsharded (in M_B's unit).
+  TimeNs reduce = 0;
+  TimeNs unshard = 0;
+  double unsharded = 0;
+
+  bool HasDataParallelWork() const { return reduce > 0 || unshard > 0 || unsharded > 0; }
 
   TimeNs Duration(OpKind kind) const {
     switch (kind) {
@@ -81,7 +91,8 @@ struct StageCost {
   }
   bool operator==(const StageCost& other) const {
     return f == other.f && b == other.b && w == other.w && bw == other.bw && m_b == other.m_b &&
-           m_w == other.m_w;
+           m_w == other.m_w && reduce == other.reduce && unshard == other.unshard &&
+           unsharded == other.unsharded;
   }
 };
 
@@ -116,6 +127,14 @@ const char* CheckpointingModeList();
 // One block's modes: none, full, op, reentrant.
 bool IsBlockCheckpointingMode(std::string_view mode);
 
+// When a rank waits for a stage's gradient reduction (docs/data-parallel.md §5): kInPlace where
+// torch's runtime issues it (REDUCE_GRAD: the rank's next op waits for it, torch 2.13), kStepEnd
+// only at the end of the step (the deferred wait of pytorch PR #196725: the reduction overlaps the
+// rank's later ops). The step ends when every reduction has, either way.
+enum class ReduceWait { kInPlace, kStepEnd };
+const char* ReduceWaitName(ReduceWait wait);  // "in_place", "step_end"
+std::optional<ReduceWait> ParseReduceWait(std::string_view name);
+
 // Per-stage costs of a pipeline plus the latency of one stage-to-stage hop.
 struct CostProfile {
   std::vector<StageCost> stages;
@@ -144,11 +163,18 @@ struct CostProfile {
   // How many data-parallel replicas of each pipeline rank the profiled job ran, their ops folded
   // into these costs (docs/data-parallel.md §3); 0: not known. What the job was, like layout.
   int data_parallel = 0;
+  // When the ranks wait for their stages' reductions (only matters where a stage has `reduce`).
+  ReduceWait reduce_wait = ReduceWait::kInPlace;
+
+  // Whether any stage reduces gradients or gathers parameters (StageCost::HasDataParallelWork).
+  bool HasDataParallelWork() const;
+  // These costs without the data-parallel work: what a DP-oblivious tuner sees.
+  CostProfile WithoutDataParallelWork() const;
 
   bool operator==(const CostProfile& other) const {
     return stages == other.stages && comm == other.comm && layout == other.layout &&
            schedule_class == other.schedule_class && checkpointing == other.checkpointing &&
-           data_parallel == other.data_parallel;
+           data_parallel == other.data_parallel && reduce_wait == other.reduce_wait;
   }
 };
 

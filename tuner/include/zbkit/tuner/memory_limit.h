@@ -6,7 +6,8 @@
 //           (1F1B holds p - r microbatches on rank r). Uniform stages: N x p x M_B, so "1x" is the
 //           paper's ZB-1p budget and "2x" its ZB-2p budget; N may be fractional.
 //   "S"     an absolute per-rank size in the unit of the profile's M_B; suffixes KiB, MiB, GiB
-//           (powers of 1024) scale it, e.g. "24GiB" for a profile in bytes.
+//           (powers of 1024) scale it, e.g. "24GiB" for a profile in bytes. Less, on each rank,
+//           the parameters FSDP holds unsharded there (StageCost::unsharded, data-parallel.md §5).
 //   "none"  no cap.
 #ifndef ZBKIT_TUNER_MEMORY_LIMIT_H_
 #define ZBKIT_TUNER_MEMORY_LIMIT_H_

@@ -11,6 +11,14 @@
 //
 // The sweep is event driven and O(ops): each rank runs until its next op waits on an op that has
 // not run yet, and is woken when that op completes.
+//
+// A pipeline inside data parallelism (stages with reduce/unshard costs, docs/data-parallel.md §5)
+// adds each rank's collectives on a resource of their own, one at a time, where torch's runtime
+// issues them (data_parallel.h): FSDP's all-gather of a stage when it enters the rank's unshard
+// window (the stage's next op waits for it), the stage's gradient reduction after its last W or
+// BW (the rank's next op waits for it under ReduceWait::kInPlace, only the step's end under
+// kStepEnd). A rank ends when its last op and its last collective have. Without such costs the
+// simulation is what it was.
 #ifndef ZBKIT_TUNER_SIMULATOR_H_
 #define ZBKIT_TUNER_SIMULATOR_H_
 
@@ -20,6 +28,7 @@
 #include "zbkit/schemas/dependencies.h"
 #include "zbkit/schemas/status.h"
 #include "zbkit/schemas/types.h"
+#include "zbkit/tuner/data_parallel.h"
 
 namespace zb::tuner {
 
@@ -35,7 +44,8 @@ struct SimulationOptions {
 struct RankFigures {
   TimeNs busy = 0;           // sum of op durations
   TimeNs first_f_start = 0;  // start of the rank's first F (or first op)
-  TimeNs end = 0;            // end of the rank's last op
+  TimeNs end = 0;            // end of the rank's last op or collective, whichever is later
+  TimeNs collectives = 0;    // time its data-parallel collectives took (reduce + unshard)
   double peak_memory = 0;    // max prefix sum of memory deltas along the rank's order
 };
 
@@ -52,6 +62,10 @@ class Simulator {
   void IndexOps(const Schedule& schedule);
   int64_t DependencySlot(const Op& op, int stage) const;
   Status RunOps(Schedule& schedule);
+  void PrepareDataParallel(const Schedule& schedule);
+  // The collectives rank r issues before ops[position] (its unshards) and after it (a reduction).
+  void IssueUnshards(const Schedule& schedule, int r, size_t position);
+  void IssueReduction(const Schedule& schedule, int r, size_t position, TimeNs done);
   Status CheckFinished(const Schedule& schedule) const;
   void ComputeFigures(Schedule& schedule);
 
@@ -67,6 +81,15 @@ class Simulator {
   std::vector<TimeNs> clock_;
   std::vector<int32_t> ready_;
   std::vector<RankFigures> rank_figures_;
+  // Data parallelism, only where the costs have such work (data_parallel_):
+  bool data_parallel_ = false;
+  std::vector<std::vector<UnshardWindow>> windows_;  // per rank and position
+  std::vector<std::vector<int32_t>> reductions_;     // per rank and position, stage or -1
+  std::vector<std::vector<int32_t>> unsharded_;      // per rank, the stages held unsharded
+  std::vector<size_t> unshards_issued_;              // per rank, the position they were for + 1
+  std::vector<TimeNs> comm_free_;                    // per rank, when its collectives are done
+  std::vector<TimeNs> collective_time_;              // per rank, their total
+  std::vector<TimeNs> gathered_at_;                  // per stage, when its all-gather ends
 };
 
 // Convenience: one simulation with a temporary Simulator.

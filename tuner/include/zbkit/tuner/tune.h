@@ -57,6 +57,11 @@ struct TuneOptions {
   // With family "search": its budget, seed and progress report. Its objective, placement,
   // chunks and runtime are the ones above.
   SearchOptions search;
+  // Where the costs have data-parallel work (stage reductions, FSDP's all-gathers): also tune as
+  // if they had none and show that order, judged with the work, as the reference row
+  // "dp-oblivious:<its family>" (docs/data-parallel.md §5): what knowing the reductions gains.
+  // The tuning then runs twice (the search too).
+  bool dp_oblivious_row = true;
 };
 
 // The most stages per rank any candidate of `options` uses (V's 2, 1f1b-i's chunks, the job's
@@ -74,7 +79,8 @@ struct Candidate {
   bool fits = false;        // every rank's peak <= its cap
   double t_over_lb = 0;     // makespan / makespan lower bound
   std::optional<SearchResult> search;  // on the "search" candidate: its figures (best moved out)
-  bool reference = false;              // one of TuneOptions::reference_orders: shown, never chosen
+  // One of TuneOptions::reference_orders, or the DP-oblivious order: shown, never chosen.
+  bool reference = false;
   bool other_layout = false;  // not the job's layout (TuneOptions::layout): shown, never chosen
 };
 
