@@ -257,12 +257,21 @@ void PrintCheckpointing(const CostProfile& costs, std::ostream& out) {
   out << "\n";
 }
 
-// How many data-parallel replicas of each pipeline rank were folded, where there were several.
+// How many data-parallel replicas of each pipeline rank were folded, where there were several,
+// and each stage's collectives per step where the traces timed them.
 void PrintDataParallel(const CostProfile& costs, std::ostream& out) {
   if (costs.data_parallel > 1) {
     out << "data parallelism: " << costs.data_parallel
         << " replicas of each pipeline rank, folded into these costs (docs/data-parallel.md)\n";
   }
+  if (!costs.HasDataParallelWork()) return;
+  out << "data-parallel collectives per step (FSDP's reduce-scatter, all-gathers; zb tune times "
+         "them, docs/data-parallel.md §5):";
+  for (size_t s = 0; s < costs.stages.size(); ++s) {
+    out << (s ? ";" : "") << " stage " << s << " reduce " << FormatMs(costs.stages[s].reduce)
+        << " ms, unshard " << FormatMs(costs.stages[s].unshard) << " ms";
+  }
+  out << "\n";
 }
 
 // The job's layout as the profile records it: what zb tune keeps to by default.

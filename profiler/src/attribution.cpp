@@ -406,6 +406,36 @@ void AddMemory(const RawTrace& trace, ProcessOps& proc, Attribution& result) {
   }
 }
 
+// Pass 1e: the process's data-parallel collectives, timed like ops (the kernels launched inside,
+// NCCL's counting; the CPU range in a process without device activity).
+void CollectCollectives(const RawTrace& trace, bool cross_thread, ProcessOps& proc) {
+  std::vector<size_t> ranges;
+  std::vector<CollectiveKind> kinds;
+  for (size_t i = 0; i < trace.ranges.size(); ++i) {
+    const TraceRange& range = trace.ranges[i];
+    if (range.end < range.start) continue;
+    if (const std::optional<CollectiveKind> kind = DataParallelCollectiveOf(range.name)) {
+      ranges.push_back(i);
+      kinds.push_back(*kind);
+    }
+  }
+  if (ranges.empty()) return;
+  const std::vector<Projection> projected =
+      ProjectRanges(trace, ranges, std::vector<bool>(ranges.size(), true), cross_thread);
+  const bool device_process = !trace.activities.empty();
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const TraceRange& range = trace.ranges[ranges[i]];
+    MeasuredCollective collective;
+    collective.kind = kinds[i];
+    collective.start = range.start;
+    collective.end = range.end;
+    collective.busy = projected[i].kernels > 0 ? projected[i].busy
+                      : device_process         ? 0
+                                               : range.end - range.start;
+    proc.collectives.push_back(collective);
+  }
+}
+
 // Pass 1 for one process: classify ranges and project kernels.
 ProcessOps CollectProcessOps(const RawTrace& trace, const RuleSet& rules,
                              const AttributionOptions& options, Attribution& result,
@@ -421,6 +451,7 @@ ProcessOps CollectProcessOps(const RawTrace& trace, const RuleSet& rules,
       ProjectActivities(trace, assignment, is_comm, proc, result, counts);
   if (proc.recognized > 0) AddBareNcclOps(trace, assignment, bare_nccl, proc, result);
   AddMemory(trace, proc, result);
+  if (proc.recognized > 0) CollectCollectives(trace, options.cross_thread, proc);
   return proc;
 }
 
@@ -486,6 +517,25 @@ Expected<Attribution> Attribute(const std::vector<RawTrace>& traces, const RuleS
   result.num_stages = std::max(pass_three.max_stage + 1, result.ranks * result.chunks);
 
   for (ProcessOps* proc : with_ops) {
+    // A collective belongs to the iteration of the last op that started before it (an
+    // all-gather inside the first F, the reduction after the last weight pass).
+    for (MeasuredCollective& collective : proc->collectives) {
+      collective.rank = proc->rank;
+      collective.replica = proc->replica;
+      // Before every op: the first op's iteration.
+      TimeNs latest = INT64_MIN;
+      TimeNs earliest = INT64_MAX;
+      for (const MeasuredOp& op : proc->ops) {
+        if (op.cpu_start <= collective.start && op.cpu_start >= latest) {
+          latest = op.cpu_start;
+          collective.iteration = op.iteration;
+        } else if (latest == INT64_MIN && op.cpu_start < earliest) {
+          earliest = op.cpu_start;
+          collective.iteration = op.iteration;
+        }
+      }
+      result.collectives.push_back(collective);
+    }
     for (MeasuredOp& op : proc->ops) {
       result.split = result.split || op.kind == OpKind::kW;
       ++result.ops_by_family[op.family];

@@ -25,6 +25,8 @@ struct ProcessOps {
   int64_t recognized = 0;         // ops from rules (not bare NCCL kernels)
   int32_t rank = -1;              // pipeline rank
   int32_t replica = 0;
+  // Its data-parallel collectives (rank, replica and iteration set once its ops have theirs).
+  std::vector<MeasuredCollective> collectives;
 };
 
 // What pass 3 gathers over all processes.

@@ -150,6 +150,28 @@ Samples CollectSamples(const Attribution& attribution, const CostOptions& option
   return samples;
 }
 
+// Per rank, the data-parallel collectives of each step used, summed per (replica, iteration).
+void BuildCollectiveStats(const Attribution& attribution, const CostOptions& options,
+                          const IterationWindow& window, CostReport& report) {
+  std::map<std::tuple<int32_t, CollectiveKind, int32_t, int32_t>, TimeNs> sums;
+  for (const MeasuredCollective& collective : attribution.collectives) {
+    if (!window.Uses({collective.rank, collective.replica}, collective.iteration, options)) {
+      continue;
+    }
+    sums[{collective.rank, collective.kind, collective.replica, collective.iteration}] +=
+        collective.busy;
+  }
+  std::map<std::pair<int32_t, CollectiveKind>, std::vector<TimeNs>> samples;
+  for (const auto& [key, total] : sums)
+    samples[{std::get<0>(key), std::get<1>(key)}].push_back(total);
+  for (auto& [key, values] : samples) {
+    const auto [rank, kind] = key;
+    if (rank < 0 || rank >= static_cast<int32_t>(report.per_rank.size())) continue;
+    StageStats& stats = report.per_rank[rank];
+    (kind == CollectiveKind::kReduce ? stats.reduce : stats.unshard) = SpreadOf(std::move(values));
+  }
+}
+
 // Where M_B and M_W come from: measured allocations, the analytic estimate (returned as
 // {M_B, M_W} per stage), or nowhere; with a note for the latter two.
 std::pair<double, double> ChooseMemorySource(const Attribution& attribution,
@@ -322,6 +344,7 @@ Expected<CostReport> BuildCostReport(const Attribution& attribution, const CostO
       ChooseMemorySource(attribution, options, samples, num_stages, report);
   BuildStageStats(samples, estimated, num_stages, report);
   BuildPerRankStats(samples, num_stages, report);
+  BuildCollectiveStats(attribution, options, window, report);
 
   // ---- Communication. ----
   std::vector<TimeNs> all_hops;
@@ -354,6 +377,8 @@ CostProfile CostReport::ToCostProfile() const {
     }
     cost.m_b = stats.m_b;
     cost.m_w = stats.m_w;
+    if (stats.reduce.samples > 0) cost.reduce = stats.reduce.median;
+    if (stats.unshard.samples > 0) cost.unshard = stats.unshard.median;
     costs.stages.push_back(cost);
   }
   costs.comm = comm.median;

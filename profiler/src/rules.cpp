@@ -234,6 +234,12 @@ int32_t Resolve(const FieldSpec& spec, const std::cmatch& groups) {
 
 }  // namespace
 
+std::optional<CollectiveKind> DataParallelCollectiveOf(std::string_view range_name) {
+  if (range_name == "FSDP::post_backward_reduce") return CollectiveKind::kReduce;
+  if (range_name == "FSDP::all_gather") return CollectiveKind::kUnshard;
+  return std::nullopt;
+}
+
 RangeMatch MatchBuiltIn(std::string_view name, std::string_view domain) {
   // Kineto's GPU-side copies of annotations would double every op; they are only used when a
   // user rule names that domain.

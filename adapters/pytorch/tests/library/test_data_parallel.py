@@ -132,10 +132,11 @@ def test_zb_profile_reads_one_pipeline_of_pp2_x_fsdp2_and_measures_its_blocks(
     tmp_path: Path,
 ) -> None:
     """`zb profile --torch` of PP2 x FSDP2 (DTensor parameters): one 2-rank pipeline read from the
-    stages' process groups, its replicas folded; the profiling window gathers each stage's
-    parameters for the per-block measurement and shards them again, every block of every rank is
-    measured, its state the rank's own shard, and the job ends with the parameters and losses of
-    the same job run without zbkit (the measurement reduced nothing into its gradients)."""
+    stages' process groups, its replicas folded, each stage's reduce-scatter and all-gather timed;
+    the profiling window gathers each stage's parameters for the per-block measurement and shards
+    them again, every block of every rank is measured, its state the rank's own shard, and the job
+    ends with the parameters and losses of the same job run without zbkit (the measurement reduced
+    nothing into its gradients)."""
     plain, profiled = tmp_path / "plain", tmp_path / "profiled"
     done = subprocess.run(torchrun4("--wrap", "fsdp", "--dump", str(plain)), env=job_env(),
                           capture_output=True, text=True, timeout=TIMEOUT_S)  # fmt: skip
@@ -155,6 +156,11 @@ def test_zb_profile_reads_one_pipeline_of_pp2_x_fsdp2_and_measures_its_blocks(
     profile = json.loads(costs.read_text())
     assert len(profile["stages"]) == 2 and profile["layout"]["placement"] == "loop", profile
     assert profile["data_parallel"] == 2 and "data parallelism: 2 replicas" in done.stdout
+    # Each stage's FSDP reduce-scatter and all-gathers of the step, timed from FSDP's own ranges
+    # (docs/data-parallel.md §5): what zb tune then places in the order.
+    for stage in profile["stages"]:
+        assert stage["reduce"] > 0 and stage["unshard"] > 0, profile
+    assert "data-parallel collectives per step" in done.stdout, done.stdout
     assert len(json.loads(layers.read_text())["layers"]) == 6
     for rank in range(4):
         doc = json.loads((tmp_path / "trace" / f"rank{rank}.blocks.json").read_text())

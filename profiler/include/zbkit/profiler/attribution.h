@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -107,6 +108,28 @@ class RuleSet {
 // The built-in classification alone (no user rules).
 RangeMatch MatchBuiltIn(std::string_view name, std::string_view domain);
 
+// A data-parallel collective of a stage (docs/data-parallel.md §5): its gradient reduction or
+// FSDP's all-gather of its parameters.
+enum class CollectiveKind : uint8_t { kReduce, kUnshard };
+// What a range name says of it: FSDP2's own record_function names (torch 2.13,
+// `_fsdp_param_group.py`): "FSDP::post_backward_reduce" (the reduce-scatter, once per step) and
+// "FSDP::all_gather" (an unshard); nullopt for anything else. DDP's all-reduce runs in the hooks
+// of the last backward and is inside that op, not apart.
+std::optional<CollectiveKind> DataParallelCollectiveOf(std::string_view range_name);
+
+// One such collective as measured, in a pipeline rank's iteration.
+struct MeasuredCollective {
+  CollectiveKind kind = CollectiveKind::kReduce;
+  int32_t rank = 0;
+  int32_t replica = 0;
+  int32_t iteration = 0;  // that of the process's last op that started before it
+  TimeNs start = 0;       // the range
+  TimeNs end = 0;
+  // The kernels launched inside it (NCCL's included), or its CPU duration in a process that ran
+  // none (gloo: the collective runs inside the range).
+  TimeNs busy = 0;
+};
+
 struct AttributionOptions {
   int pp = 0;                              // pipeline ranks P; 0: inferred from the traces
   Placement placement = Placement::kLoop;  // how local chunks map to stages
@@ -143,8 +166,10 @@ struct MeasuredOp {
 
 struct Attribution {
   std::vector<MeasuredOp> ops;  // by rank, then start
-  int ranks = 0;                // P
-  int chunks = 1;               // stages per rank
+  // The data-parallel collectives of the processes with ops (DataParallelCollectiveOf).
+  std::vector<MeasuredCollective> collectives;
+  int ranks = 0;   // P
+  int chunks = 1;  // stages per rank
   int num_stages = 0;
   // How stages map to ranks: inferred from the global stages the ops name, else the caller's
   // (AttributionOptions::placement). layout_known is false when the stages fit neither placement.

@@ -45,6 +45,9 @@ struct StageStats {
   int32_t stage = 0;
   int32_t rank = 0;
   Spread f, b, w, bw;
+  // Per rank (CostReport::per_rank) only: the data-parallel collectives of one step, each
+  // sample the sum over one (replica, iteration) (docs/data-parallel.md §5).
+  Spread reduce, unshard;
   double m_b = 0;
   double m_w = 0;
 

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+// The data-parallel collectives of a profile (docs/data-parallel.md §5): FSDP2's reduce-scatter
+// and all-gather ranges become each rank's per-step reduce and unshard, timed by their CPU span in
+// a CPU-only process and by the (NCCL) kernels launched inside them otherwise, in the iteration of
+// the op before them, warm-up iterations left out.
+#include <gtest/gtest.h>
+
+#include "zbkit/profiler/attribution.h"
+#include "zbkit/profiler/costs.h"
+
+namespace zb::profiler {
+namespace {
+
+RawTrace DpProcess(int rank) {
+  RawTrace trace;
+  trace.process.rank = rank;
+  trace.process.pid = 2000 + rank;
+  return trace;
+}
+
+// One rank's step `iteration` from t: an all-gather inside its first F, two microbatches F and
+// BW, then the reduction. Durations grow with the rank and the iteration.
+void AddDpStep(RawTrace& trace, int rank, int iteration, TimeNs t) {
+  const TimeNs scale = 1 + rank + iteration;
+  const std::string stage = std::to_string(rank);
+  trace.ranges.push_back({"zb:F:s" + stage + ":mb0", "", 1, t, t + 500, 0});
+  trace.ranges.push_back({"FSDP::all_gather", "", 1, t + 10, t + 10 + 40 * scale, 1});
+  trace.ranges.push_back({"zb:F:s" + stage + ":mb1", "", 1, t + 600, t + 1000, 0});
+  trace.ranges.push_back({"zb:BW:s" + stage + ":mb0", "", 1, t + 1100, t + 1500, 0});
+  trace.ranges.push_back({"zb:BW:s" + stage + ":mb1", "", 1, t + 1600, t + 2000, 0});
+  trace.ranges.push_back(
+      {"FSDP::post_backward_reduce", "", 1, t + 2100, t + 2100 + 100 * scale, 0});
+}
+
+TEST(DataParallelCollectives, FsdpRangesAreEachRanksReduceAndUnshardPerStep) {
+  EXPECT_EQ(DataParallelCollectiveOf("FSDP::post_backward_reduce"), CollectiveKind::kReduce);
+  EXPECT_EQ(DataParallelCollectiveOf("FSDP::all_gather"), CollectiveKind::kUnshard);
+  EXPECT_FALSE(DataParallelCollectiveOf("FSDP::all_gather_copy_out").has_value());
+  EXPECT_FALSE(DataParallelCollectiveOf("FSDP::pre_forward").has_value());
+
+  std::vector<RawTrace> traces = {DpProcess(0), DpProcess(1)};
+  for (int rank = 0; rank < 2; ++rank) {
+    for (int iteration = 0; iteration < 3; ++iteration)
+      AddDpStep(traces[rank], rank, iteration, 10'000 * iteration);
+  }
+  auto a = Attribute(traces, RuleSet());
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_EQ(a->collectives.size(), 12u);  // 2 ranks x 3 steps x 2
+  for (const MeasuredCollective& collective : a->collectives) {
+    const TimeNs step = collective.start / 10'000;
+    EXPECT_EQ(collective.iteration - a->collectives.front().iteration, step);
+    EXPECT_EQ(collective.busy, (collective.kind == CollectiveKind::kReduce ? 100 : 40) *
+                                   (1 + collective.rank + step));
+  }
+  CostOptions skip;
+  skip.skip_iters = 1;  // steps 1 and 2: rank 0 reduces 200 and 300, rank 1 300 and 400
+  auto report = BuildCostReport(*a, skip);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(report->per_rank[0].reduce.samples, 2);
+  EXPECT_EQ(report->per_rank[0].reduce.median, 250);
+  EXPECT_EQ(report->per_rank[1].unshard.median, 140);  // 120 and 160
+  const CostProfile costs = report->ToCostProfile();
+  EXPECT_EQ(costs.stages[0].reduce, 250);
+  EXPECT_EQ(costs.stages[0].unshard, 100);
+  EXPECT_EQ(costs.stages[1].reduce, 350);
+  EXPECT_TRUE(costs.HasDataParallelWork());
+}
+
+TEST(DataParallelCollectives, OnADeviceTheKernelsInsideAreTheTime) {
+  RawTrace trace = DpProcess(0);
+  AddDpStep(trace, 0, 0, 0);
+  // The reduction's NCCL kernel, launched inside its range, runs 2100..2700 on the device.
+  trace.launches.push_back({1, 1, 2150});
+  trace.activities.push_back(
+      {ActivityKind::kKernel, "ncclDevKernel_ReduceScatter_Sum_f32", 0, 9, 2300, 2900, 1, 0});
+  auto a = Attribute({trace}, RuleSet());
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  for (const MeasuredCollective& collective : a->collectives) {
+    // The all-gather launched nothing in a process that ran kernels: nothing measured.
+    EXPECT_EQ(collective.busy, collective.kind == CollectiveKind::kReduce ? 600 : 0);
+  }
+  // A job without such ranges has none, and its profile no data-parallel work.
+  RawTrace plain = DpProcess(0);
+  plain.ranges.push_back({"zb:BW:s0:mb0", "", 1, 0, 100, 0});
+  plain.ranges.insert(plain.ranges.begin(), {"zb:F:s0:mb0", "", 1, -200, -100, 0});
+  auto none = Attribute({plain}, RuleSet());
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->collectives.empty());
+}
+
+}  // namespace
+}  // namespace zb::profiler
