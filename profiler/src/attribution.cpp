@@ -406,8 +406,27 @@ void AddMemory(const RawTrace& trace, ProcessOps& proc, Attribution& result) {
   }
 }
 
+// Pass 1e, without FSDP's ranges: each NCCL collective kernel (NcclCollectiveOf) is one, its
+// device time, placed at its launch.
+void CollectCollectiveKernels(const RawTrace& trace, ProcessOps& proc) {
+  std::unordered_map<int64_t, TimeNs> launched;
+  for (const Launch& launch : trace.launches)
+    launched.emplace(launch.correlation, launch.time);
+  for (const DeviceActivity& activity : trace.activities) {
+    const std::optional<CollectiveKind> kind = NcclCollectiveOf(activity.name);
+    if (!kind || !ValidActivity(activity)) continue;
+    const auto launch = launched.find(activity.correlation);
+    MeasuredCollective collective;
+    collective.kind = *kind;
+    collective.start = collective.end = launch != launched.end() ? launch->second : activity.start;
+    collective.busy = activity.end - activity.start;
+    proc.collectives.push_back(collective);
+  }
+}
+
 // Pass 1e: the process's data-parallel collectives, timed like ops (the kernels launched inside,
-// NCCL's counting; the CPU range in a process without device activity).
+// NCCL's counting; the CPU range in a process without device activity). FSDP's ranges where the
+// trace has them, else the NCCL collective kernels.
 void CollectCollectives(const RawTrace& trace, bool cross_thread, ProcessOps& proc) {
   std::vector<size_t> ranges;
   std::vector<CollectiveKind> kinds;
@@ -419,7 +438,10 @@ void CollectCollectives(const RawTrace& trace, bool cross_thread, ProcessOps& pr
       kinds.push_back(*kind);
     }
   }
-  if (ranges.empty()) return;
+  if (ranges.empty()) {
+    CollectCollectiveKernels(trace, proc);
+    return;
+  }
   const std::vector<Projection> projected =
       ProjectRanges(trace, ranges, std::vector<bool>(ranges.size(), true), cross_thread);
   const bool device_process = !trace.activities.empty();

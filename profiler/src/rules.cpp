@@ -240,6 +240,16 @@ std::optional<CollectiveKind> DataParallelCollectiveOf(std::string_view range_na
   return std::nullopt;
 }
 
+std::optional<CollectiveKind> NcclCollectiveOf(std::string_view kernel_name) {
+  if (!IsNcclKernel(kernel_name)) return std::nullopt;
+  // NCCL names its kernels ncclKernel_<Collective>_<algorithm>_... (ncclDevKernel_ since 2.19).
+  for (std::string_view reduce : {"_AllReduce_", "_ReduceScatter_"}) {
+    if (kernel_name.find(reduce) != std::string_view::npos) return CollectiveKind::kReduce;
+  }
+  if (kernel_name.find("_AllGather_") != std::string_view::npos) return CollectiveKind::kUnshard;
+  return std::nullopt;
+}
+
 RangeMatch MatchBuiltIn(std::string_view name, std::string_view domain) {
   // Kineto's GPU-side copies of annotations would double every op; they are only used when a
   // user rule names that domain.

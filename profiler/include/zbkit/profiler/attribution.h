@@ -113,9 +113,13 @@ RangeMatch MatchBuiltIn(std::string_view name, std::string_view domain);
 enum class CollectiveKind : uint8_t { kReduce, kUnshard };
 // What a range name says of it: FSDP2's own record_function names (torch 2.13,
 // `_fsdp_param_group.py`): "FSDP::post_backward_reduce" (the reduce-scatter, once per step) and
-// "FSDP::all_gather" (an unshard); nullopt for anything else. DDP's all-reduce runs in the hooks
-// of the last backward and is inside that op, not apart.
+// "FSDP::all_gather" (an unshard); nullopt for anything else.
 std::optional<CollectiveKind> DataParallelCollectiveOf(std::string_view range_name);
+// What an NCCL kernel's name says of it, for a process whose traces hold none of those ranges (a
+// DDP job, whose all-reduce runs in the hooks of the last backward; a trace without
+// torch.profiler's ranges): AllReduce and ReduceScatter kernels reduce, AllGather kernels
+// unshard; nullopt for the rest (the pipeline's SendRecv, Broadcast, AllToAll, non-NCCL kernels).
+std::optional<CollectiveKind> NcclCollectiveOf(std::string_view kernel_name);
 
 // One such collective as measured, in a pipeline rank's iteration.
 struct MeasuredCollective {
