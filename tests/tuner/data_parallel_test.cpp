@@ -7,9 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "golden.h"
 #include "zbkit/schemas/validate.h"
 #include "zbkit/tuner/families.h"
+#include "zbkit/tuner/lower_bound.h"
 #include "zbkit/tuner/memory_limit.h"
 #include "zbkit/tuner/reduce_aware.h"
 #include "zbkit/tuner/simulator.h"
@@ -226,6 +229,53 @@ TEST(DataParallelTuneTest, WeightPassesComeForwardOnlyWhereThatPays) {
   ASSERT_TRUE(plain.ok());
   ASSERT_TRUE(simulator.Run(*plain).ok());
   EXPECT_EQ(*BringWeightPassesForward(*plain, simulator), 0);
+}
+
+// Random instances with data-parallel work, every family: collectives only ever delay (no op starts
+// earlier than without them), every rank ends after its last op plus its last reduction, and no
+// schedule beats the lower bounds that count the collectives.
+TEST(DataParallelPropertyTest, CollectivesOnlyDelayAndTheBoundsHold) {
+  std::mt19937 rng(20261207);
+  auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int checked = 0;
+  Simulator simulator;
+  for (int instance = 0; instance < 400; ++instance) {
+    const int p = uniform(1, 6);
+    const int m = uniform(1, 3 * p);
+    CostProfile costs;
+    costs.comm = uniform(0, 5);
+    costs.reduce_wait = uniform(0, 1) == 0 ? ReduceWait::kInPlace : ReduceWait::kStepEnd;
+    for (int s = 0; s < p; ++s) {
+      StageCost stage{uniform(4, 40), uniform(4, 50), uniform(0, 30), 10, 4};
+      stage.reduce = uniform(0, 2) == 0 ? 0 : uniform(1, 120);
+      stage.unshard = uniform(0, 2) == 0 ? 0 : uniform(1, 60);
+      costs.stages.push_back(stage);
+    }
+    const FamilyInfo& family = Families()[uniform(0, static_cast<int>(Families().size()) - 1)];
+    SCOPED_TRACE("instance " + std::to_string(instance) + ": " + std::string(family.name) +
+                 " p=" + std::to_string(p) + " m=" + std::to_string(m));
+    auto with = GenerateFamily(family.name, {costs, m, 2, {}});
+    if (!with.ok()) continue;  // m this family does not take
+    auto without = GenerateFamily(family.name, {costs.WithoutDataParallelWork(), m, 2, {}});
+    ASSERT_TRUE(without.ok());
+    ASSERT_TRUE(simulator.Run(*without).ok());
+    ASSERT_TRUE(simulator.Run(*with).ok());
+    for (int r = 0; r < p; ++r) {
+      const std::vector<Op>& ops = with->programs[r].ops;
+      for (size_t i = 0; i < ops.size(); ++i)
+        ASSERT_GE(ops[i].start, without->programs[r].ops[i].start) << "rank " << r << " op " << i;
+      const std::vector<int32_t> reductions = ReductionsAfter(with->programs[r], m);
+      for (size_t i = 0; i < ops.size(); ++i) {
+        if (reductions[i] < 0) continue;
+        ASSERT_GE(simulator.ranks()[r].end, ops[i].end + with->costs.stages[reductions[i]].reduce);
+      }
+    }
+    const LowerBounds bounds = ComputeLowerBounds(with->costs, p, m, family.placement, {});
+    ASSERT_GE(with->predicted->makespan, bounds.makespan);
+    ASSERT_GE(with->predicted->span, bounds.span);
+    ++checked;
+  }
+  EXPECT_GE(checked, 300);
 }
 
 }  // namespace

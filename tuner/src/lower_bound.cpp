@@ -39,8 +39,10 @@ LowerBounds ComputeLowerBounds(const CostProfile& costs, int ranks, int microbat
   double makespan = 0;
   double span = 0;
   for (int s = 0; s < num_stages; ++s) {
+    // The path ends with stage 0's last weight pass, whose reduction follows it.
     const double critical = static_cast<double>(head[s]) + m * stage[s].f + round_trip[s] +
-                            b_min(s) + b_chain[s] + (backward_min(0) - b_min(0));
+                            b_min(s) + b_chain[s] + (backward_min(0) - b_min(0)) +
+                            static_cast<double>(stage[0].reduce);
     makespan = std::max(makespan, critical);
   }
   for (int d = 0; d < p; ++d) {
@@ -60,6 +62,20 @@ LowerBounds ComputeLowerBounds(const CostProfile& costs, int ranks, int microbat
       if (fused(s)) backward_held = std::min(backward_held, static_cast<double>(stage[s].bw) * a);
       held += m * (static_cast<double>(stage[s].f + round_trip[s]) * a + backward_held);
     }
+    // The data-parallel work (docs/data-parallel.md §5): the rank's last op is some stage's last
+    // weight pass, whose reduction follows it; in place every reduction holds the rank. Its first
+    // op waits for its stage's all-gather.
+    TimeNs reduce_min = stage[stages[0]].reduce;
+    TimeNs reduce_sum = 0;
+    TimeNs unshard_min = stage[stages[0]].unshard;
+    for (int s : stages) {
+      reduce_min = std::min(reduce_min, stage[s].reduce);
+      reduce_sum += stage[s].reduce;
+      unshard_min = std::min(unshard_min, stage[s].unshard);
+    }
+    work +=
+        static_cast<double>(costs.reduce_wait == ReduceWait::kInPlace ? reduce_sum : reduce_min);
+    first_start = std::max(first_start, unshard_min);
     double busy_bound = work;  // LB1 without the head
     if (v == 1) {
       const int s = stages[0];

@@ -9,7 +9,10 @@
 //   LB2 (memory)          T >= H_d + m * sum_s [(F_s + R_s + B_s) a_s + W_s (a_s - b_s)] / M_d
 //   LB3 (critical path)   T >= head(s) + m F_s + R(s) + (B chain to stage 0) + W_0, for every s
 // LB1's idle term is only used for one chunk per rank (with several chunks the rank can fill the
-// window with other chunks' work). Every bound holds for any per-rank order.
+// window with other chunks' work). With data-parallel work (docs/data-parallel.md §5) LB1 adds the
+// rank's reductions that must follow its last op (all of them in place, else the smallest) and
+// starts after its first all-gather, and LB3 adds stage 0's reduction. Every bound holds for any
+// per-rank order.
 #ifndef ZBKIT_TUNER_LOWER_BOUND_H_
 #define ZBKIT_TUNER_LOWER_BOUND_H_
 
