@@ -270,6 +270,9 @@ void PrintDataParallel(const CostProfile& costs, std::ostream& out) {
   for (size_t s = 0; s < costs.stages.size(); ++s) {
     out << (s ? ";" : "") << " stage " << s << " reduce " << FormatMs(costs.stages[s].reduce)
         << " ms, unshard " << FormatMs(costs.stages[s].unshard) << " ms";
+    if (costs.stages[s].unsharded > 0) {
+      out << " (" << static_cast<int64_t>(costs.stages[s].unsharded) << " bytes gathered)";
+    }
   }
   out << "\n";
 }

@@ -539,6 +539,10 @@ Expected<Attribution> Attribute(const std::vector<RawTrace>& traces, const RuleS
   result.num_stages = std::max(pass_three.max_stage + 1, result.ranks * result.chunks);
 
   for (ProcessOps* proc : with_ops) {
+    if (proc->trace->unsharded_bytes >= 0) {
+      int64_t& bytes = result.unsharded_bytes[proc->rank];
+      bytes = std::max(bytes, proc->trace->unsharded_bytes);
+    }
     // A collective belongs to the iteration of the last op that started before it (an
     // all-gather inside the first F, the reduction after the last weight pass).
     for (MeasuredCollective& collective : proc->collectives) {

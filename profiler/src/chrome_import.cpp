@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -82,6 +83,7 @@ class ChromeSax {
   std::string schedule_class;  // the "zbkit_schedule_class" metadata zbkit's shim adds
   std::string checkpointing;   // the "zbkit_checkpointing" metadata zbkit's shim adds
   std::string pipeline;        // the "zbkit_pipeline" metadata: "<rank>/<size>/<first>"
+  std::string unsharded;       // the "zbkit_unsharded" metadata: bytes, in decimal
   bool root_is_array = false;
   bool saw_root = false;
   std::string error;
@@ -184,6 +186,8 @@ class ChromeSax {
       checkpointing = *text;
     } else if (stack_.size() == 1 && stack_[0].object && key_ == kPipelineKey && text) {
       pipeline = *text;
+    } else if (stack_.size() == 1 && stack_[0].object && key_ == kUnshardedKey && text) {
+      unsharded = *text;
     } else if (stack_.size() == 2 && stack_[1].key == "distributedInfo") {
       if (key_ == "rank") rank = number;
       if (key_ == "world_size") world_size = number;
@@ -264,6 +268,16 @@ int64_t IntOf(const Number& number, int64_t fallback) {
   // 2^63 exactly is the first double past INT64_MAX.
   if (!(value >= -9223372036854775808.0 && value < 9223372036854775808.0)) return fallback;
   return static_cast<int64_t>(value);
+}
+
+// A byte count written in decimal (the shim's kUnshardedKey); -1 for anything else.
+int64_t ParseByteCount(const std::string& text) {
+  int64_t bytes = -1;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), bytes);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || bytes < 0) {
+    return -1;
+  }
+  return bytes;
 }
 
 // "<rank>/<size>/<first>" (the shim's kPipelineKey); unknown (size 0) for anything else: a
@@ -456,6 +470,7 @@ class ChromeTraceBuilder {
       trace.schedule_class = sax.schedule_class;
       trace.checkpointing = sax.checkpointing;
       trace.pipeline = ParsePipelineGroup(sax.pipeline);
+      trace.unsharded_bytes = ParseByteCount(sax.unsharded);
       traces.push_back(std::move(trace));
     }
     return traces;

@@ -161,6 +161,11 @@ void BuildCollectiveStats(const Attribution& attribution, const CostOptions& opt
     sums[{collective.rank, collective.kind, collective.replica, collective.iteration}] +=
         collective.busy;
   }
+  for (const auto& [rank, bytes] : attribution.unsharded_bytes) {
+    if (rank >= 0 && rank < static_cast<int32_t>(report.per_rank.size())) {
+      report.per_rank[rank].unsharded = static_cast<double>(bytes);
+    }
+  }
   std::map<std::pair<int32_t, CollectiveKind>, std::vector<TimeNs>> samples;
   for (const auto& [key, total] : sums)
     samples[{std::get<0>(key), std::get<1>(key)}].push_back(total);
@@ -379,6 +384,7 @@ CostProfile CostReport::ToCostProfile() const {
     cost.m_w = stats.m_w;
     if (stats.reduce.samples > 0) cost.reduce = stats.reduce.median;
     if (stats.unshard.samples > 0) cost.unshard = stats.unshard.median;
+    cost.unsharded = stats.unsharded;
     costs.stages.push_back(cost);
   }
   costs.comm = comm.median;

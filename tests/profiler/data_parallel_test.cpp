@@ -7,6 +7,7 @@
 
 #include "zbkit/profiler/attribution.h"
 #include "zbkit/profiler/costs.h"
+#include "zbkit/profiler/import.h"
 
 namespace zb::profiler {
 namespace {
@@ -86,6 +87,37 @@ TEST(DataParallelCollectives, OnADeviceTheKernelsInsideAreTheTime) {
   auto none = Attribute({plain}, RuleSet());
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->collectives.empty());
+}
+
+// The bytes FSDP gathers, as the shim writes them into a torch.profiler trace (kUnshardedKey, a
+// decimal string): read per process, folded per pipeline rank, the profile's `unsharded`; anything
+// that is not a byte count is not known.
+TEST(DataParallelCollectives, TheGatheredBytesTheShimRecordsAreTheStagesUnsharded) {
+  auto read = [](const std::string& value) {
+    const std::string text = R"({"zbkit_unsharded": ")" + value + R"(", "traceEvents": [
+      {"ph": "X", "cat": "user_annotation", "name": "zb:F:s0:mb0", "pid": 1, "tid": 1, "ts": 10,
+       "dur": 5}]})";
+    auto traces = ParseChromeTrace(text, "t.json");
+    EXPECT_TRUE(traces.ok()) << traces.status().message();
+    return traces.ok() && traces->size() == 1 ? traces->front().unsharded_bytes : int64_t{-2};
+  };
+  EXPECT_EQ(read("55936"), 55936);
+  EXPECT_EQ(read("12x"), -1);
+  EXPECT_EQ(read("-5"), -1);
+  EXPECT_EQ(read(""), -1);
+
+  std::vector<RawTrace> traces = {DpProcess(0), DpProcess(1)};
+  for (int rank = 0; rank < 2; ++rank)
+    AddDpStep(traces[rank], rank, 0, 0);
+  traces[0].unsharded_bytes = 4096;
+  auto a = Attribute(traces, RuleSet());
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(a->unsharded_bytes, (std::map<int32_t, int64_t>{{0, 4096}}));
+  auto report = BuildCostReport(*a, {});
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  const CostProfile costs = report->ToCostProfile();
+  EXPECT_EQ(costs.stages[0].unsharded, 4096);
+  EXPECT_EQ(costs.stages[1].unsharded, 0);  // not known: none
 }
 
 }  // namespace

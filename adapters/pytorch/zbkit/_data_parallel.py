@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """What data parallelism needs of a pipeline order: the guard against a silent divergence under
-DDP (docs/data-parallel.md).
+DDP, and the bytes FSDP gathers that a profile records (docs/data-parallel.md).
 
 `DistributedDataParallel` all-reduces a module's gradients from hooks on each parameter's
 gradient accumulator, which run only when a backward *accumulates* into ``.grad``. A split
@@ -8,9 +8,9 @@ backward computes the weight gradients with ``torch.autograd.grad`` and adds the
 itself (torch's `stage_backward_weight`, zbkit's `BackwardSplit`), so the hooks never run: every
 replica keeps its own local gradient and the replicas drift apart with no error (pytorch #144530).
 torch's runtime handles a DDP stage only on a fused backward (`backward_maybe_with_nosync`); FSDP2
-(`fully_shard`) reduces in `perform_reduce_grad` and is unaffected. Until zbkit models the
-reduction (the data-parallel issue), a DDP stage under an order with split backwards is refused
-before the first step, with one line naming the module and what to do.
+(`fully_shard`) reduces in `perform_reduce_grad` and is unaffected. A DDP stage under an order
+with split backwards is refused before the first step, with one line naming the module and what
+to do.
 """
 
 from __future__ import annotations
@@ -25,6 +25,24 @@ REMEDY = (
     "run a fused order (zb tune --family 1f1b, or the job's own schedule) or shard the stage with "
     "FSDP2 (fully_shard) instead of DDP"
 )
+
+
+def unsharded_bytes(modules: Iterable["nn.Module"]) -> int:
+    """The bytes FSDP's all-gather adds on this process while `modules` are unsharded
+    (docs/data-parallel.md §5): each sharded parameter's (a DTensor's) full size less the rank's
+    own shard; 0 where nothing is sharded."""
+    from torch.distributed.tensor import DTensor  # noqa: PLC0415
+
+    total = 0
+    seen = set()
+    for module in modules:
+        for parameter in module.parameters():
+            if not isinstance(parameter, DTensor) or id(parameter) in seen:
+                continue
+            seen.add(id(parameter))
+            shard = parameter.to_local()
+            total += (parameter.numel() - shard.numel()) * parameter.element_size()
+    return total
 
 
 def ddp_module(module: "nn.Module") -> Optional[str]:

@@ -172,6 +172,9 @@ struct Attribution {
   std::vector<MeasuredOp> ops;  // by rank, then start
   // The data-parallel collectives of the processes with ops (DataParallelCollectiveOf).
   std::vector<MeasuredCollective> collectives;
+  // Per pipeline rank, the bytes FSDP's all-gathers add there (RawTrace::unsharded_bytes; the
+  // largest of its replicas'), where the traces say.
+  std::map<int32_t, int64_t> unsharded_bytes;
   int ranks = 0;   // P
   int chunks = 1;  // stages per rank
   int num_stages = 0;

@@ -48,6 +48,7 @@ struct StageStats {
   // Per rank (CostReport::per_rank) only: the data-parallel collectives of one step, each
   // sample the sum over one (replica, iteration) (docs/data-parallel.md §5).
   Spread reduce, unshard;
+  double unsharded = 0;  // bytes FSDP gathers on the rank (Attribution::unsharded_bytes)
   double m_b = 0;
   double m_w = 0;
 

@@ -90,11 +90,15 @@ struct RawTrace {
     int32_t size = 0;
     int32_t first = -1;
   } pipeline;
+  // The bytes FSDP's all-gathers add on the process while its stages are unsharded, where the
+  // trace says (the shim adds them as the top-level key kUnshardedKey); -1: not known.
+  int64_t unsharded_bytes = -1;
 };
 
 inline constexpr const char* kScheduleClassKey = "zbkit_schedule_class";
 inline constexpr const char* kCheckpointingKey = "zbkit_checkpointing";
 inline constexpr const char* kPipelineKey = "zbkit_pipeline";
+inline constexpr const char* kUnshardedKey = "zbkit_unsharded";
 
 }  // namespace zb::profiler
 

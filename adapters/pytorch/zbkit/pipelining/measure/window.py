@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Optional
 
-from ..._data_parallel import SPLIT_BACKWARD, split_under_ddp
+from ..._data_parallel import SPLIT_BACKWARD, split_under_ddp, unsharded_bytes
 from ...actions import torch_label
 from .._stages import local_stages, process_rank
 from . import blocks
@@ -22,6 +22,9 @@ CHECKPOINTING_KEY = "zbkit_checkpointing"
 # rank in the stages' process group, the group's size and its lowest global rank (which tells the
 # data-parallel replicas of one pipeline apart, whatever the order of the job's device mesh).
 PIPELINE_KEY = "zbkit_pipeline"
+# The bytes FSDP's all-gathers add on this process (kUnshardedKey, _data_parallel.unsharded_bytes),
+# written only where some stage is sharded.
+UNSHARDED_KEY = "zbkit_unsharded"
 
 
 def pipeline_group(schedule) -> str:
@@ -108,6 +111,12 @@ class _ProfileWindow:
             self.profiler.add_metadata(PIPELINE_KEY, pipeline_group(schedule))
         except Exception as error:  # the profiler then reads ranks from the global ranks
             blocks.warn(f"the stages' pipeline group not recorded: {error}")
+        try:
+            gathered = unsharded_bytes(stage.submod for stage in local_stages(schedule))
+            if gathered > 0:
+                self.profiler.add_metadata(UNSHARDED_KEY, str(gathered))
+        except Exception as error:  # the profile then leaves `unsharded` out
+            blocks.warn(f"FSDP's unsharded parameter bytes not recorded: {error}")
 
     def after(self) -> None:
         self.steps += 1
