@@ -514,7 +514,8 @@ Expected<Attribution> Attribute(const std::vector<RawTrace>& traces, const RuleS
   }
 
   // ---- Pass 2: pipeline ranks. ----
-  const std::vector<ProcessOps*> with_ops = AssignPipelineRanks(processes, options, result);
+  ZB_ASSIGN_OR_RETURN(const std::vector<ProcessOps*> with_ops,
+                      AssignPipelineRanks(processes, options, result));
   if (with_ops.empty()) return result;  // the caller says "no pipeline ops recognized"
 
   // ---- Pass 3: stages, B vs BW, iterations, microbatches. ----

@@ -167,9 +167,9 @@ bool FromPipelineGroups(const std::vector<ProcessOps*>& with_ops, const Attribut
 
 // Pass 2: pipeline ranks of the processes with recognized ops. Returns those processes (those
 // outside --pp dropped) and sets result.ranks; empty when no process has any.
-std::vector<ProcessOps*> AssignPipelineRanks(std::vector<ProcessOps>& processes,
-                                             const AttributionOptions& options,
-                                             Attribution& result) {
+Expected<std::vector<ProcessOps*>> AssignPipelineRanks(std::vector<ProcessOps>& processes,
+                                                       const AttributionOptions& options,
+                                                       Attribution& result) {
   std::vector<ProcessOps*> with_ops;
   for (ProcessOps& proc : processes) {
     if (proc.recognized > 0) with_ops.push_back(&proc);
@@ -208,6 +208,13 @@ std::vector<ProcessOps*> AssignPipelineRanks(std::vector<ProcessOps>& processes,
     std::vector<ProcessOps*> kept;
     for (ProcessOps* proc : with_ops) {
       const int32_t world = proc->trace->process.world_size;
+      if (world > ranks && world % ranks != 0) {
+        // Not P pipeline ranks times D replicas: no rank can be placed (docs/data-parallel.md §3).
+        return InvalidInput("--pp " + std::to_string(ranks) + " does not divide the job's " +
+                            std::to_string(world) +
+                            " processes (WORLD_SIZE): a pipeline inside data parallelism runs "
+                            "pipeline ranks x replicas of them");
+      }
       if (world > ranks && world % ranks == 0) {
         const int32_t group = world / ranks;
         proc->replica = proc->rank % group;

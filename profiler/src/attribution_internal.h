@@ -41,9 +41,10 @@ struct PassThreeCounts {
 
 // Pass 2: pipeline ranks of the processes with recognized ops. Returns those processes (those
 // outside --pp dropped) and sets result.ranks; empty when no process has any.
-std::vector<ProcessOps*> AssignPipelineRanks(std::vector<ProcessOps>& processes,
-                                             const AttributionOptions& options,
-                                             Attribution& result);
+// InvalidInput where --pp does not divide the processes' WORLD_SIZE.
+Expected<std::vector<ProcessOps*>> AssignPipelineRanks(std::vector<ProcessOps>& processes,
+                                                       const AttributionOptions& options,
+                                                       Attribution& result);
 // Pass 3 for one process: stages, B vs BW, iterations, microbatches.
 void AssignOpIdentities(ProcessOps& proc, const AttributionOptions& options, Attribution& result,
                         PassThreeCounts& counts);

@@ -120,5 +120,26 @@ TEST(DataParallelCollectives, TheGatheredBytesTheShimRecordsAreTheStagesUnsharde
   EXPECT_EQ(costs.stages[1].unsharded, 0);  // not known: none
 }
 
+// Bad input: --pp that does not divide the job's processes places no rank; one line, nothing built.
+TEST(DataParallelCollectives, APipelineDegreeThatDoesNotDivideTheWorldIsRefused) {
+  std::vector<RawTrace> traces;
+  for (int rank = 0; rank < 4; ++rank) {
+    traces.push_back(DpProcess(rank));
+    traces.back().process.world_size = 4;
+    AddDpStep(traces.back(), 0, 0, 0);
+  }
+  AttributionOptions options;
+  options.pp = 3;
+  auto refused = Attribute(traces, RuleSet(), options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(),
+            "--pp 3 does not divide the job's 4 processes (WORLD_SIZE): a pipeline inside data "
+            "parallelism runs pipeline ranks x replicas of them");
+  options.pp = 2;  // 2 x 2: ranks 0, 1 replicas of pipeline rank 0
+  auto placed = Attribute(traces, RuleSet(), options);
+  ASSERT_TRUE(placed.ok()) << placed.status().message();
+  EXPECT_EQ(placed->data_parallel, 2);
+}
+
 }  // namespace
 }  // namespace zb::profiler
