@@ -531,6 +531,7 @@ Expected<Attribution> Attribute(const std::vector<RawTrace>& traces, const RuleS
                            " backward ops had no matching forward; microbatch set to 0");
   }
 
+  ZB_RETURN_IF_ERROR(CheckReplicasAgree(with_ops));
   NoteNestedRanges(with_ops, result);
   InferLayout(pass_three, result);
   if (result.layout_known) result.schedule_class = ScheduleClassOf(traces, result);

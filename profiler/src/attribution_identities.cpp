@@ -4,14 +4,17 @@
 // show; the note on nested ranges.
 #include <algorithm>
 #include <deque>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
 #include "attribution_internal.h"
+#include "zbkit/schemas/op_text.h"
 
 namespace zb::profiler::attribution_detail {
 namespace {
@@ -512,6 +515,36 @@ void NoteNestedRanges(const std::vector<ProcessOps*>& processes, Attribution& re
                            "): each kernel counts once, for the innermost range, so an outer "
                            "op's gpu_ms leaves out the inner ones' kernels");
   }
+}
+
+Status CheckReplicasAgree(const std::vector<ProcessOps*>& processes) {
+  using OpKey = std::tuple<int32_t, OpKind, int32_t>;         // (stage, kind, microbatch)
+  std::map<int32_t, std::map<int32_t, std::set<OpKey>>> ran;  // rank -> replica -> compute ops
+  for (const ProcessOps* proc : processes) {
+    std::set<OpKey>& ops = ran[proc->rank][proc->replica];
+    for (const MeasuredOp& op : proc->ops) {
+      if (op.kind != OpKind::kComm) ops.insert({op.stage, op.kind, op.microbatch});
+    }
+  }
+  for (const auto& [rank, replicas] : ran) {
+    const auto& [first_replica, first] = *replicas.begin();
+    for (const auto& [replica, ops] : replicas) {
+      if (ops == first) continue;
+      // The first op one of the two ran and the other did not.
+      std::vector<OpKey> only;
+      std::set_symmetric_difference(first.begin(), first.end(), ops.begin(), ops.end(),
+                                    std::back_inserter(only));
+      const auto& [stage, kind, microbatch] = only.front();
+      const bool in_first = first.count(only.front()) > 0;
+      return InvalidInput("the data-parallel replicas of pipeline rank " + std::to_string(rank) +
+                          " disagree: " + "replica " +
+                          std::to_string(in_first ? first_replica : replica) + " ran " +
+                          FormatOp(kind, stage, microbatch) + ", replica " +
+                          std::to_string(in_first ? replica : first_replica) +
+                          " did not (replicas run the same order; give one job's traces)");
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace zb::profiler::attribution_detail

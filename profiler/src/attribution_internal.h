@@ -56,6 +56,10 @@ std::string ScheduleClassOf(const std::vector<RawTrace>& traces, Attribution& re
 // one mode they agree on, "layer" for ranks with full and without, "mixed" otherwise, "" when
 // none says (a note for a mode zbkit does not know).
 std::string CheckpointingOf(const std::vector<RawTrace>& traces, Attribution& result);
+// InvalidInput naming the first op one data-parallel replica of a pipeline rank ran and another
+// did not (docs/data-parallel.md §3): replicas run the same order, so traces whose replicas differ
+// are not one job's.
+Status CheckReplicasAgree(const std::vector<ProcessOps*>& processes);
 // One note on matched ranges nested inside other matched ranges of the same process.
 void NoteNestedRanges(const std::vector<ProcessOps*>& processes, Attribution& result);
 

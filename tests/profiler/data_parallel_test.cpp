@@ -139,6 +139,13 @@ TEST(DataParallelCollectives, APipelineDegreeThatDoesNotDivideTheWorldIsRefused)
   auto placed = Attribute(traces, RuleSet(), options);
   ASSERT_TRUE(placed.ok()) << placed.status().message();
   EXPECT_EQ(placed->data_parallel, 2);
+  // Replicas that did not run the same ops are not one job's: refused, naming the first such op.
+  traces[1].ranges.push_back({"zb:F:s0:mb2", "", 1, 2500, 2600, 0});
+  auto disagreeing = Attribute(traces, RuleSet(), options);
+  ASSERT_FALSE(disagreeing.ok());
+  EXPECT_EQ(disagreeing.status().message(),
+            "the data-parallel replicas of pipeline rank 0 disagree: replica 1 ran F stage 0 mb 2, "
+            "replica 0 did not (replicas run the same order; give one job's traces)");
 }
 
 }  // namespace
