@@ -92,7 +92,9 @@ def test_fused_order_runs_under_ddp_and_split_order_under_fsdp2(tmp_path: Path) 
 def test_exported_comms_csv_runs_on_fsdp2_stages(tmp_path: Path) -> None:
     """The compute+comms CSV `zb export` writes holds FSDP's UNSHARD and RESHARD where torch's
     own lowering puts them: loaded as the user would, on FSDP2 stages it trains, the replicas
-    equal (without them torch stopped at "Attempted to compute on sharded")."""
+    equal (without them torch stopped at "Attempted to compute on sharded"), and as the job's own
+    1F1B does: its losses and parameters (the order splits backwards and adds the microbatches'
+    weight gradients itself, so to rounding)."""
     schedule, _ = tune_uniform(tmp_path, "zb-h1")
     csv = tmp_path / "zb-h1.comms.csv"
     done = zb("export", str(schedule), "--format", "torch-csv-comms", "-o", str(csv))
@@ -104,6 +106,15 @@ def test_exported_comms_csv_runs_on_fsdp2_stages(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"replaying {csv}" in done.stderr
     assert_replicas_equal(prefix)
+    own = tmp_path / "own"
+    done = subprocess.run(torchrun4("--wrap", "fsdp", "--dump", str(own)), env=job_env(),
+                          capture_output=True, text=True, timeout=TIMEOUT_S)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    for rank in range(4):
+        want, got = (torch.load(f"{path}.rank{rank}.pt") for path in (own, prefix))
+        assert got["losses"] == pytest.approx(want["losses"], rel=1e-5), rank
+        for name, value in want["params"].items():
+            assert torch.allclose(got["params"][name], value, rtol=1e-5, atol=1e-6), (rank, name)
 
 
 def test_profiling_window_keeps_ddp_backwards_fused(tmp_path: Path) -> None:
