@@ -355,7 +355,16 @@ class Rehearsal:
         predictions are made from them, so both sides see the same numbers."""
         doc = json.loads(self.s.costs.read_text())
         doc["comm"] = self.comm_ms()
+        # One pipeline is rehearsed, without replicas: their collectives are neither emulated
+        # nor predicted (docs/data-parallel.md §5).
+        data_parallel = ("reduce", "unshard", "unsharded")
+        if any(key in stage for stage in doc["stages"] for key in data_parallel):
+            note("the profile's data-parallel reductions and all-gathers are left out: the "
+                 "rehearsal runs one pipeline without replicas (docs/data-parallel.md §5)")  # fmt: skip
+        doc.pop("reduce_wait", None)
         for stage in doc["stages"]:
+            for key in data_parallel:
+                stage.pop(key, None)
             for key in ("F", "B", "W", "BW"):
                 if key in stage:
                     stage[key] = stage[key] * self.s.time_scale

@@ -310,7 +310,10 @@ def test_a_schedule_that_cannot_be_had_is_reported_and_the_rest_runs(tmp_path: P
 
 def test_rehearse_two_ranks(tmp_path: Path) -> None:
     costs = tmp_path / "tiny.json"
-    costs.write_text(json.dumps(TINY))
+    # A profile of a pipeline inside data parallelism: one pipeline is rehearsed, without its
+    # replicas' collectives, which are then left out of the predictions too (said once).
+    reducing = {**TINY, "stages": [{**TINY["stages"][0], "reduce": 30.0, "unshard": 5.0}]}
+    costs.write_text(json.dumps(reducing))
     store = tmp_path / "store.db"
     done = _rehearse(
         tmp_path, "--costs", str(costs), "-m", "4", "--mem-limit", "2x", "--schedules",
@@ -343,6 +346,9 @@ def test_rehearse_two_ranks(tmp_path: Path) -> None:
     assert measurement["median_ms"] == pytest.approx(doc["comm_ms"], abs=1e-3)
     assert "order as scheduled" in done.stdout
     assert (tmp_path / "zbkit-rehearse" / "schedule-search.json").is_file()
+    assert done.stderr.count("data-parallel reductions and all-gathers are left out") == 1
+    for row in rows.values():  # predicted without the 30 ms reductions the jobs do not run
+        assert row["predicted_ms"] < row["measured_ms"] + 15, row
     # The stored runs carry the emulated device's times: each F exactly as long as its cost.
     schedule = json.loads((tmp_path / "zbkit-rehearse" / "schedule-search.json").read_text())
     entries = schedule["costs"]["stages"] * schedule["costs"].get("count", 1)
