@@ -27,6 +27,26 @@ std::vector<UnshardWindow> UnshardWindows(const RankProgram& program) {
   return windows;
 }
 
+void EnterUnshardWindow(const UnshardWindow& window, std::vector<int32_t>& held,
+                        UnshardStep& step) {
+  auto has = [](const auto& stages, int32_t stage) {
+    return std::find(stages.begin(), stages.end(), stage) != stages.end();
+  };
+  step.resharded.clear();
+  step.unsharded.clear();
+  for (int32_t stage : held) {
+    if (!has(window, stage)) step.resharded.push_back(stage);
+  }
+  std::sort(step.resharded.begin(), step.resharded.end());
+  for (int32_t stage : step.resharded)
+    held.erase(std::find(held.begin(), held.end(), stage));
+  for (int32_t stage : window) {
+    if (stage < 0 || has(held, stage)) continue;
+    step.unsharded.push_back(stage);
+    held.push_back(stage);
+  }
+}
+
 std::vector<int32_t> ReductionsAfter(const RankProgram& program, int microbatches) {
   std::vector<int32_t> reduces(program.ops.size(), -1);
   std::unordered_map<int32_t, int> weight_passes;  // per stage, W and BW ops so far

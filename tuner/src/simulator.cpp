@@ -95,16 +95,8 @@ void Simulator::PrepareDataParallel(const Schedule& schedule) {
 // time), each entering one is gathered on the rank's collective resource from the moment the
 // rank reaches the op; its ops wait for that (gathered_at_).
 void Simulator::IssueUnshards(const Schedule& schedule, int r, size_t position) {
-  const UnshardWindow& window = windows_[r][position];
-  std::vector<int32_t>& held = unsharded_[r];
-  held.erase(std::remove_if(held.begin(), held.end(),
-                            [&window](int32_t stage) {
-                              return std::find(window.begin(), window.end(), stage) == window.end();
-                            }),
-             held.end());
-  for (int32_t stage : window) {
-    if (stage < 0 || std::find(held.begin(), held.end(), stage) != held.end()) continue;
-    held.push_back(stage);
+  EnterUnshardWindow(windows_[r][position], unsharded_[r], unshard_step_);
+  for (int32_t stage : unshard_step_.unsharded) {
     const TimeNs cost = schedule.costs.stages[stage].unshard;
     if (cost == 0) continue;  // not FSDP: nothing to gather
     comm_free_[r] = std::max(clock_[r], comm_free_[r]) + cost;

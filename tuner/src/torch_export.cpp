@@ -72,25 +72,14 @@ struct Action {
 // rank's last op. torch's runtime does nothing for them on a stage that is not FSDP, so every
 // comms file has them. (torch reshards in its set's order, this in the stages' order: a RESHARD
 // moves no data, so the order does not matter.)
-void AddUnshardReshard(const UnshardWindow& coming, std::vector<int>& active,
+void AddUnshardReshard(const UnshardWindow& coming, std::vector<int32_t>& active,
                        std::vector<Action>& row) {
-  auto has = [](const auto& stages, int stage) {
-    return std::find(stages.begin(), stages.end(), stage) != stages.end();
-  };
-  std::vector<int> evict;
-  for (int stage : active) {
-    if (!has(coming, stage)) evict.push_back(stage);
-  }
-  std::sort(evict.begin(), evict.end());
-  for (int stage : evict) {
+  UnshardStep step;
+  EnterUnshardWindow(coming, active, step);
+  for (int32_t stage : step.resharded)
     row.push_back({stage, zb::TorchToken(ActionKind::kReshard), -1});
-    active.erase(std::find(active.begin(), active.end(), stage));
-  }
-  for (int stage : coming) {
-    if (stage < 0 || has(active, stage)) continue;
+  for (int32_t stage : step.unsharded)
     row.push_back({stage, zb::TorchToken(ActionKind::kUnshard), -1});
-    active.push_back(stage);
-  }
 }
 
 // Lowers the compute order to compute + communication, the way PyTorch's runtime executes it:
@@ -109,7 +98,7 @@ Expected<std::vector<std::vector<Action>>> LowerWithComms(const Schedule& schedu
   std::vector<uint8_t> forward_done(slots, 0), input_grad_done(slots, 0);
   std::vector<uint8_t> forward_received(slots, 0), grad_received(slots, 0);
   std::vector<std::vector<Action>> rows(p);
-  std::vector<std::vector<int>> unsharded(p);  // per rank, the stages FSDP holds gathered
+  std::vector<std::vector<int32_t>> unsharded(p);  // per rank, the stages FSDP holds gathered
   std::vector<std::vector<UnshardWindow>> windows;
   std::vector<std::vector<int32_t>> reductions;
   for (const RankProgram& program : schedule.programs) {
@@ -163,10 +152,8 @@ Expected<std::vector<std::vector<Action>>> LowerWithComms(const Schedule& schedu
         rows[rank].push_back({reduced, zb::TorchToken(ActionKind::kReduceGrad), -1});
       }
       if (++next[rank] == program.ops.size()) {
-        std::sort(unsharded[rank].begin(), unsharded[rank].end());
-        for (int left : unsharded[rank])
-          rows[rank].push_back({left, zb::TorchToken(ActionKind::kReshard), -1});
-        unsharded[rank].clear();
+        // After the rank's last op its window is empty: every stage left is resharded.
+        AddUnshardReshard(UnshardWindow{-1, -1, -1}, unsharded[rank], rows[rank]);
       }
       --remaining;
       progress = true;

@@ -26,6 +26,16 @@ using UnshardWindow = std::array<int32_t, kMaxUnshardedStages>;
 // left is resharded. O(ops).
 std::vector<UnshardWindow> UnshardWindows(const RankProgram& program);
 
+// What changes when a rank reaches an op with `window`: the stages `held` unsharded outside it
+// leave (`resharded`, ascending) and its stages not held enter (`unsharded`, in window order);
+// `held` becomes the window's stages. The one step of the rule for the comms export and the
+// simulator; `step` is overwritten (its buffers reused: the simulator takes it for every op).
+struct UnshardStep {
+  std::vector<int32_t> resharded;
+  std::vector<int32_t> unsharded;
+};
+void EnterUnshardWindow(const UnshardWindow& window, std::vector<int32_t>& held, UnshardStep& step);
+
 // For each position i, the stage whose gradients torch reduces right after ops[i] (REDUCE_GRAD,
 // `_add_reduce_grad`: after the m-th W or BW of a stage, its last in a valid order), -1 for none.
 std::vector<int32_t> ReductionsAfter(const RankProgram& program, int microbatches);

@@ -90,6 +90,7 @@ class Simulator {
   std::vector<TimeNs> comm_free_;                    // per rank, when its collectives are done
   std::vector<TimeNs> collective_time_;              // per rank, their total
   std::vector<TimeNs> gathered_at_;                  // per stage, when its all-gather ends
+  UnshardStep unshard_step_;                         // IssueUnshards' buffers
 };
 
 // Convenience: one simulation with a temporary Simulator.
