@@ -307,7 +307,7 @@ std::vector<size_t> ProjectActivities(const RawTrace& trace,
                                       Attribution& result, PassOneCounts& counts) {
   std::vector<std::vector<std::pair<TimeNs, TimeNs>>> intervals(proc.ops.size());
   std::vector<size_t> bare_nccl;
-  bool device_process = false;  // some device activity has times (see below)
+  bool& device_process = proc.device_process;  // some activity has times (see below)
   for (size_t a = 0; a < trace.activities.size(); ++a) {
     const DeviceActivity& activity = trace.activities[a];
     ++result.kernels_total;
@@ -428,6 +428,7 @@ void CollectCollectiveKernels(const RawTrace& trace, ProcessOps& proc) {
 // NCCL's counting; the CPU range in a process without device activity). FSDP's ranges where the
 // trace has them, else the NCCL collective kernels.
 void CollectCollectives(const RawTrace& trace, bool cross_thread, ProcessOps& proc) {
+  // After ProjectActivities: proc.device_process says how the ranges are timed.
   std::vector<size_t> ranges;
   std::vector<CollectiveKind> kinds;
   for (size_t i = 0; i < trace.ranges.size(); ++i) {
@@ -444,7 +445,6 @@ void CollectCollectives(const RawTrace& trace, bool cross_thread, ProcessOps& pr
   }
   const std::vector<Projection> projected =
       ProjectRanges(trace, ranges, std::vector<bool>(ranges.size(), true), cross_thread);
-  const bool device_process = !trace.activities.empty();
   for (size_t i = 0; i < ranges.size(); ++i) {
     const TraceRange& range = trace.ranges[ranges[i]];
     MeasuredCollective collective;
@@ -452,7 +452,7 @@ void CollectCollectives(const RawTrace& trace, bool cross_thread, ProcessOps& pr
     collective.start = range.start;
     collective.end = range.end;
     collective.busy = projected[i].kernels > 0 ? projected[i].busy
-                      : device_process         ? 0
+                      : proc.device_process    ? 0
                                                : range.end - range.start;
     proc.collectives.push_back(collective);
   }
@@ -546,22 +546,19 @@ Expected<Attribution> Attribute(const std::vector<RawTrace>& traces, const RuleS
       bytes = std::max(bytes, proc->trace->unsharded_bytes);
     }
     // A collective belongs to the iteration of the last op that started before it (an
-    // all-gather inside the first F, the reduction after the last weight pass).
+    // all-gather inside the first F, the reduction after the last weight pass); one before every
+    // op to the first op's.
+    std::vector<std::pair<TimeNs, int32_t>> starts;  // (start, iteration) of the ops, by start
+    for (const MeasuredOp& op : proc->ops)
+      starts.emplace_back(op.cpu_start, op.iteration);
+    std::sort(starts.begin(), starts.end());
     for (MeasuredCollective& collective : proc->collectives) {
       collective.rank = proc->rank;
       collective.replica = proc->replica;
-      // Before every op: the first op's iteration.
-      TimeNs latest = INT64_MIN;
-      TimeNs earliest = INT64_MAX;
-      for (const MeasuredOp& op : proc->ops) {
-        if (op.cpu_start <= collective.start && op.cpu_start >= latest) {
-          latest = op.cpu_start;
-          collective.iteration = op.iteration;
-        } else if (latest == INT64_MIN && op.cpu_start < earliest) {
-          earliest = op.cpu_start;
-          collective.iteration = op.iteration;
-        }
-      }
+      auto after = std::upper_bound(starts.begin(), starts.end(),
+                                    std::make_pair(collective.start, INT32_MAX));
+      if (after != starts.begin()) --after;
+      if (after != starts.end()) collective.iteration = after->second;
       result.collectives.push_back(collective);
     }
     for (MeasuredOp& op : proc->ops) {

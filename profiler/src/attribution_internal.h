@@ -25,6 +25,8 @@ struct ProcessOps {
   int64_t recognized = 0;         // ops from rules (not bare NCCL kernels)
   int32_t rank = -1;              // pipeline rank
   int32_t replica = 0;
+  // Some device activity has times: its ranges are timed by their kernels, not their CPU spans.
+  bool device_process = false;
   // Its data-parallel collectives (rank, replica and iteration set once its ops have theirs).
   std::vector<MeasuredCollective> collectives;
 };
