@@ -28,26 +28,3 @@ def zb_tuner(tmp_path_factory: pytest.TempPathFactory) -> ZbTuner:
         print(f"SKIP: {msg}")
         pytest.skip(msg)
     return ZbTuner(binary, tmp_path_factory.mktemp("zb"))
-
-
-# The slowest modules first (CI's --durations, docs/benchmarks.md "Build and CI time"). Under
-# pytest-xdist's --dist loadscope each worker takes whole modules in collection order as it gets
-# free: starting with the longest leaves the short ones to even the two workers' ends out, where
-# alphabetical order ran torchtitan's six minutes last, one worker alone.
-SLOWEST_MODULES_FIRST = (
-    "test_torchtitan.py",
-    "test_demo.py",
-    "test_data_parallel.py",
-    "test_rehearse.py",
-    "test_stalls.py",
-    "test_rehearse_split.py",
-    "test_post_validation.py",
-    "test_activation_checkpointing.py",
-)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
-    """Runs the modules of SLOWEST_MODULES_FIRST first, in that order; every other module and
-    every module's own tests keep their order (a stable sort)."""
-    rank = {name: i for i, name in enumerate(SLOWEST_MODULES_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
