@@ -37,7 +37,7 @@ import time
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -54,6 +54,7 @@ __all__ = [
     "loss_fn",
     "message_width",
     "read_costs",
+    "read_reduce_wait",
     "split_stages",
     "stamp_sends",
     "targets",
@@ -73,6 +74,19 @@ class StageCost:
     w_ms: float
     m_b: float = 0.0
     m_w: float = 0.0
+    # Inside data parallelism (docs/data-parallel.md §5): the stage's gradient reduction and
+    # FSDP's all-gather of its parameters, ms; emulated_collectives runs them.
+    reduce_ms: float = 0.0
+    unshard_ms: float = 0.0
+
+
+COST_KEYS = ("F", "B", "W", "M_B", "M_W", "reduce", "unshard")
+
+
+def _stage_cost(entry: Any) -> StageCost:
+    """A zb-costs/1 stage entry's costs; a TypeError, ValueError or AttributeError if it has
+    something else."""
+    return StageCost(*(float(entry.get(key, 0.0)) for key in COST_KEYS))
 
 
 def read_costs(path: Path) -> Tuple[List[StageCost], float]:
@@ -92,12 +106,12 @@ def read_costs(path: Path) -> Tuple[List[StageCost], float]:
     stages = []
     for i, entry in enumerate(entries):
         try:
-            values = [float(entry.get(k, 0.0)) for k in ("F", "B", "W", "M_B", "M_W")]
+            stage = _stage_cost(entry)
         except (AttributeError, TypeError, ValueError):
             raise RehearsalError(f"{where}: stages[{i}] is not a stage's costs") from None
-        if not all(math.isfinite(v) and v >= 0 for v in values):
+        if not all(math.isfinite(v) and v >= 0 for v in vars(stage).values()):
             raise RehearsalError(f"{where}: stages[{i}] holds a negative or non-finite value")
-        stages.append(StageCost(*values))
+        stages.append(stage)
     comm = doc.get("comm", 0.0)
     if not isinstance(comm, (int, float)) or not comm >= 0:
         raise RehearsalError(f"{where}: field 'comm' must be a number >= 0")
@@ -117,8 +131,7 @@ def read_stage_costs(path: Path, num_stages: int, per_rank: int) -> List[StageCo
         if not isinstance(entries, list) or len(entries) != num_stages:
             raise RehearsalError(f"{where}: its costs must give each of the {num_stages} stages")
         try:
-            return [StageCost(*(float(e.get(k, 0.0)) for k in ("F", "B", "W", "M_B", "M_W")))
-                    for e in entries]  # fmt: skip
+            return [_stage_cost(entry) for entry in entries]
         except (AttributeError, TypeError, ValueError):
             raise RehearsalError(f"{where}: costs.stages holds something else than costs") from None
     stages, _comm = read_costs(path)
@@ -147,9 +160,24 @@ def split_stages(stages: Sequence[StageCost], chunks: int) -> List[StageCost]:
     out = []
     for stage in stages:
         f, b, w = parts(stage.f_ms), parts(stage.b_ms), parts(stage.w_ms)
+        # Each part reduces and gathers its share of the parameters.
+        reduce, unshard = parts(stage.reduce_ms), parts(stage.unshard_ms)
         for k in range(chunks):
-            out.append(StageCost(f[k], b[k], w[k], stage.m_b / chunks, stage.m_w / chunks))
+            out.append(StageCost(f[k], b[k], w[k], stage.m_b / chunks, stage.m_w / chunks,
+                                 reduce[k], unshard[k]))  # fmt: skip
     return out
+
+
+def read_reduce_wait(path: Path) -> str:
+    """When a rank waits for its reductions (zb-costs/1 `reduce_wait`, or a zb-schedule/1's
+    costs'): "in_place" unless the file says otherwise."""
+    doc = read_json(path, RehearsalError)
+    if isinstance(doc, dict) and doc.get("format") == "zb-schedule/1":
+        doc = doc.get("costs")
+    wait = doc.get("reduce_wait", "in_place") if isinstance(doc, dict) else "in_place"
+    if wait not in ("in_place", "step_end"):
+        raise RehearsalError(f"{path}: field 'reduce_wait' must be in_place or step_end")
+    return wait
 
 
 DEVICES = ("async", "sync")
@@ -193,15 +221,22 @@ class Emulation:
         self._parts: Dict[Tuple[str, int, int], List[int]] = {}
         self._recomputed: Dict[Tuple[int, int], List[int]] = {}
         self.recomputes: Dict[Tuple[int, int], int] = {}
+        # Inside data parallelism: the rank's emulated collectives (emulated_collectives), which
+        # an op may wait for and a weight gradient may start; None outside.
+        self.collectives: Optional[Any] = None
 
-    def run(self, ms: float, ready_ns: int = 0, producer: int = -1) -> Tuple[int, int]:
-        """One computation of `ms` whose input was ready at `ready_ns` on rank `producer`;
-        its (start, end) in ns."""
+    def run(
+        self, ms: float, ready_ns: int = 0, producer: int = -1, stage: int = -1
+    ) -> Tuple[int, int]:
+        """One computation of `ms` of `stage` whose input was ready at `ready_ns` on rank
+        `producer`; its (start, end) in ns."""
+        collective_ns = self.collectives.before_op(stage) if self.collectives else 0
         if self.device == "sync":
-            start = time.perf_counter_ns()
+            start = sleep_until(collective_ns) if collective_ns else time.perf_counter_ns()
             return start, sleep_until(start + round(ms * 1e6))
         now = time.perf_counter_ns()
         not_before = ready_ns + (self.hop_ns if ready_ns and producer != self.rank else 0)
+        not_before = max(not_before, collective_ns)
         queue_ready = max(self.stream_free_ns, not_before)
         self.host_bound_ns += max(0, now - queue_ready)
         start = max(now, queue_ready)
@@ -209,13 +244,18 @@ class Emulation:
         return start, self.stream_free_ns
 
     def synchronize(self) -> None:
-        """Waits for the stream (async; the sync device has nothing pending)."""
-        if self.device == "async":
-            sleep_until(self.stream_free_ns)
+        """Waits for the stream (async; the sync device has nothing pending) and the rank's
+        collectives."""
+        end = self.stream_free_ns if self.device == "async" else 0
+        if self.collectives:
+            end = max(end, self.collectives.finish())
+        sleep_until(end)
 
     def record(self, kind: str, stage: int, microbatch: int, span: Tuple[int, int]) -> None:
         if microbatch >= 0:
             self.events.append((kind, stage, microbatch, span[0], span[1]))
+            if kind == "W" and self.collectives:
+                self.collectives.weight_done(stage, span[1])
 
     def record_part(
         self, kind: str, stage: int, microbatch: int, span: Tuple[int, int], parts: int
@@ -265,6 +305,8 @@ class Emulation:
         self.peak = self.live
         self.stream_free_ns = start_ns
         self.host_bound_ns = 0
+        if self.collectives:
+            self.collectives.begin(start_ns)
 
 
 def sleep_until(deadline_ns: int) -> int:
@@ -344,7 +386,7 @@ class _Activation(torch.autograd.Function):
     def forward(ctx, x: torch.Tensor, stage: "EmulatedStage") -> torch.Tensor:  # type: ignore[override]
         emulation, cost = stage.emulation, stage.cost
         microbatch, ready, producer = _stamp_of(x)
-        span = emulation.run(cost.f_ms, ready, producer)
+        span = emulation.run(cost.f_ms, ready, producer, stage.stage)
         emulation.record("F", stage.stage, microbatch, span)
         ctx.save_for_backward(emulation.hold(max(0.0, cost.m_b - cost.m_w)))
         ctx.stage = stage
@@ -355,7 +397,7 @@ class _Activation(torch.autograd.Function):
         stage = ctx.stage
         emulation = stage.emulation
         microbatch, ready, producer = _stamp_of(grad)
-        span = emulation.run(stage.cost.b_ms, ready, producer)
+        span = emulation.run(stage.cost.b_ms, ready, producer, stage.stage)
         emulation.record("B", stage.stage, microbatch, span)
         return _stamped(grad, span[1], emulation.rank), None
 
@@ -373,7 +415,7 @@ class _Weight(torch.autograd.Function):
     def backward(ctx, grad: torch.Tensor):  # type: ignore[override]
         stage = ctx.stage
         microbatch, ready, producer = _stamp_of(grad)
-        span = stage.emulation.run(stage.cost.w_ms, ready, producer)
+        span = stage.emulation.run(stage.cost.w_ms, ready, producer, stage.stage)
         stage.emulation.record("W", stage.stage, microbatch, span)
         return grad, None
 
@@ -395,7 +437,7 @@ class _CheckpointedPart(torch.autograd.Function):
     def forward(ctx, x: torch.Tensor, stage: "EmulatedStage") -> torch.Tensor:  # type: ignore[override]
         emulation, groups = stage.emulation, stage.param_groups
         microbatch, ready, producer = _stamp_of(x)
-        span = emulation.run(stage.cost.f_ms / groups, ready, producer)
+        span = emulation.run(stage.cost.f_ms / groups, ready, producer, stage.stage)
         kind = "R" if _recomputing() else "F"
         emulation.record_part(kind, stage.stage, microbatch, span, groups)
         ctx.save_for_backward(_NOTHING)  # something saved: the checkpoint recomputes to unpack it
@@ -408,7 +450,8 @@ class _CheckpointedPart(torch.autograd.Function):
         stage = ctx.stage
         emulation, groups = stage.emulation, stage.param_groups
         microbatch, ready, producer = _stamp_of(grad)
-        span = emulation.run(max(0.0, stage.cost.b_ms - stage.cost.f_ms) / groups, ready, producer)
+        backward_ms = max(0.0, stage.cost.b_ms - stage.cost.f_ms) / groups
+        span = emulation.run(backward_ms, ready, producer, stage.stage)
         emulation.record_part("B", stage.stage, microbatch, span, groups)
         return _stamped(grad, span[1], emulation.rank), None
 
@@ -431,7 +474,9 @@ class _CheckpointedWeight(torch.autograd.Function):
         ctx.saved_tensors  # noqa: B018 -- unpacking is what makes torch's checkpoint recompute
         stage = ctx.stage
         microbatch, ready, producer = _stamp_of(grad)
-        span = stage.emulation.run(stage.cost.w_ms / stage.param_groups, ready, producer)
+        span = stage.emulation.run(
+            stage.cost.w_ms / stage.param_groups, ready, producer, stage.stage
+        )
         stage.emulation.record_part("W", stage.stage, microbatch, span, stage.param_groups)
         return grad, None
 

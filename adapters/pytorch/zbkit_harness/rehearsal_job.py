@@ -33,6 +33,7 @@ import torch
 import torch.distributed as dist
 
 from zbkit.schedule import placement_stages
+from zbkit_harness.emulated_collectives import EmulatedCollectives, has_collectives
 from zbkit_harness.emulated_stages import (
     DEVICES,
     EmulatedStage,
@@ -41,6 +42,7 @@ from zbkit_harness.emulated_stages import (
     batch,
     loss_fn,
     message_width,
+    read_reduce_wait,
     read_stage_costs,
     stamp_sends,
     targets,
@@ -71,6 +73,10 @@ def parse_args(argv=None):
     parser.add_argument("--checkpoint-groups", type=int, default=0,
                         help="N >= 1: every stage fully checkpointed, N parameter groups "
                         "(emulated_stages.EmulatedStage); 0: no checkpointing")  # fmt: skip
+    parser.add_argument("--dp", type=int, default=1,
+                        help="replicas of the pipeline: the world is a (dp, pp) mesh, global rank "
+                        "= replica x pipeline ranks + pipeline rank; the costs' collectives run "
+                        "among the replicas (emulated_collectives)")  # fmt: skip
     parser.add_argument("--summary-out", default="")
     parser.add_argument("--timeline-out", default="")
     parser.add_argument("--record-dir", default="", help="libzbrt shards of the emulated ops")
@@ -84,6 +90,30 @@ def parse_args(argv=None):
     if not args.probe and not args.costs:
         parser.error("the following arguments are required: --costs")
     return args
+
+
+class Mesh:
+    """This process's place in the (dp, pp) mesh and the groups it talks over: the pipeline's
+    (the whole world without replicas) and its replicas' (None without)."""
+
+    def __init__(self, replicas: int) -> None:
+        rank, world = dist.get_rank(), dist.get_world_size()
+        if replicas < 1 or world % replicas:
+            raise SystemExit(f"rehearsal_job: --dp {replicas} does not divide {world} processes")
+        self.ranks = world // replicas  # pipeline ranks
+        self.rank, self.replica = rank % self.ranks, rank // self.ranks
+        self.pipeline, self.replicas = dist.group.WORLD, None
+        if replicas == 1:
+            return
+        # Every process creates every group, in the same order (dist.new_group's contract).
+        for replica in range(replicas):
+            group = dist.new_group([replica * self.ranks + r for r in range(self.ranks)])
+            if replica == self.replica:
+                self.pipeline = group
+        for r in range(self.ranks):
+            group = dist.new_group([replica * self.ranks + r for replica in range(replicas)])
+            if r == self.rank:
+                self.replicas = group
 
 
 def width_of(args) -> int:
@@ -122,10 +152,11 @@ def stage_costs(args, num_stages: int, per_rank: int):
         raise SystemExit(f"rehearsal_job: {error}") from None
 
 
-def torch_stepper(args, rank: int, ranks: int, emulation: Emulation):
+def torch_stepper(args, mesh: Mesh, emulation: Emulation):
     """A plain pipelining script's schedule object and its stages' parameters."""
     from torch.distributed.pipelining import PipelineStage, schedules  # noqa: PLC0415
 
+    rank, ranks = mesh.rank, mesh.ranks
     placement, fixed = next((p, f) for name, p, f in CLASSES if name == args.schedule)
     per_rank = fixed or args.stages_per_rank
     num_stages = ranks * per_rank
@@ -134,7 +165,7 @@ def torch_stepper(args, rank: int, ranks: int, emulation: Emulation):
     modules = [EmulatedStage(s, costs[s], width_of(args), emulation, args.checkpoint_groups)
                for s in mine]  # fmt: skip
     stages = [
-        PipelineStage(module, s, num_stages, torch.device("cpu"), group=dist.group.WORLD)
+        PipelineStage(module, s, num_stages, torch.device("cpu"), group=mesh.pipeline)
         for s, module in zip(mine, modules)
     ]
     schedule_class = getattr(schedules, args.schedule)
@@ -153,10 +184,11 @@ def torch_stepper(args, rank: int, ranks: int, emulation: Emulation):
     return step, modules, type(schedule).__name__
 
 
-def executor_stepper(args, rank: int, ranks: int, emulation: Emulation):
+def executor_stepper(args, mesh: Mesh, emulation: Emulation):
     from zbkit import libzbrt  # noqa: PLC0415
     from zbkit.executor import PipelineExecutor  # noqa: PLC0415
 
+    rank, ranks = mesh.rank, mesh.ranks
     schedule = libzbrt.load_schedule(args.schedule_file)
     if schedule.ranks != ranks:
         raise SystemExit(
@@ -167,9 +199,8 @@ def executor_stepper(args, rank: int, ranks: int, emulation: Emulation):
         s: EmulatedStage(s, costs[s], width_of(args), emulation, args.checkpoint_groups)
         for s in schedule.stages[rank]
     }
-    executor = PipelineExecutor(
-        schedule, rank, modules, loss_fn, timeout_s=args.timeout_s, loss_scale=1.0
-    )
+    executor = PipelineExecutor(schedule, rank, modules, loss_fn, group=mesh.pipeline,
+                                timeout_s=args.timeout_s, loss_scale=1.0)  # fmt: skip
     m, width = args.microbatches, width_of(args)
     x, y = batch(m, width), targets(m, width)
     xs, ys = list(x.split(1)), list(y.split(1))
@@ -269,6 +300,12 @@ def train(args, step, modules, emulation: Emulation, recorder) -> Dict[str, Any]
             {"type": kind, "stage": stage, "mb": mb, "start_ns": start, "end_ns": end}
             for (kind, stage, mb), (start, end) in last_runs(emulation.events).items()
         ],
+        "collectives": [
+            {"type": kind, "stage": stage, "start_ns": start, "end_ns": end}
+            for kind, stage, start, end in (
+                emulation.collectives.events if emulation.collectives else []
+            )
+        ],
     }
 
 
@@ -320,20 +357,27 @@ def main(argv: Optional[List[str]] = None) -> int:
         dist.barrier()
         dist.destroy_process_group()
         return 0
+    mesh = Mesh(args.dp)
     emulation = Emulation(args.memory_scale, args.device, rank, args.hop_ms)
     stamp_sends(emulation)
-    recorder = open_recorder(args, rank)
+    # One replica records the pipeline's run: the others run the same order.
+    recorder = open_recorder(args, mesh.rank) if mesh.replica == 0 else None
     if args.schedule:
-        step, modules, runner = torch_stepper(args, rank, ranks, emulation)
+        step, modules, runner = torch_stepper(args, mesh, emulation)
     else:
-        step, modules, runner = executor_stepper(args, rank, ranks, emulation)
+        step, modules, runner = executor_stepper(args, mesh, emulation)
+    costs = {module.stage: module.cost for module in modules}
+    if has_collectives(costs):
+        emulation.collectives = EmulatedCollectives(
+            costs, args.microbatches, read_reduce_wait(Path(args.costs)), mesh.replicas
+        )
     try:
         measured = train(args, step, modules, emulation, recorder)
     finally:
         if recorder is not None:
             recorder.close()
     run_id = None
-    if recorder is not None and args.store:
+    if args.store and args.record_dir and (args.record_schedule or args.schedule_file):
         from zbkit import libzbrt  # noqa: PLC0415
 
         dist.barrier()  # every shard written
@@ -346,6 +390,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "rank": rank,
         "class": runner,
         "ranks": ranks,
+        "replicas": args.dp,
         "microbatches": args.microbatches,
         "iters": len(measured["iter_s"]),
         "median_iter_s": statistics.median(measured["iter_s"]),
@@ -358,7 +403,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if run_id is not None:
         summary["run_id"] = run_id
     write(args.summary_out, rank, summary)
-    write(args.timeline_out, rank, {"rank": rank, "ops": measured["ops"]})
+    write(args.timeline_out, rank, {"rank": rank, "ops": measured["ops"],
+                                    "collectives": measured["collectives"]})  # fmt: skip
     dist.barrier()
     dist.destroy_process_group()
     return 0

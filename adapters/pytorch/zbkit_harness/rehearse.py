@@ -4,7 +4,7 @@ their predictions (docs/rehearse.md). `zb rehearse` runs this module (`python -m
 
     zb rehearse --costs FILE -m M --mem-limit L [--schedules LIST] [--iters K] [--rounds R]
                 [--store DB [--cluster C]] [--dir DIR] [--message-bytes N]
-                [--comm measured|profile] [--device async|sync] [--json]
+                [--comm measured|profile] [--device async|sync] [--dp N] [--json]
 
 1. probe: the per-hop time of a --message-bytes tensor between neighbouring ranks (gloo);
 2. predict: the profile with that hop time as its comm (`--comm profile` keeps the profile's),
@@ -14,6 +14,10 @@ their predictions (docs/rehearse.md). `zb rehearse` runs this module (`python -m
    so the machine's drift favours none): torch's classes as a plain script runs them, each zbkit
    schedule through the shim in that script (the class of its layout) and through zbkit's
    executor; the stages are `zbkit_harness.emulated_stages` modules taking the profile's F, B and W as sleeps;
+   A profile of a pipeline inside data parallelism is rehearsed with its collectives (each
+   stage's reduction and FSDP all-gather, zbkit_harness.emulated_collectives), on `--dp` N
+   replicas of the pipeline (P x N processes; the reductions are real collectives among them),
+   and each zbkit order is also run as tuned without the collectives (`<family>/dp-oblivious`);
 4. report: per row the median iteration time (the slowest rank's) over every measured iteration,
    the prediction and their ratio, the peak activation memory (fuller rank, profile units)
    against the predicted one, and the time per op the prediction does not explain; a line per
@@ -30,11 +34,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -42,162 +44,17 @@ from zbkit import locate
 from zbkit._json_file import read_json
 from zbkit.errors import ZbkitError
 
-from .emulated_stages import DEVICES, RehearsalError, read_costs, split_stages
+from .emulated_stages import DEVICES, RehearsalError, read_costs, read_reduce_wait, split_stages
 from .rehearse_report import report
+from .rehearse_rows import Row, Settings, UsageError, note, parse_schedules
 from .torch_orders import CLASSES
 from .torchrun_jobs import JobError, Jobs, Measurement, median
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 JOB_SCRIPT = PACKAGE_DIR / "rehearsal_job.py"
-TORCH_CLASSES = [name for name, _, _ in CLASSES]
-ZBKIT_FAMILIES = ("1f1b", "1f1b-i", "zb-h1", "zb-h2", "zb-auto", "zb-v", "v-half", "v-min",
-                  "search")  # fmt: skip
-
-
-class UsageError(ZbkitError):
-    """A bad command line: exit 2, nothing run or written."""
-
-
-def note(text: str) -> None:
-    sys.stderr.write(f"zb rehearse: {text}\n")
-    sys.stderr.flush()
-
-
-def _number(value: float, digits: int) -> Optional[float]:
-    """Rounded, or None (JSON null) for a figure that could not be computed (NaN)."""
-    return None if math.isnan(value) else round(value, digits)
-
-
-@dataclass
-class Row:
-    """One schedule on one runtime: how to run it, its prediction and what it measured."""
-
-    schedule: str  # "torch:<Class>" or "zbkit:<family>"
-    runtime: str  # "torch" (the class itself), "shim" or "executor"
-    job_args: List[str]
-    env: Dict[str, str] = field(default_factory=dict)
-    predicted_ms: float = 0.0
-    predicted_peak: float = 0.0  # fuller rank, profile units
-    ops_per_rank: int = 0
-    schedule_id: Optional[int] = None
-    measured: Measurement = field(default_factory=Measurement)
-    error: str = ""
-    run_id: Optional[int] = None
-    host_bound_s: List[float] = field(default_factory=list)  # per iteration, the worst rank's
-    schedule_file: Optional[Path] = None  # zbkit rows: the order they must run
-    order: str = ""  # zbkit rows: "as scheduled" or the first divergence
-
-    @property
-    def label(self) -> str:
-        return self.schedule if self.runtime == "torch" else f"{self.schedule} ({self.runtime})"
-
-    @property
-    def tag(self) -> str:
-        return self.label.replace(":", "-").replace(" (", "-").rstrip(")")
-
-    def measured_ms(self) -> float:
-        return median(self.measured.iteration_s) * 1e3
-
-    def ratio(self) -> float:
-        return self.measured_ms() / self.predicted_ms if self.predicted_ms > 0 else math.nan
-
-    def excess_per_op_ms(self) -> float:
-        """What the prediction does not explain, per op of a rank: the runtime's own cost per op
-        and the communication's deviation from the hop time, together (an upper bound on either)."""
-        if not self.ops_per_rank:
-            return math.nan
-        return (self.measured_ms() - self.predicted_ms) / self.ops_per_rank
-
-    def host_bound_ms(self) -> float:
-        """Median over iterations of the most time a rank's device waited for its host."""
-        return median(self.host_bound_s) * 1e3
-
-    def to_json(self) -> Dict[str, Any]:
-        doc: Dict[str, Any] = {
-            "schedule": self.schedule,
-            "runtime": self.runtime,
-            "predicted_ms": round(self.predicted_ms, 3),
-            "predicted_peak": self.predicted_peak,
-        }
-        if self.error:
-            doc["error"] = self.error
-            return doc
-        doc.update(
-            measured_ms=round(self.measured_ms(), 3),
-            measured_over_predicted=_number(self.ratio(), 4),
-            peak_bytes=self.measured.fuller_rank_peak(),
-            iterations=len(self.measured.iteration_s),
-            excess_per_op_ms=_number(self.excess_per_op_ms(), 4),
-            host_bound_ms=round(self.host_bound_ms(), 3),
-        )
-        recomputes = self.measured.recompute_range()
-        if recomputes is not None:
-            doc["recomputes"] = list(recomputes)
-        if self.order:
-            doc["order"] = self.order
-        if self.schedule_id is not None:
-            doc["schedule_id"] = self.schedule_id
-        if self.run_id is not None:
-            doc["run_id"] = self.run_id
-        return doc
-
-
-@dataclass
-class Settings:
-    costs: Path
-    microbatches: int
-    mem_limit: str
-    schedules: List[str]
-    iters: int = 4
-    warmup: int = 1
-    rounds: int = 2
-    store: str = ""
-    cluster: str = "local"
-    dir: Path = Path("zbkit-rehearse")
-    message_bytes: int = 4096
-    comm: str = "measured"
-    device: str = "async"
-    time_scale: float = 1.0
-    search_time: float = 3.0
-    json: bool = False
-    ac_param_groups: int = 9
-
-
-def parse_schedules(text: str) -> List[str]:
-    """LIST: comma-separated `torch` (every class), `torch:<Class>` (the `Schedule` prefix may be
-    left out), `zbkit` (the search) or `zbkit:<family>`; each as a canonical name, once."""
-    names: List[str] = []
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        kind, _, what = item.partition(":")
-        if kind == "torch" and not what:
-            chosen = [f"torch:{name}" for name in TORCH_CLASSES]
-        elif kind == "torch":
-            cls = what if what.startswith("Schedule") else f"Schedule{what}"
-            if cls not in TORCH_CLASSES:
-                raise RehearsalError(
-                    f"--schedules: unknown torch schedule {what!r} (one of "
-                    f"{', '.join(TORCH_CLASSES)})"
-                )
-            chosen = [f"torch:{cls}"]
-        elif kind == "zbkit":
-            family = what or "search"
-            if family not in ZBKIT_FAMILIES:
-                raise RehearsalError(
-                    f"--schedules: unknown zbkit family {family!r} (one of "
-                    f"{', '.join(ZBKIT_FAMILIES)})"
-                )
-            chosen = [f"zbkit:{family}"]
-        else:
-            raise RehearsalError(
-                f"--schedules: {item!r} is neither torch[:<Class>] nor zbkit[:<family>]"
-            )
-        names.extend(name for name in chosen if name not in names)
-    if not names:
-        raise RehearsalError("--schedules is empty")
-    return names
-
-
 AS_SCHEDULED = "as scheduled"
+DATA_PARALLEL_KEYS = ("reduce", "unshard", "unsharded")  # a zb-costs/1 stage's collectives
+OBLIVIOUS = "/dp-oblivious"  # a zbkit row's order tuned without the collectives
 Step = Tuple[str, int, int]  # kind, global stage, microbatch
 
 
@@ -258,7 +115,7 @@ def check_with_zb(command: List[str]) -> None:
         raise (UsageError if done.returncode == 2 else RehearsalError)(said)
 
 
-def make_jobs(directory: Path, ranks: int, environment: Dict[str, str]) -> Jobs:
+def make_jobs(directory: Path, ranks: int, environment: Dict[str, str], replicas: int = 1) -> Jobs:
     """The rehearsal's jobs: one thread each, this build's zb and libzbrt, the package first on
     PYTHONPATH."""
     env = {"OMP_NUM_THREADS": "1", "ZBKIT_ZB_BINARY": environment["zb"]}
@@ -267,7 +124,7 @@ def make_jobs(directory: Path, ranks: int, environment: Dict[str, str]) -> Jobs:
     env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(locate.package_root()), os.environ.get("PYTHONPATH")])
     )
-    return Jobs(directory, ranks, environment["python"], environment["zb"], env)
+    return Jobs(directory, ranks, environment["python"], environment["zb"], env, replicas)
 
 
 def located() -> Dict[str, str]:
@@ -284,7 +141,12 @@ class Rehearsal:
         self.ranks = len(stages)
         self.max_memory = max((st.m_b for st in stages), default=0.0)
         self.check_request(environment["zb"])
-        self.jobs = make_jobs(settings.dir, self.ranks, environment)
+        self.collectives = any(st.reduce_ms > 0 or st.unshard_ms > 0 for st in stages)
+        # The longest reduction in units of its stage's B: the DP target applies from 1 on.
+        self.reduction_over_b = max((st.reduce_ms / st.b_ms for st in stages if st.b_ms > 0),
+                                    default=0.0)  # fmt: skip
+        self.note_replicas()
+        self.jobs = make_jobs(settings.dir, self.ranks, environment, settings.dp)
         self.costs_path = settings.costs  # the rehearsed costs once predict() has written them
         self.hop_ms: Dict[str, float] = {}
         self.rows: List[Row] = []
@@ -298,7 +160,19 @@ class Rehearsal:
         return ["--costs", str(self.costs_path), "--microbatches", str(self.s.microbatches),
                 "--message-bytes", str(self.s.message_bytes), "--memory-scale", repr(memory_scale),
                 "--device", self.s.device, "--hop-ms", repr(self.comm_ms()),
-                "--checkpoint-groups", str(self.checkpoint_groups)]  # fmt: skip
+                "--checkpoint-groups", str(self.checkpoint_groups),
+                "--dp", str(self.s.dp)]  # fmt: skip
+
+    def note_replicas(self) -> None:
+        """What of data parallelism is rehearsed, said once."""
+        profiled = read_json(self.s.costs, RehearsalError).get("data_parallel", 1)
+        if self.collectives:
+            note(f"the profile's reductions and all-gathers are emulated on {self.s.dp} "
+                 f"replica(s) of the pipeline ({self.ranks * self.s.dp} processes; "
+                 "docs/rehearse.md §7)")  # fmt: skip
+        if isinstance(profiled, int) and profiled > self.s.dp:
+            note(f"the profiled job ran {profiled} replicas of its pipeline; --dp {profiled} "
+                 f"rehearses them all ({self.ranks * profiled} processes)")  # fmt: skip
 
     def check_request(self, zb: str) -> None:
         """`zb tune` judges the costs, m and the cap before anything runs or is written: its
@@ -311,7 +185,7 @@ class Rehearsal:
     def probe(self) -> None:
         folder = self.jobs.summaries("probe")
         folder.mkdir(parents=True, exist_ok=True)
-        command = [*self.jobs.torchrun_command(JOB_SCRIPT), *self.common_args(), "--probe",
+        command = [*self.jobs.torchrun_command(JOB_SCRIPT, self.ranks), *self.common_args(), "--probe",
                    "--summary-out", str(folder / "rank{rank}.json")]  # fmt: skip
         self.jobs.check("probe", command)
         for r in range(self.ranks):
@@ -350,25 +224,29 @@ class Rehearsal:
     # ---- 2: predict --------------------------------------------------------------------------
 
     def rehearsed_costs(self) -> Path:
-        """The profile as rehearsed: F, B, W (and a measured BW) times --time-scale, and the
-        measured hop time as its comm (unless --comm profile). The jobs run these costs and the
-        predictions are made from them, so both sides see the same numbers."""
+        """The profile as rehearsed: its durations (F, B, W, a measured BW, the collectives)
+        times --time-scale, and the measured hop time as its comm (unless --comm profile). The
+        jobs run these costs and the predictions are made from them, so both sides see the same
+        numbers."""
         doc = json.loads(self.s.costs.read_text())
         doc["comm"] = self.comm_ms()
-        # One pipeline is rehearsed, without replicas: their collectives are neither emulated
-        # nor predicted (docs/data-parallel.md §5).
-        data_parallel = ("reduce", "unshard", "unsharded")
-        if any(key in stage for stage in doc["stages"] for key in data_parallel):
-            note("the profile's data-parallel reductions and all-gathers are left out: the "
-                 "rehearsal runs one pipeline without replicas (docs/data-parallel.md §5)")  # fmt: skip
-        doc.pop("reduce_wait", None)
         for stage in doc["stages"]:
-            for key in data_parallel:
-                stage.pop(key, None)
-            for key in ("F", "B", "W", "BW"):
+            for key in ("F", "B", "W", "BW", "reduce", "unshard"):
                 if key in stage:
                     stage[key] = stage[key] * self.s.time_scale
         path = self.s.dir / "costs-rehearsed.json"
+        path.write_text(json.dumps(doc) + "\n")
+        return path
+
+    def oblivious_costs(self) -> Path:
+        """The rehearsed costs without the collectives: what a tuner that ignores data
+        parallelism sees (docs/data-parallel.md §5)."""
+        doc = json.loads(self.costs_path.read_text())
+        doc.pop("reduce_wait", None)
+        for stage in doc["stages"]:
+            for key in DATA_PARALLEL_KEYS:
+                stage.pop(key, None)
+        path = self.s.dir / "costs-dp-oblivious.json"
         path.write_text(json.dumps(doc) + "\n")
         return path
 
@@ -454,6 +332,55 @@ class Rehearsal:
                 else:
                     self.predicted(row, self.executor_prediction(schedule, family))
                 self.rows.append(row)
+            if self.collectives:
+                self.oblivious_rows(name, family, orders)
+
+    def oblivious_rows(self, name: str, family: str, orders: Path) -> None:
+        """The family's order as a tuner blind to data parallelism makes it (tuned without the
+        collectives), run and predicted with them: what the DP-aware order is measured against
+        (docs/data-parallel.md §5)."""
+        label, tag = name + OBLIVIOUS, f"{family}-dp-oblivious"
+        path = self.s.dir / f"schedule-{tag}.json"
+        try:
+            self.tune(f"tune-{tag}", family, ["--out", str(path), "--torch-orders", str(orders)],
+                      store=False, costs=self.oblivious_costs())  # fmt: skip
+        except JobError as error:
+            for runtime in ("shim", "executor"):
+                self.rows.append(Row(label, runtime, [], error=str(error)))
+            self.failed = True
+            note(f"{label}: {error}")
+            return
+        schedule = json.loads(path.read_text())
+        shim, executor = self.shim_row(label, path, schedule), Row(label, "executor",
+                                                                   ["--schedule-file", str(path)])  # fmt: skip
+        as_run = dict(schedule, costs=self.with_collectives(schedule["costs"], schedule["chunks"]))
+        as_run.pop("predicted", None)
+        shown = self.s.dir / f"schedule-{tag}-shim.json"
+        shown.write_text(json.dumps(as_run) + "\n")
+        self.predicted(shim, self.shown(f"show-{tag}-shim", shown))
+        self.predicted(executor, self.executor_prediction(schedule, tag))
+        for row in (shim, executor):
+            row.schedule_file = path
+            self.rows.append(row)
+
+    def with_collectives(self, costs: Dict[str, Any], chunks: int) -> Dict[str, Any]:
+        """A schedule's costs (as scheduled: one entry per stage) given the rehearsed
+        collectives of each stage and when they are waited for."""
+        stages, _ = read_costs(self.costs_path)
+        parts = split_stages(stages, int(chunks))
+        entries = costs["stages"] * int(costs.get("count", 1)) if len(costs["stages"]) == 1 \
+            else costs["stages"]  # fmt: skip
+        out = {key: value for key, value in costs.items() if key not in ("stages", "count")}
+        out["stages"] = [{**entry, "reduce": part.reduce_ms, "unshard": part.unshard_ms}
+                         for entry, part in zip(entries, parts)]  # fmt: skip
+        out["reduce_wait"] = read_reduce_wait(self.costs_path)
+        return out
+
+    def shown(self, tag: str, path: Path) -> Dict[str, Any]:
+        """`zb show`'s prediction of a schedule file: its makespan and per-rank peaks."""
+        shown = self.jobs.zb_json(tag, "show", str(path))
+        return {"makespan": shown["makespan"],
+                "peak_memory": [rank["peak_memory"] for rank in shown["ranks"]]}  # fmt: skip
 
     def shim_row(self, name: str, path: Path, schedule: Dict[str, Any],
                  extra: Sequence[str] = ()) -> Row:  # fmt: skip
@@ -478,11 +405,11 @@ class Rehearsal:
             "stages": [{"F": c.f_ms, "B": c.b_ms, "W": c.w_ms, "M_B": c.m_b, "M_W": c.m_w}
                        for c in chunks],
         }  # fmt: skip
+        if self.collectives:
+            copy["costs"] = self.with_collectives(copy["costs"], schedule["chunks"])
         path = self.s.dir / f"schedule-{family}-executor.json"
         path.write_text(json.dumps(copy) + "\n")
-        shown = self.jobs.zb_json(f"show-{family}-executor", "show", str(path))
-        return {"makespan": shown["makespan"],
-                "peak_memory": [rank["peak_memory"] for rank in shown["ranks"]]}  # fmt: skip
+        return self.shown(f"show-{family}-executor", path)
 
     def predicted(self, row: Row, candidate: Optional[Dict[str, Any]]) -> None:
         if candidate is None:
@@ -506,7 +433,8 @@ class Rehearsal:
                 tag = f"{row.tag}-round{round_}"
                 folder = self.jobs.summaries(tag)
                 args += ["--timeline-out", str(folder / "timeline.rank{rank}.json")]
-                if row.schedule_file is not None and self.s.store and round_ == 0:
+                recorded = row.schedule_file is not None and row.schedule_id is not None
+                if recorded and self.s.store and round_ == 0:
                     args += ["--record-dir", str(folder / "shards"), "--record-schedule",
                              str(row.schedule_file), "--store", self.s.store,
                              "--schedule-id", str(row.schedule_id or 0)]  # fmt: skip
@@ -641,9 +569,12 @@ def parse(argv: Optional[Sequence[str]]) -> Tuple[Settings, Dict[str, str]]:
                         help="a profile of a fully checkpointed job: the parameter groups torch's "
                         "split recomputes each stage for in W (9: torchtitan's Llama 3 block); "
                         "0: no checkpointing emulated")  # fmt: skip
+    parser.add_argument("--dp", type=int, default=1,
+                        help="replicas of the pipeline a profile inside data parallelism runs "
+                        "(its reductions are then real collectives among them)")  # fmt: skip
     add_run_options(parser)
     args = parser.parse_args(argv)
-    for name in ("microbatches", "iters", "rounds", "message_bytes"):
+    for name in ("microbatches", "iters", "rounds", "message_bytes", "dp"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 1")
     if args.warmup < 0 or not args.time_scale > 0 or args.search_time < 0:
@@ -662,7 +593,7 @@ def parse(argv: Optional[Sequence[str]]) -> Tuple[Settings, Dict[str, str]]:
         store=args.store, cluster=args.cluster, dir=Path(args.dir), message_bytes=args.message_bytes, comm=args.comm,
         device=args.device,
         time_scale=args.time_scale, search_time=args.search_time, json=args.json,
-        ac_param_groups=args.ac_param_groups,
+        ac_param_groups=args.ac_param_groups, dp=args.dp,
     )  # fmt: skip
     return settings, located()
 

@@ -31,18 +31,9 @@ from typing import IO, Any, Dict, List, Optional, Sequence, Tuple
 from zbkit._json_file import read_json
 
 from .emulated_stages import RehearsalError
-from .rehearse import (
-    Rehearsal,
-    Row,
-    UsageError,
-    add_run_options,
-    check_with_zb,
-    located,
-    make_jobs,
-    note,
-    rehearse,
-)
+from .rehearse import Rehearsal, add_run_options, check_with_zb, located, make_jobs, rehearse
 from .rehearse_report import WITHIN, document, table, targets
+from .rehearse_rows import Row, UsageError, note
 
 
 @dataclass
@@ -89,6 +80,7 @@ class SplitRehearsal(Rehearsal):
         self.rows: List[Row] = []
         self.failed = False
         self.max_memory = 0.0
+        self.collectives = False  # a per-layer profile has none (docs/rehearse.md §7)
         # Each split's stages' blocks, by row: its name for the executor's rows, "<name> (shim)"
         # for the shim's (torch's runtime may co-tune another split).
         self.split_stages: Dict[str, List[List[str]]] = {}

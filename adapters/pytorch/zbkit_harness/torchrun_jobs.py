@@ -210,9 +210,17 @@ class Jobs:
     summaries/<tag>/rank<R>.json."""
 
     def __init__(
-        self, directory: Path, ranks: int, python: str, zb: str, env: Mapping[str, str]
+        self,
+        directory: Path,
+        ranks: int,
+        python: str,
+        zb: str,
+        env: Mapping[str, str],
+        replicas: int = 1,
     ) -> None:
         self.directory, self.ranks, self.python, self.zb_binary = Path(directory), ranks, python, zb
+        # A job runs `replicas` copies of the `ranks` pipeline ranks (`zb rehearse --dp`).
+        self.processes = ranks * replicas
         self.env = dict(env)
         (self.directory / "logs").mkdir(parents=True, exist_ok=True)
 
@@ -251,11 +259,12 @@ class Jobs:
         command = [*self.torchrun_command(script), *args,
                    "--summary-out", str(folder / "rank{rank}.json")]  # fmt: skip
         self.check(tag, command, env)
-        return [read_summary(folder / f"rank{r}.json") for r in range(self.ranks)]
+        return [read_summary(folder / f"rank{r}.json") for r in range(self.processes)]
 
-    def torchrun_command(self, script: Path) -> List[str]:
+    def torchrun_command(self, script: Path, processes: int = 0) -> List[str]:
+        """`script` under torchrun on `processes` (default: the job's every process)."""
         return [self.python, "-m", "torch.distributed.run", "--standalone",
-                "--nproc-per-node", str(self.ranks), str(script)]  # fmt: skip
+                "--nproc-per-node", str(processes or self.processes), str(script)]  # fmt: skip
 
     def zb(self, tag: str, *args: str) -> str:
         """A zb subcommand; its stdout. A failure names zb's own one-line error."""
