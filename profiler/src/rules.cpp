@@ -235,8 +235,16 @@ int32_t Resolve(const FieldSpec& spec, const std::cmatch& groups) {
 }  // namespace
 
 std::optional<CollectiveKind> DataParallelCollectiveOf(std::string_view range_name) {
-  if (range_name == "FSDP::post_backward_reduce") return CollectiveKind::kReduce;
-  if (range_name == "FSDP::all_gather") return CollectiveKind::kUnshard;
+  // FSDP2 names a range after the module it shards where that is not the root
+  // (`FSDPParamGroup._with_fqn`: "FSDP::all_gather (layers.0)", torchtitan's per-block wrapping):
+  // the name, then nothing or " (<fqn>)".
+  auto named = [range_name](std::string_view name) {
+    if (!range_name.starts_with(name)) return false;
+    const std::string_view rest = range_name.substr(name.size());
+    return rest.empty() || (rest.starts_with(" (") && rest.ends_with(")"));
+  };
+  if (named("FSDP::post_backward_reduce")) return CollectiveKind::kReduce;
+  if (named("FSDP::all_gather")) return CollectiveKind::kUnshard;
   return std::nullopt;
 }
 

@@ -67,6 +67,36 @@ TEST(DataParallelCollectives, FsdpRangesAreEachRanksReduceAndUnshardPerStep) {
   EXPECT_TRUE(costs.HasDataParallelWork());
 }
 
+// FSDP2 names the ranges of a module that is not the root after it (torchtitan shards each block:
+// "FSDP::post_backward_reduce (layers.0)"); a stage's blocks' reductions of one step add up.
+TEST(DataParallelCollectives, PerBlockRangesAreTheStagesCollectivesSummed) {
+  EXPECT_EQ(DataParallelCollectiveOf("FSDP::all_gather (layers.0)"), CollectiveKind::kUnshard);
+  EXPECT_EQ(DataParallelCollectiveOf("FSDP::post_backward_reduce (layers.1.attention)"),
+            CollectiveKind::kReduce);
+  EXPECT_FALSE(DataParallelCollectiveOf("FSDP::all_gather_copy_out (layers.0)").has_value());
+  EXPECT_FALSE(DataParallelCollectiveOf("FSDP::all_gather (layers.0").has_value());
+  EXPECT_FALSE(DataParallelCollectiveOf("FSDP::all_gatherx (layers.0)").has_value());
+
+  std::vector<RawTrace> traces = {DpProcess(0), DpProcess(1)};
+  for (int rank = 0; rank < 2; ++rank) {
+    for (int iteration = 0; iteration < 2; ++iteration) {
+      const TimeNs t = 10'000 * iteration;
+      AddDpStep(traces[rank], rank, iteration, t);
+      traces[rank].ranges.push_back(
+          {"FSDP::post_backward_reduce (layers." + std::to_string(rank) + ")", "", 1, t + 2600,
+           t + 2630, 0});
+    }
+  }
+  auto a = Attribute(traces, RuleSet());
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_EQ(a->collectives.size(), 12u);  // 2 ranks x 2 steps x 3
+  auto report = BuildCostReport(*a, CostOptions());
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  // Rank 0 reduces 100 + 30 and 200 + 30, rank 1 200 + 30 and 300 + 30: the medians.
+  EXPECT_EQ(report->per_rank[0].reduce.median, 180);
+  EXPECT_EQ(report->per_rank[1].reduce.median, 280);
+}
+
 TEST(DataParallelCollectives, OnADeviceTheKernelsInsideAreTheTime) {
   RawTrace trace = DpProcess(0);
   AddDpStep(trace, 0, 0, 0);

@@ -50,10 +50,11 @@ def titan_command(out: Path, assets: List[str], *extra: str, flavor: str = "debu
 
 
 def losses(output: str) -> List[float]:
-    """The loss of each step, as the last stage's rank logs it (the others log -1)."""
+    """The loss of each step, as the last stage's rank logs it: the others log -1, summed over
+    their data-parallel replicas (-2 for two); a cross-entropy is never negative."""
     by_step = {}
     for step, value in LOSS.findall(output):
-        if float(value) != -1.0:
+        if float(value) >= 0:
             by_step[int(step)] = float(value)
     return [by_step[step] for step in sorted(by_step)]
 
@@ -306,3 +307,37 @@ def test_activation_checkpointing_stays_on_under_zb_profile_and_zb_replay(tmp_pa
     replayed = train(tmp_path, "shim", assets, *one_f_one_b, *sac,
                      command=(zb, "replay", str(order), "--"))  # fmt: skip
     assert replayed == pytest.approx(own, rel=1e-5)
+
+
+def test_a_pipeline_inside_fsdp_profiled_and_replayed_unedited(tmp_path, assets):
+    """docs/data-parallel.md §3 and §5: torchtitan PP2 x FSDP2 (`data_parallel_shard_degree` 2) on
+    4 CPU ranks, unedited: `zb profile` folds the replicas into one pipeline of 2 stages, each
+    with its measured reduce-scatter and all-gathers, the bytes FSDP gathers and the DP degree; the
+    order tuned with them replays through the shim with the losses of torchtitan's own 1F1B."""
+    zb = str(require_zb())
+    one_f_one_b = ("--parallelism.pipeline_parallel_schedule", "1F1B")
+
+    def command(name: str) -> List[str]:
+        return jobs.titan_command(tmp_path / name, assets, *one_f_one_b, batch=BATCH,
+                                  microbatches=MICROBATCHES, steps=STEPS, fsdp=2)  # fmt: skip
+
+    costs = tmp_path / "costs.json"
+    profile = run([zb, "profile", "--torch", "--torch-skip", "1", "--torch-iters", "2", "--pp",
+                   "2", "--out", str(costs), "--", *command("profiled")], job_env())  # fmt: skip
+    assert profile.returncode == 0, profile.stderr[-4000:]
+    profiled = json.loads(costs.read_text())
+    assert profiled["data_parallel"] == 2 and len(profiled["stages"]) == 2, profiled
+    for stage in profiled["stages"]:
+        assert stage["reduce"] > 0 and stage["unshard"] > 0 and stage["unsharded"] > 0, stage
+
+    order = tmp_path / "zb-h1.json"
+    done = run([zb, "tune", "--costs", str(costs), "-m", str(MICROBATCHES), "--mem-limit", "none",
+                "--family", "zb-h1", "--out", str(order)], job_env())  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "data parallelism:" in done.stdout, done.stdout
+    done = run([*command("own")], job_env())
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    own = losses(done.stdout + done.stderr)
+    done = run([zb, "replay", str(order), "--", *command("shim")], job_env())
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    assert len(own) == STEPS and losses(done.stdout + done.stderr) == pytest.approx(own, rel=1e-5)

@@ -21,16 +21,18 @@ def free_port() -> int:
 
 def titan_command(out: Path, assets: List[str], *extra: str, flavor: str = "debugmodel",
                   batch: int = 8, microbatches: int = 4, steps: int = 4, seq: int = 32,
-                  ranks: int = 2) -> List[str]:  # fmt: skip
-    """torchrun of torchtitan's trainer: `flavor` of llama3 on `ranks` pipeline ranks, `batch`
-    samples of `seq` tokens in `microbatches` microbatches, `steps` steps, fixed seed."""
+                  ranks: int = 2, fsdp: int = 1) -> List[str]:  # fmt: skip
+    """torchrun of torchtitan's trainer: `flavor` of llama3 on `ranks` pipeline ranks, each
+    pipeline `fsdp` times (FSDP2, `data_parallel_shard_degree`), `batch` samples of `seq` tokens
+    per replica in `microbatches` microbatches, `steps` steps, fixed seed."""
     return [
-        sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks),
+        sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks * fsdp),
         "--master-addr", "127.0.0.1", "--master-port", str(free_port()), str(LAUNCH),
         "--model.name", "llama3", "--model.flavor", flavor, *assets,
         "--training.dataset", "c4_test", "--training.local_batch_size", str(batch),
         "--training.seq_len", str(seq), "--training.steps", str(steps),
         "--parallelism.pipeline_parallel_degree", str(ranks),
+        "--parallelism.data_parallel_shard_degree", str(fsdp),
         "--parallelism.pipeline_parallel_microbatch_size", str(batch // microbatches),
         "--activation_checkpoint.mode", "none", "--debug.seed", "42", "--metrics.log_freq", "1",
         "--comm.init_timeout_seconds", "60", "--job.dump_folder", str(out), *extra,

@@ -8,7 +8,11 @@ one, and are patched here, in the test launcher, not in zbkit (a GPU job needs n
   torchtitan is imported, with a device module that adds to `torch.cpu` the few calls its memory
   metrics make (no device memory to report: zeros);
 - `torchtitan.distributed.utils.set_pg_timeouts` passes the device index ('cpu' here) to
-  `barrier(device_ids=...)`, which gloo refuses: the barrier runs without it.
+  `barrier(device_ids=...)`, which gloo refuses: the barrier runs without it;
+- under FSDP (`data_parallel_shard_degree` > 1) torchtitan sets each block's gradient divide
+  factor (`set_gradient_divide_factor(1.0)`), for which FSDP2 reduce-scatters with
+  `ReduceOp.PREMUL_SUM`, which gloo does not have: on gloo FSDP sums and scales after the
+  collective instead (FSDP's own `force_sum_reduction_for_comms`, the same gradients).
 
 It also knows one more model flavor, as a user adds a configuration of their own to
 `llama3_args`: `--model.flavor debugmodel_vocab<N>` is the debug model with an N-entry vocabulary
@@ -69,6 +73,22 @@ def patch_pg_timeouts() -> None:
     utils.set_pg_timeouts = set_pg_timeouts
 
 
+def sum_reductions_on_gloo() -> None:
+    import torch.distributed as dist  # noqa: PLC0415
+    from torch.distributed.fsdp._fully_shard import _fsdp_collectives  # noqa: PLC0415
+
+    original = _fsdp_collectives._get_gradient_divide_factors
+
+    def divide_factors(reduce_scatter_group, all_reduce_group, *args, **kwargs):
+        group = reduce_scatter_group or all_reduce_group
+        if group is not None and str(dist.get_backend(group)).lower() == "gloo":
+            kwargs["force_sum_reduction_for_comms"] = True
+            args = args[:3]  # reduce_dtype, device_type, factor: the flag goes by keyword
+        return original(reduce_scatter_group, all_reduce_group, *args, **kwargs)
+
+    _fsdp_collectives._get_gradient_divide_factors = divide_factors
+
+
 def register_vocab_flavor(argv: list) -> None:
     """Adds `debugmodel_vocab<N>` to torchtitan's llama3 flavors when the command line names it."""
     names = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "--model.flavor"]
@@ -86,6 +106,7 @@ def register_vocab_flavor(argv: list) -> None:
 def main() -> None:
     force_cpu()
     patch_pg_timeouts()
+    sum_reductions_on_gloo()
     register_vocab_flavor(sys.argv[1:])
     import torchtitan.train as titan  # noqa: PLC0415
 
