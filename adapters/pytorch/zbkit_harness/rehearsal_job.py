@@ -9,7 +9,10 @@ With `--schedule CLASS` it is a plain torch.distributed.pipelining script: it bu
 the class's layout puts on this rank (torch_orders.CLASSES) as PipelineStages and steps a
 `CLASS` object, so the shim (ZBKIT_SCHEDULE) replays a zbkit order in it exactly as it does in a
 user's script. With `--schedule-file` zbkit's executor runs the file's order (recording it through
-libzbrt with `--record-dir`). `--probe` measures the per-hop time of a message instead.
+libzbrt with `--record-dir`). `--probe` measures the per-hop time of a message instead. With
+`--dp N` the processes are N replicas of the pipeline (class Mesh), and a profile's reductions and
+all-gathers run beside each rank's stream (emulated_collectives), the reductions real collectives
+among the replicas.
 
 Every iteration starts after a barrier; each rank writes a zb-job-summary/1 (`--summary-out`, its
 `iter_s` after the warm-up, `peak_activation_bytes` in the profile's memory units) and, with

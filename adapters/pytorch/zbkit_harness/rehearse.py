@@ -13,7 +13,7 @@ their predictions (docs/rehearse.md). `zb rehearse` runs this module (`python -m
 3. run: R rounds, each running every row once in turn (rows alternate direction between rounds,
    so the machine's drift favours none): torch's classes as a plain script runs them, each zbkit
    schedule through the shim in that script (the class of its layout) and through zbkit's
-   executor; the stages are `zbkit_harness.emulated_stages` modules taking the profile's F, B and W as sleeps;
+   executor; the stages are `zbkit_harness.emulated_stages` modules taking the profile's F, B and W as sleeps.
    A profile of a pipeline inside data parallelism is rehearsed with its collectives (each
    stage's reduction and FSDP all-gather, zbkit_harness.emulated_collectives), on `--dp` N
    replicas of the pipeline (P x N processes; the reductions are real collectives among them),
@@ -46,7 +46,7 @@ from zbkit.errors import ZbkitError
 
 from .emulated_stages import DEVICES, RehearsalError, read_costs, read_reduce_wait, split_stages
 from .rehearse_report import report
-from .rehearse_rows import Row, Settings, UsageError, note, parse_schedules
+from .rehearse_rows import OBLIVIOUS, Row, Settings, UsageError, note, parse_schedules
 from .torch_orders import CLASSES
 from .torchrun_jobs import JobError, Jobs, Measurement, median
 
@@ -54,7 +54,6 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 JOB_SCRIPT = PACKAGE_DIR / "rehearsal_job.py"
 AS_SCHEDULED = "as scheduled"
 DATA_PARALLEL_KEYS = ("reduce", "unshard", "unsharded")  # a zb-costs/1 stage's collectives
-OBLIVIOUS = "/dp-oblivious"  # a zbkit row's order tuned without the collectives
 Step = Tuple[str, int, int]  # kind, global stage, microbatch
 
 
@@ -170,6 +169,9 @@ class Rehearsal:
             note(f"the profile's reductions and all-gathers are emulated on {self.s.dp} "
                  f"replica(s) of the pipeline ({self.ranks * self.s.dp} processes; "
                  "docs/rehearse.md §7)")  # fmt: skip
+        elif self.s.dp > 1:
+            note(f"the profile has no reductions or all-gathers: its {self.s.dp} replicas run "
+                 "side by side without meeting")  # fmt: skip
         if isinstance(profiled, int) and profiled > self.s.dp:
             note(f"the profiled job ran {profiled} replicas of its pipeline; --dp {profiled} "
                  f"rehearses them all ({self.ranks * profiled} processes)")  # fmt: skip

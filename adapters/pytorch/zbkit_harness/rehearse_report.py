@@ -8,6 +8,8 @@ import json
 import math
 from typing import IO, Any, Dict, List, Optional
 
+from .rehearse_rows import OBLIVIOUS
+
 FORMAT = "zb-rehearse/1"
 # The targets a rehearsal is judged on (docs/rehearse.md): measured within 5 % of predicted, and
 # at least 90 % of the predicted gain over Schedule1F1B realised.
@@ -19,7 +21,6 @@ CHECKPOINTED_GAIN = 0.05
 # Inside data parallelism (issue 45's target): the order tuned with the collectives at least this
 # much faster than the one tuned without, where a stage's reduction takes at least one B.
 DATA_PARALLEL_GAIN = 0.03
-OBLIVIOUS = "/dp-oblivious"  # rehearse.OBLIVIOUS: a zbkit order tuned without the collectives
 
 
 def _fmt(value: float, digits: int = 1) -> str:

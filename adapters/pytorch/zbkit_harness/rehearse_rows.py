@@ -17,6 +17,7 @@ from .emulated_stages import RehearsalError
 from .torch_orders import CLASSES
 from .torchrun_jobs import Measurement, median
 
+OBLIVIOUS = "/dp-oblivious"  # a zbkit row's schedule, its order tuned without the collectives
 TORCH_CLASSES = [name for name, _, _ in CLASSES]
 ZBKIT_FAMILIES = ("1f1b", "1f1b-i", "zb-h1", "zb-h2", "zb-auto", "zb-v", "v-half", "v-min",
                   "search")  # fmt: skip
