@@ -269,7 +269,11 @@ void PrintDataParallel(const CostProfile& costs, std::ostream& out) {
          "them, docs/data-parallel.md §5):";
   for (size_t s = 0; s < costs.stages.size(); ++s) {
     out << (s ? ";" : "") << " stage " << s << " reduce " << FormatMs(costs.stages[s].reduce)
-        << " ms, unshard " << FormatMs(costs.stages[s].unshard) << " ms";
+        << " ms";
+    if (costs.stages[s].reduced > 0) {
+      out << " (" << static_cast<int64_t>(costs.stages[s].reduced) << " bytes of gradients)";
+    }
+    out << ", unshard " << FormatMs(costs.stages[s].unshard) << " ms";
     if (costs.stages[s].unsharded > 0) {
       out << " (" << static_cast<int64_t>(costs.stages[s].unsharded) << " bytes gathered)";
     }

@@ -541,9 +541,11 @@ Expected<Attribution> Attribute(const std::vector<RawTrace>& traces, const RuleS
   result.num_stages = std::max(pass_three.max_stage + 1, result.ranks * result.chunks);
 
   for (ProcessOps* proc : with_ops) {
-    if (proc->trace->unsharded_bytes >= 0) {
-      int64_t& bytes = result.unsharded_bytes[proc->rank];
-      bytes = std::max(bytes, proc->trace->unsharded_bytes);
+    for (auto [from, into] : {std::pair{proc->trace->unsharded_bytes, &result.unsharded_bytes},
+                              std::pair{proc->trace->reduced_bytes, &result.reduced_bytes}}) {
+      if (from < 0) continue;
+      int64_t& bytes = (*into)[proc->rank];
+      bytes = std::max(bytes, from);
     }
     // A collective belongs to the iteration of the last op that started before it (an
     // all-gather inside the first F, the reduction after the last weight pass); one before every

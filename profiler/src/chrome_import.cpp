@@ -84,6 +84,7 @@ class ChromeSax {
   std::string checkpointing;   // the "zbkit_checkpointing" metadata zbkit's shim adds
   std::string pipeline;        // the "zbkit_pipeline" metadata: "<rank>/<size>/<first>"
   std::string unsharded;       // the "zbkit_unsharded" metadata: bytes, in decimal
+  std::string reduced;         // the "zbkit_reduced" metadata: bytes, in decimal
   bool root_is_array = false;
   bool saw_root = false;
   std::string error;
@@ -188,6 +189,8 @@ class ChromeSax {
       pipeline = *text;
     } else if (stack_.size() == 1 && stack_[0].object && key_ == kUnshardedKey && text) {
       unsharded = *text;
+    } else if (stack_.size() == 1 && stack_[0].object && key_ == kReducedKey && text) {
+      reduced = *text;
     } else if (stack_.size() == 2 && stack_[1].key == "distributedInfo") {
       if (key_ == "rank") rank = number;
       if (key_ == "world_size") world_size = number;
@@ -270,7 +273,7 @@ int64_t IntOf(const Number& number, int64_t fallback) {
   return static_cast<int64_t>(value);
 }
 
-// A byte count written in decimal (the shim's kUnshardedKey); -1 for anything else.
+// A byte count written in decimal (the shim's kUnshardedKey, kReducedKey); -1 for anything else.
 int64_t ParseByteCount(const std::string& text) {
   int64_t bytes = -1;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), bytes);
@@ -471,6 +474,7 @@ class ChromeTraceBuilder {
       trace.checkpointing = sax.checkpointing;
       trace.pipeline = ParsePipelineGroup(sax.pipeline);
       trace.unsharded_bytes = ParseByteCount(sax.unsharded);
+      trace.reduced_bytes = ParseByteCount(sax.reduced);
       traces.push_back(std::move(trace));
     }
     return traces;

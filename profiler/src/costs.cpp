@@ -161,9 +161,12 @@ void BuildCollectiveStats(const Attribution& attribution, const CostOptions& opt
     sums[{collective.rank, collective.kind, collective.replica, collective.iteration}] +=
         collective.busy;
   }
-  for (const auto& [rank, bytes] : attribution.unsharded_bytes) {
-    if (rank >= 0 && rank < static_cast<int32_t>(report.per_rank.size())) {
-      report.per_rank[rank].unsharded = static_cast<double>(bytes);
+  for (auto [from, field] : {std::pair{&attribution.unsharded_bytes, &StageStats::unsharded},
+                             std::pair{&attribution.reduced_bytes, &StageStats::reduced}}) {
+    for (const auto& [rank, bytes] : *from) {
+      if (rank >= 0 && rank < static_cast<int32_t>(report.per_rank.size())) {
+        report.per_rank[rank].*field = static_cast<double>(bytes);
+      }
     }
   }
   std::map<std::pair<int32_t, CollectiveKind>, std::vector<TimeNs>> samples;
@@ -385,6 +388,7 @@ CostProfile CostReport::ToCostProfile() const {
     if (stats.reduce.samples > 0) cost.reduce = stats.reduce.median;
     if (stats.unshard.samples > 0) cost.unshard = stats.unshard.median;
     cost.unsharded = stats.unsharded;
+    cost.reduced = stats.reduced;
     costs.stages.push_back(cost);
   }
   costs.comm = comm.median;

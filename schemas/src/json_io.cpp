@@ -173,18 +173,19 @@ Expected<CostProfile> ParseCostsObject(const json& value, const std::string& pat
   for (size_t i = 0; i < stages->size(); ++i) {
     Reader stage_reader((*stages)[i], reader.FieldPath("stages") + "[" + std::to_string(i) + "]");
     ZB_RETURN_IF_ERROR(stage_reader.ExpectObject(
-        {"F", "B", "W", "BW", "M_B", "M_W", "reduce", "unshard", "unsharded"}));
+        {"F", "B", "W", "BW", "M_B", "M_W", "reduce", "unshard", "unsharded", "reduced"}));
     ZB_ASSIGN_OR_RETURN(double f, stage_reader.Number("F", 0, /*min_exclusive=*/true));
     ZB_ASSIGN_OR_RETURN(double b, stage_reader.Number("B", 0));
     ZB_ASSIGN_OR_RETURN(double w, stage_reader.Number("W", 0));
     ZB_ASSIGN_OR_RETURN(double m_b, stage_reader.Number("M_B", 0));
     ZB_ASSIGN_OR_RETURN(double m_w, stage_reader.Number("M_W", 0));
     // Optional, absent = 0: BW not measured; no data-parallel work (docs/data-parallel.md §5).
-    double bw = 0, reduce = 0, unshard = 0, unsharded = 0;
+    double bw = 0, reduce = 0, unshard = 0, unsharded = 0, reduced = 0;
     for (const auto& [name, field] : {std::pair<const char*, double*>{"BW", &bw},
                                       {"reduce", &reduce},
                                       {"unshard", &unshard},
-                                      {"unsharded", &unsharded}}) {
+                                      {"unsharded", &unsharded},
+                                      {"reduced", &reduced}}) {
       if (stage_reader.Has(name)) {
         ZB_ASSIGN_OR_RETURN(*field, stage_reader.Number(name, 0));
       }
@@ -203,6 +204,7 @@ Expected<CostProfile> ParseCostsObject(const json& value, const std::string& pat
     cost.reduce = MsToNs(reduce);
     cost.unshard = MsToNs(unshard);
     cost.unsharded = unsharded;
+    cost.reduced = reduced;
     costs.stages.push_back(cost);
     if (costs.stages.back().f <= 0) {
       return InvalidInput(stage_reader.FieldPath("F") + ": must be at least 1 ns");
@@ -251,6 +253,7 @@ json CostsBody(const CostProfile& costs) {
     if (stage.reduce > 0) entry["reduce"] = NsToMs(stage.reduce);
     if (stage.unshard > 0) entry["unshard"] = NsToMs(stage.unshard);
     if (stage.unsharded > 0) entry["unsharded"] = stage.unsharded;
+    if (stage.reduced > 0) entry["reduced"] = stage.reduced;
     return entry;
   };
   if (costs.num_stages() > 1 && costs.IsUniform()) {

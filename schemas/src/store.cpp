@@ -35,6 +35,7 @@ extern const char* const kZbkitMigration011Sql;
 extern const char* const kZbkitMigration012Sql;
 extern const char* const kZbkitMigration013Sql;
 extern const char* const kZbkitMigration014Sql;
+extern const char* const kZbkitMigration015Sql;
 
 namespace zb {
 namespace {
@@ -67,6 +68,7 @@ constexpr Migration kMigrations[] = {
     {12, &kZbkitMigration012Sql},  // checkpointing: layers' M_W > M_B, the job's and blocks' modes
     {13, &kZbkitMigration013Sql},  // cost_profiles.data_parallel: the replicas folded
     {14, &kZbkitMigration014Sql},  // stages' reduce/unshard/unsharded, profiles' reduce_wait
+    {15, &kZbkitMigration015Sql},  // stages' reduced: the gradient bytes each reduction takes in
 };
 static_assert(kMigrations[std::size(kMigrations) - 1].version == Store::kSchemaVersion,
               "the last migration step must produce Store::kSchemaVersion");

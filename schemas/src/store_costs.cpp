@@ -129,9 +129,10 @@ Expected<int64_t> Store::Impl::WriteCostProfile(int64_t job_id, const std::strin
 
   ZB_ASSIGN_OR_RETURN(Statement stage, conn.Prepare("INSERT INTO cost_profile_stages"
                                                     " (profile_id, stage, f_ns, b_ns, w_ns, m_b,"
-                                                    " m_w, bw_ns, reduce_ns, unshard_ns, unsharded)"
+                                                    " m_w, bw_ns, reduce_ns, unshard_ns, unsharded,"
+                                                    " reduced)"
                                                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
-                                                    " ?10, ?11)",
+                                                    " ?10, ?11, ?12)",
                                                     what));
   stage.BindInt(1, id);
   for (size_t s = 0; s < costs.stages.size(); ++s) {
@@ -147,6 +148,7 @@ Expected<int64_t> Store::Impl::WriteCostProfile(int64_t job_id, const std::strin
     stage.BindInt(9, cost.reduce);
     stage.BindInt(10, cost.unshard);
     stage.BindDouble(11, cost.unsharded);
+    stage.BindDouble(12, cost.reduced);
     ZB_RETURN_IF_ERROR(stage.Run(std::string(what) + ": stage " + std::to_string(s)));
   }
   if (details == nullptr) return id;
@@ -211,7 +213,7 @@ Expected<CostProfile> Store::Impl::ReadCostProfile(int64_t id, std::string_view 
   CostProfile costs = std::move(*header);
   ZB_RETURN_IF_ERROR(sqlite::QueryInto(
       conn,
-      "SELECT stage, f_ns, b_ns, w_ns, m_b, m_w, bw_ns, reduce_ns, unshard_ns, unsharded"
+      "SELECT stage, f_ns, b_ns, w_ns, m_b, m_w, bw_ns, reduce_ns, unshard_ns, unsharded, reduced"
       " FROM cost_profile_stages"
       " WHERE profile_id = ?1 ORDER BY stage",
       what, bind_id,
@@ -225,6 +227,7 @@ Expected<CostProfile> Store::Impl::ReadCostProfile(int64_t id, std::string_view 
         stage.reduce = row.Int(7);
         stage.unshard = row.Int(8);
         stage.unsharded = row.Double(9);
+        stage.reduced = row.Double(10);
         return stage;
       },
       costs.stages));

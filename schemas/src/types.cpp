@@ -87,6 +87,7 @@ CostProfile CostProfile::WithoutDataParallelWork() const {
     stage.reduce = 0;
     stage.unshard = 0;
     stage.unsharded = 0;
+    stage.reduced = 0;
   }
   return costs;
 }
@@ -123,6 +124,7 @@ CostProfile CostProfile::SplitStages(int parts) const {
       sub.reduce = share(stage.reduce);
       sub.unshard = share(stage.unshard);
       sub.unsharded = stage.unsharded / parts;
+      sub.reduced = stage.reduced / parts;
       split.stages.push_back(sub);
     }
   }

@@ -53,6 +53,9 @@ Status ValidateCostProfile(const CostProfile& costs) {
     if (!std::isfinite(stage.unsharded) || stage.unsharded < 0 || stage.unsharded > kMaxMemory) {
       return InvalidInput(path + "unsharded: must be a finite number from 0 to 2^50");
     }
+    if (!std::isfinite(stage.reduced) || stage.reduced < 0 || stage.reduced > kMaxMemory) {
+      return InvalidInput(path + "reduced: must be a finite number from 0 to 2^50");
+    }
     if (!std::isfinite(stage.m_b) || stage.m_b < 0) {
       return InvalidInput(path + "M_B: must be a finite number >= 0");
     }

@@ -150,6 +150,31 @@ TEST(DataParallelCollectives, TheGatheredBytesTheShimRecordsAreTheStagesUnsharde
   EXPECT_EQ(costs.stages[1].unsharded, 0);  // not known: none
 }
 
+// The gradient bytes each reduction takes in (kReducedKey) go the same way into `reduced`; a
+// replica that says more stands for the rank (the largest).
+TEST(DataParallelCollectives, TheReducedBytesTheShimRecordsAreTheStagesReduced) {
+  auto traces = ParseChromeTrace(R"({"zbkit_reduced": "8192", "traceEvents": [
+      {"ph": "X", "cat": "user_annotation", "name": "zb:F:s0:mb0", "pid": 1, "tid": 1, "ts": 10,
+       "dur": 5}]})",
+                                 "t.json");
+  ASSERT_TRUE(traces.ok()) << traces.status().message();
+  EXPECT_EQ(traces->front().reduced_bytes, 8192);
+  EXPECT_EQ(traces->front().unsharded_bytes, -1);
+
+  std::vector<RawTrace> replicas = {DpProcess(0), DpProcess(1)};
+  for (int rank = 0; rank < 2; ++rank)
+    AddDpStep(replicas[rank], rank, 0, 0);
+  replicas[1].reduced_bytes = 8192;
+  auto a = Attribute(replicas, RuleSet());
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  auto report = BuildCostReport(*a, {});
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  const CostProfile costs = report->ToCostProfile();
+  EXPECT_EQ(costs.stages[0].reduced, 0);
+  EXPECT_EQ(costs.stages[1].reduced, 8192);
+  EXPECT_EQ(costs.stages[1].unsharded, 0);
+}
+
 // Bad input: --pp that does not divide the job's processes places no rank; one line, nothing built.
 TEST(DataParallelCollectives, APipelineDegreeThatDoesNotDivideTheWorldIsRefused) {
   std::vector<RawTrace> traces;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <limits>
 
@@ -131,12 +132,13 @@ TEST(CostsJsonTest, DataParallelRoundTripsAndIsChecked) {
 // chunk with its share; a bad value named with its field.
 TEST(CostsJsonTest, DataParallelWorkRoundTripsSplitsAndIsChecked) {
   const char* text =
-      R"({"format": "zb-costs/1", "reduce_wait": "step_end", "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 1, "M_W": 1, "reduce": 3, "unshard": 0.5, "unsharded": 400}, {"F": 1, "B": 1, "W": 1, "M_B": 1, "M_W": 1}]})";
+      R"({"format": "zb-costs/1", "reduce_wait": "step_end", "stages": [{"F": 1, "B": 1, "W": 1, "M_B": 1, "M_W": 1, "reduce": 3, "unshard": 0.5, "unsharded": 400, "reduced": 6000}, {"F": 1, "B": 1, "W": 1, "M_B": 1, "M_W": 1}]})";
   auto costs = ParseCostsJson(text, "c.json");
   ASSERT_TRUE(costs.ok()) << costs.status().message();
   EXPECT_EQ(costs->stages[0].reduce, 3 * kNsPerMs);
   EXPECT_EQ(costs->stages[0].unshard, kNsPerMs / 2);
   EXPECT_EQ(costs->stages[0].unsharded, 400);
+  EXPECT_EQ(costs->stages[0].reduced, 6000);
   EXPECT_FALSE(costs->stages[1].HasDataParallelWork());
   EXPECT_EQ(costs->reduce_wait, ReduceWait::kStepEnd);
   auto again = ParseCostsJson(CostsToJson(*costs), "again");
@@ -146,6 +148,7 @@ TEST(CostsJsonTest, DataParallelWorkRoundTripsSplitsAndIsChecked) {
   const CostProfile halves = costs->SplitStages(2);
   EXPECT_EQ(halves.stages[0].reduce + halves.stages[1].reduce, costs->stages[0].reduce);
   EXPECT_EQ(halves.stages[1].unsharded, 200);
+  EXPECT_EQ(halves.stages[1].reduced, 3000);
   EXPECT_EQ(halves.reduce_wait, ReduceWait::kStepEnd);
   EXPECT_FALSE(costs->WithoutDataParallelWork().HasDataParallelWork());
   auto plain = ParseCostsJson(
@@ -165,6 +168,9 @@ TEST(CostsJsonTest, DataParallelWorkRoundTripsSplitsAndIsChecked) {
   CostProfile built = *costs;
   built.stages[0].unsharded = -1;
   EXPECT_NE(ValidateCostProfile(built).message().find("stages[0].unsharded"), std::string::npos);
+  built = *costs;
+  built.stages[0].reduced = std::nan("");
+  EXPECT_NE(ValidateCostProfile(built).message().find("stages[0].reduced"), std::string::npos);
 }
 
 TEST(CostsJsonTest, LayoutOfTheProfiledJobRoundTripsAndIsChecked) {

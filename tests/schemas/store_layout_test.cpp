@@ -76,6 +76,7 @@ TEST_F(StoreLayoutTest, LayoutAndClassRoundTripAndAbsentStaysAbsent) {
   reducing.stages[0].reduce = 900;
   reducing.stages[1].unshard = 400;
   reducing.stages[1].unsharded = 2.5e6;
+  reducing.stages[0].reduced = 5e6;  // migration 15
   reducing.reduce_wait = ReduceWait::kStepEnd;
   ZB_ASSERT_OK_AND_ASSIGN(int64_t work, store.InsertCostProfile(job, "reducing", reducing));
   ZB_ASSERT_OK_AND_ASSIGN(loaded, store.LoadCostProfile(work));
@@ -85,6 +86,7 @@ TEST_F(StoreLayoutTest, LayoutAndClassRoundTripAndAbsentStaysAbsent) {
     const std::string where = " WHERE profile_id = " + std::to_string(work);
     EXPECT_TRUE(raw.Fails("UPDATE cost_profile_stages SET reduce_ns = -1" + where));
     EXPECT_TRUE(raw.Fails("UPDATE cost_profile_stages SET unsharded = -1" + where));
+    EXPECT_TRUE(raw.Fails("UPDATE cost_profile_stages SET reduced = -1" + where));
     EXPECT_TRUE(raw.Fails("UPDATE cost_profiles SET reduce_wait = 'never' WHERE id = " +
                           std::to_string(work)));
     raw.Exec("PRAGMA foreign_keys = ON; DELETE FROM cost_profiles WHERE id = " +

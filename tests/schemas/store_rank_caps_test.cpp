@@ -81,7 +81,7 @@ TEST_F(StoreTest, VersionTenStoreMigratesReadingItsOneCapForEveryRank) {
   }
   {
     // Back to version 10: schedule_ranks as it was before the column existed (and without
-    // the columns of versions 12 to 14, which their migrations add again).
+    // the columns of versions 12 to 15, which their migrations add again).
     RawDb raw(path);
     raw.Exec(
         "ALTER TABLE schedule_ranks DROP COLUMN memory_limit; "
@@ -90,6 +90,7 @@ TEST_F(StoreTest, VersionTenStoreMigratesReadingItsOneCapForEveryRank) {
         "ALTER TABLE cost_profile_stages DROP COLUMN reduce_ns;"
         "ALTER TABLE cost_profile_stages DROP COLUMN unshard_ns;"
         "ALTER TABLE cost_profile_stages DROP COLUMN unsharded;"
+        "ALTER TABLE cost_profile_stages DROP COLUMN reduced;"
         "ALTER TABLE cost_profiles DROP COLUMN reduce_wait; "
         "ALTER TABLE cost_profile_layers DROP COLUMN checkpointing; PRAGMA user_version = 10");
   }

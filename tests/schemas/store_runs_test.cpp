@@ -404,6 +404,7 @@ TEST_F(StoreTest, VersionElevenStoreKeepsItsBlocksAndTakesCheckpointedOnes) {
         "ALTER TABLE cost_profile_stages DROP COLUMN reduce_ns;"
         "ALTER TABLE cost_profile_stages DROP COLUMN unshard_ns;"
         "ALTER TABLE cost_profile_stages DROP COLUMN unsharded;"
+        "ALTER TABLE cost_profile_stages DROP COLUMN reduced;"
         "ALTER TABLE cost_profiles DROP COLUMN reduce_wait; "
         "PRAGMA user_version = 11");
   }

@@ -45,6 +45,26 @@ def unsharded_bytes(modules: Iterable["nn.Module"]) -> int:
     return total
 
 
+def reduced_bytes(modules: Iterable["nn.Module"]) -> int:
+    """The bytes of gradients the data-parallel reductions of `modules` take in per step
+    (docs/data-parallel.md §5): every parameter with a gradient of an FSDP-sharded stage (a
+    DTensor: its full size, the reduce-scatter's input) or of a DDP module (the all-reduce's), in
+    the parameter's own dtype; 0 where nothing is reduced."""
+    from torch.distributed.tensor import DTensor  # noqa: PLC0415
+
+    total = 0
+    seen = set()
+    for module in modules:
+        replicated = ddp_module(module) is not None
+        for parameter in module.parameters():
+            if not parameter.requires_grad or id(parameter) in seen:
+                continue
+            if replicated or isinstance(parameter, DTensor):
+                seen.add(id(parameter))
+                total += parameter.numel() * parameter.element_size()
+    return total
+
+
 def ddp_module(module: "nn.Module") -> Optional[str]:
     """The qualified name of the first DistributedDataParallel module in `module` ("" for the
     module itself), or None when there is none."""

@@ -6,6 +6,7 @@ order is fused or the stages are FSDP2, and the replicas of every pipeline rank 
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -137,6 +138,13 @@ def test_profiling_window_keeps_ddp_backwards_fused(tmp_path: Path) -> None:
     assert len(warnings) == 4, done.stderr[-3000:]
     assert_replicas_equal(prefix)
     assert len(list((tmp_path / "trace").glob("rank*.json.gz"))) == 4
+    # What DDP's all-reduce takes in per step (`zbkit_reduced`): each stage's parameters, the same
+    # on both replicas of a pipeline rank (global ranks r and r + 2, a (dp, pp) mesh).
+    reduced = []
+    for rank in range(4):
+        with gzip.open(tmp_path / "trace" / f"rank{rank}.json.gz", "rt") as trace:
+            reduced.append(int(json.load(trace)["zbkit_reduced"]))
+    assert reduced[0] == reduced[2] > 0 and reduced[1] == reduced[3] > 0, reduced
 
 
 def test_zb_profile_reads_one_pipeline_of_pp2_x_fsdp2_and_measures_its_blocks(
@@ -178,6 +186,9 @@ def test_zb_profile_reads_one_pipeline_of_pp2_x_fsdp2_and_measures_its_blocks(
         doc = json.loads((tmp_path / "trace" / f"rank{rank}.blocks.json").read_text())
         state = sum(block["state"] for block in doc["stages"][0]["blocks"])
         assert profile["stages"][rank]["unsharded"] == state // 2, (profile, state)
+        # What the reduce-scatter takes in: every parameter's full gradient, the shard twice.
+        assert profile["stages"][rank]["reduced"] == state, (profile, state)
+    assert "bytes of gradients" in done.stdout, done.stdout
     assert len(json.loads(layers.read_text())["layers"]) == 6
     for rank in range(4):
         doc = json.loads((tmp_path / "trace" / f"rank{rank}.blocks.json").read_text())

@@ -175,6 +175,9 @@ struct Attribution {
   // Per pipeline rank, the bytes FSDP's all-gathers add there (RawTrace::unsharded_bytes; the
   // largest of its replicas'), where the traces say.
   std::map<int32_t, int64_t> unsharded_bytes;
+  // Per pipeline rank, the gradient bytes its reductions take in per step (RawTrace::reduced_bytes,
+  // the largest of its replicas'), where the traces say.
+  std::map<int32_t, int64_t> reduced_bytes;
   int ranks = 0;   // P
   int chunks = 1;  // stages per rank
   int num_stages = 0;

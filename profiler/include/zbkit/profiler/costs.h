@@ -49,6 +49,7 @@ struct StageStats {
   // sample the sum over one (replica, iteration) (docs/data-parallel.md §5).
   Spread reduce, unshard;
   double unsharded = 0;  // bytes FSDP gathers on the rank (Attribution::unsharded_bytes)
+  double reduced = 0;    // gradient bytes its reductions take in (Attribution::reduced_bytes)
   double m_b = 0;
   double m_w = 0;
 

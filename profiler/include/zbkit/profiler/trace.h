@@ -93,12 +93,16 @@ struct RawTrace {
   // The bytes FSDP's all-gathers add on the process while its stages are unsharded, where the
   // trace says (the shim adds them as the top-level key kUnshardedKey); -1: not known.
   int64_t unsharded_bytes = -1;
+  // The bytes of gradients the process's data-parallel reductions take in per step (kReducedKey);
+  // -1: not known.
+  int64_t reduced_bytes = -1;
 };
 
 inline constexpr const char* kScheduleClassKey = "zbkit_schedule_class";
 inline constexpr const char* kCheckpointingKey = "zbkit_checkpointing";
 inline constexpr const char* kPipelineKey = "zbkit_pipeline";
 inline constexpr const char* kUnshardedKey = "zbkit_unsharded";
+inline constexpr const char* kReducedKey = "zbkit_reduced";
 
 }  // namespace zb::profiler
 

@@ -185,7 +185,8 @@ class Store {
   // 11: schedule_ranks.memory_limit (each rank's own cap, ScheduleInfo::rank_caps).
   // 12: activation checkpointing of profiles and their blocks. 13: cost_profiles.data_parallel.
   // 14: cost_profile_stages.reduce_ns/unshard_ns/unsharded, cost_profiles.reduce_wait.
-  static constexpr int kSchemaVersion = 14;
+  // 15: cost_profile_stages.reduced.
+  static constexpr int kSchemaVersion = 15;
 
   enum class Mode {
     kReadWrite,  // create the file if missing, migrate it to kSchemaVersion

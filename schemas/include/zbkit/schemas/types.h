@@ -50,10 +50,12 @@ struct StageCost {
   // `reduce` the stage's gradient reduction, once per step after its last backward (DDP's
   // all-reduce, FSDP's reduce-scatter: torch's REDUCE_GRAD); `unshard` FSDP's all-gather of the
   // stage's parameters before its first op (UNSHARD); `unsharded` the memory those gathered
-  // parameters add while the stage is unsharded (in M_B's unit).
+  // parameters add while the stage is unsharded (in M_B's unit); `reduced` the gradients its
+  // reduction takes in per step (in M_B's unit: a measured figure, which no prediction uses).
   TimeNs reduce = 0;
   TimeNs unshard = 0;
   double unsharded = 0;
+  double reduced = 0;
 
   bool HasDataParallelWork() const { return reduce > 0 || unshard > 0 || unsharded > 0; }
 
@@ -92,7 +94,7 @@ struct StageCost {
   bool operator==(const StageCost& other) const {
     return f == other.f && b == other.b && w == other.w && bw == other.bw && m_b == other.m_b &&
            m_w == other.m_w && reduce == other.reduce && unshard == other.unshard &&
-           unsharded == other.unsharded;
+           unsharded == other.unsharded && reduced == other.reduced;
   }
 };
 

@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Optional
 
-from ..._data_parallel import SPLIT_BACKWARD, split_under_ddp, unsharded_bytes
+from ..._data_parallel import SPLIT_BACKWARD, reduced_bytes, split_under_ddp, unsharded_bytes
 from ...actions import torch_label
 from .._stages import local_stages, process_rank
 from . import blocks
@@ -25,6 +25,9 @@ PIPELINE_KEY = "zbkit_pipeline"
 # The bytes FSDP's all-gathers add on this process (kUnshardedKey, _data_parallel.unsharded_bytes),
 # written only where some stage is sharded.
 UNSHARDED_KEY = "zbkit_unsharded"
+# The bytes of gradients this process's data-parallel reductions take in per step (kReducedKey,
+# _data_parallel.reduced_bytes), written only where some stage is reduced.
+REDUCED_KEY = "zbkit_reduced"
 
 
 def pipeline_group(schedule) -> str:
@@ -111,12 +114,14 @@ class _ProfileWindow:
             self.profiler.add_metadata(PIPELINE_KEY, pipeline_group(schedule))
         except Exception as error:  # the profiler then reads ranks from the global ranks
             blocks.warn(f"the stages' pipeline group not recorded: {error}")
-        try:
-            gathered = unsharded_bytes(stage.submod for stage in local_stages(schedule))
-            if gathered > 0:
-                self.profiler.add_metadata(UNSHARDED_KEY, str(gathered))
-        except Exception as error:  # the profile then leaves `unsharded` out
-            blocks.warn(f"FSDP's unsharded parameter bytes not recorded: {error}")
+        for key, count, what in ((UNSHARDED_KEY, unsharded_bytes, "FSDP's unsharded parameter"),
+                                 (REDUCED_KEY, reduced_bytes, "the reduced gradients'")):  # fmt: skip
+            try:
+                found = count(stage.submod for stage in local_stages(schedule))
+                if found > 0:
+                    self.profiler.add_metadata(key, str(found))
+            except Exception as error:  # the profile then leaves the field out
+                blocks.warn(f"{what} bytes not recorded: {error}")
 
     def after(self) -> None:
         self.steps += 1
