@@ -71,6 +71,16 @@ def zb(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
                           timeout=timeout)  # fmt: skip
 
 
+def zb_rehearse(cwd: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """`zb rehearse ARGS...` run in `cwd` (its logs and schedules land in cwd/zbkit-rehearse),
+    one thread per process, this build's libzbrt by an absolute path."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    if env.get("ZBKIT_ZBRT_LIBRARY"):
+        env["ZBKIT_ZBRT_LIBRARY"] = str(Path(env["ZBKIT_ZBRT_LIBRARY"]).resolve())
+    return subprocess.run([str(require_zb().resolve()), "rehearse", *args], capture_output=True,
+                          text=True, timeout=timeout, env=env, cwd=cwd)  # fmt: skip
+
+
 def zb_partition(layers: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     """`zb partition --layers LAYERS ARGS...`, its output captured as text."""
     return subprocess.run(

@@ -12,7 +12,6 @@ row predicted by zb tune, the zbkit orders run as scheduled, peaks equal to the 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from launch import zb_binary
+from launch import zb_binary, zb_rehearse
 
 from zbkit.bw_split import BackwardSplit
 from zbkit.errors import ZbkitError
@@ -265,11 +264,8 @@ def test_parse_schedules() -> None:
 
 
 def _rehearse(tmp_path: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    if env.get("ZBKIT_ZBRT_LIBRARY"):  # the command runs in tmp_path
-        env["ZBKIT_ZBRT_LIBRARY"] = str(Path(env["ZBKIT_ZBRT_LIBRARY"]).resolve())
-    return subprocess.run([str(_zb().resolve()), "rehearse", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=tmp_path)  # fmt: skip
+    _zb()  # a skip that says why, before anything runs
+    return zb_rehearse(tmp_path, *args, timeout=timeout)
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:

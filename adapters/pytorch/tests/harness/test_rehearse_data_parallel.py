@@ -14,28 +14,17 @@ without them, and what must hold whatever the machine's noise is asserted.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from launch import zb_binary
+from launch import zb_rehearse
 
 from zbkit_harness.emulated_collectives import EmulatedCollectives
 from zbkit_harness.emulated_stages import Emulation, RehearsalError, StageCost, split_stages
 
 MS = 1_000_000  # ns
 REDUCING = StageCost(f_ms=1.0, b_ms=1.0, w_ms=1.0, reduce_ms=5.0)
-
-
-def _zb() -> Path:
-    binary = zb_binary()
-    if not binary.is_file():
-        msg = f"zb binary not built at {binary} (set ZBKIT_ZB_BINARY or build the repository)"
-        print(f"SKIP: {msg}")
-        pytest.skip(msg)
-    return binary
 
 
 def _device(costs, reduce_wait: str, microbatches: int = 2) -> Emulation:
@@ -92,23 +81,16 @@ def test_interleaved_parts_share_their_stages_collectives() -> None:
     assert first.unshard_ms + second.unshard_ms == pytest.approx(3.0)
 
 
-def _rehearse(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    if env.get("ZBKIT_ZBRT_LIBRARY"):  # the command runs in tmp_path
-        env["ZBKIT_ZBRT_LIBRARY"] = str(Path(env["ZBKIT_ZBRT_LIBRARY"]).resolve())
-    return subprocess.run([str(_zb().resolve()), "rehearse", *args], capture_output=True,
-                          text=True, timeout=420, env=env, cwd=tmp_path)  # fmt: skip
-
-
 def test_rehearse_two_replicas_of_a_two_rank_pipeline(tmp_path: Path) -> None:
     costs = tmp_path / "reducing.json"
     stage = {"F": 4.0, "B": 4.0, "W": 2.0, "M_B": 1000, "M_W": 400, "reduce": 8.0}
     costs.write_text(json.dumps({"format": "zb-costs/1", "name": "reducing", "comm": 0.2,
                                  "count": 2, "data_parallel": 2, "reduce_wait": "step_end",
                                  "stages": [stage]}))  # fmt: skip
-    done = _rehearse(
+    done = zb_rehearse(
         tmp_path, "--costs", str(costs), "-m", "4", "--mem-limit", "2x", "--schedules",
         "torch:1F1B,zbkit:zb-h1", "--dp", "2", "--iters", "2", "--rounds", "1", "--json",
+        timeout=420,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert "emulated on 2 replica(s) of the pipeline (4 processes" in done.stderr
