@@ -209,6 +209,11 @@ def run_failure(job: Dict[str, Any], rank: int, result: Dict[str, Any]) -> None:
     )
     ex, _ = _build(schedule, rank, recorder=rec, timeout_s=job["timeout_s"])
     xs, ys = _step_inputs(schedule)
+    # Both ranks start the step together: on a loaded machine one rank's start-up can take longer
+    # than the peer's receive timeout, which would then fire before the failure under test began.
+    import torch.distributed as dist  # noqa: PLC0415
+
+    dist.barrier()
     t0 = time.monotonic()
     try:
         ex.step(xs, ys)
