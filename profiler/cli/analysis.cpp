@@ -265,15 +265,17 @@ void PrintDataParallel(const CostProfile& costs, std::ostream& out) {
         << " replicas of each pipeline rank, folded into these costs (docs/data-parallel.md)\n";
   }
   if (!costs.HasDataParallelWork()) return;
-  out << "data-parallel collectives per step (FSDP's reduce-scatter, all-gathers; zb tune times "
-         "them, docs/data-parallel.md §5):";
+  out << "data-parallel collectives per step (gradient reductions: DDP's all-reduce, FSDP's "
+         "reduce-scatter; FSDP's all-gathers; zb tune times them, docs/data-parallel.md §5):";
   for (size_t s = 0; s < costs.stages.size(); ++s) {
     out << (s ? ";" : "") << " stage " << s << " reduce " << FormatMs(costs.stages[s].reduce)
         << " ms";
     if (costs.stages[s].reduced > 0) {
       out << " (" << static_cast<int64_t>(costs.stages[s].reduced) << " bytes of gradients)";
     }
-    out << ", unshard " << FormatMs(costs.stages[s].unshard) << " ms";
+    if (costs.stages[s].unshard > 0 || costs.stages[s].unsharded > 0) {
+      out << ", unshard " << FormatMs(costs.stages[s].unshard) << " ms";
+    }
     if (costs.stages[s].unsharded > 0) {
       out << " (" << static_cast<int64_t>(costs.stages[s].unsharded) << " bytes gathered)";
     }

@@ -424,9 +424,54 @@ void CollectCollectiveKernels(const RawTrace& trace, ProcessOps& proc) {
   }
 }
 
+// Pass 1e on CPUs, without FSDP's ranges: DDP over gloo. DDP's reducer enqueues each bucket's
+// all-reduce (`c10d::allreduce_`) from autograd hooks inside the stage's backward, and gloo runs
+// it on a thread of its own (`gloo:all_reduce`): that span is the reduction, the first not yet
+// taken that starts after the enqueue (gloo runs a group's work in order). An all-reduce enqueued
+// outside every backward (a loss logged, a gradient norm) is not a gradient reduction.
+void CollectGlooReductions(const RawTrace& trace, ProcessOps& proc) {
+  std::vector<std::pair<TimeNs, TimeNs>> backwards;
+  for (const MeasuredOp& op : proc.ops) {
+    if (op.kind == OpKind::kB || op.kind == OpKind::kW || op.kind == OpKind::kBW) {
+      backwards.emplace_back(op.cpu_start, op.cpu_end);
+    }
+  }
+  std::sort(backwards.begin(), backwards.end());
+  auto in_backward = [&backwards](TimeNs t) {
+    auto after = std::upper_bound(backwards.begin(), backwards.end(), std::make_pair(t, INT64_MAX));
+    for (auto it = backwards.begin(); it != after; ++it) {
+      if (t <= it->second) return true;  // ranges may nest (a W inside a BW): look at each
+    }
+    return false;
+  };
+  std::vector<const TraceRange*> enqueued, works;
+  for (const TraceRange& range : trace.ranges) {
+    if (range.end < range.start) continue;
+    if (range.name == "c10d::allreduce_" && in_backward(range.start)) enqueued.push_back(&range);
+    if (range.name == "gloo:all_reduce") works.push_back(&range);
+  }
+  auto by_start = [](const TraceRange* a, const TraceRange* b) { return a->start < b->start; };
+  std::sort(enqueued.begin(), enqueued.end(), by_start);
+  std::sort(works.begin(), works.end(), by_start);
+  std::vector<bool> taken(works.size(), false);
+  for (const TraceRange* enqueue : enqueued) {
+    for (size_t i = 0; i < works.size(); ++i) {
+      if (taken[i] || works[i]->start < enqueue->start) continue;
+      taken[i] = true;
+      MeasuredCollective collective;
+      collective.kind = CollectiveKind::kReduce;
+      collective.start = works[i]->start;
+      collective.end = works[i]->end;
+      collective.busy = works[i]->end - works[i]->start;
+      proc.collectives.push_back(collective);
+      break;
+    }
+  }
+}
+
 // Pass 1e: the process's data-parallel collectives, timed like ops (the kernels launched inside,
 // NCCL's counting; the CPU range in a process without device activity). FSDP's ranges where the
-// trace has them, else the NCCL collective kernels.
+// trace has them, else the NCCL collective kernels on a device and DDP's gloo work on CPUs.
 void CollectCollectives(const RawTrace& trace, bool cross_thread, ProcessOps& proc) {
   // After ProjectActivities: proc.device_process says how the ranges are timed.
   std::vector<size_t> ranges;
@@ -440,7 +485,11 @@ void CollectCollectives(const RawTrace& trace, bool cross_thread, ProcessOps& pr
     }
   }
   if (ranges.empty()) {
-    CollectCollectiveKernels(trace, proc);
+    if (proc.device_process) {
+      CollectCollectiveKernels(trace, proc);
+    } else {
+      CollectGlooReductions(trace, proc);
+    }
     return;
   }
   const std::vector<Projection> projected =

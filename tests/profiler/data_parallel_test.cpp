@@ -5,6 +5,8 @@
 // the op before them, warm-up iterations left out.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "zbkit/profiler/attribution.h"
 #include "zbkit/profiler/costs.h"
 #include "zbkit/profiler/import.h"
@@ -95,6 +97,37 @@ TEST(DataParallelCollectives, PerBlockRangesAreTheStagesCollectivesSummed) {
   // Rank 0 reduces 100 + 30 and 200 + 30, rank 1 200 + 30 and 300 + 30: the medians.
   EXPECT_EQ(report->per_rank[0].reduce.median, 180);
   EXPECT_EQ(report->per_rank[1].reduce.median, 280);
+}
+
+// DDP over gloo (CPUs): the reducer enqueues its all-reduce (`c10d::allreduce_`) inside the last
+// backward, gloo runs it on its own thread (`gloo:all_reduce`): that span is the reduction. An
+// all-reduce enqueued outside every backward (a logged loss) is not one.
+TEST(DataParallelCollectives, DdpOnGlooIsTheWorkItsBackwardEnqueued) {
+  RawTrace trace = DpProcess(0);
+  for (int iteration = 0; iteration < 2; ++iteration) {
+    const TimeNs t = 10'000 * iteration;
+    trace.ranges.push_back({"zb:F:s0:mb0", "", 1, t, t + 500, 0});
+    trace.ranges.push_back({"zb:F:s0:mb1", "", 1, t + 600, t + 1000, 0});
+    trace.ranges.push_back({"zb:BW:s0:mb0", "", 1, t + 1100, t + 1500, 0});
+    trace.ranges.push_back({"zb:BW:s0:mb1", "", 1, t + 1600, t + 2000, 0});
+    trace.ranges.push_back({"c10d::allreduce_", "cpu_op", 1, t + 1900, t + 1950, 0});
+    trace.ranges.push_back(
+        {"gloo:all_reduce", "user_annotation", 7, t + 1960, t + 2260 + 100 * iteration, 0});
+    // The loss, logged after the step: an all-reduce, not of gradients.
+    trace.ranges.push_back({"c10d::allreduce_", "cpu_op", 1, t + 2500, t + 2510, 0});
+    trace.ranges.push_back({"gloo:all_reduce", "user_annotation", 8, t + 2520, t + 2530, 0});
+  }
+  std::sort(trace.ranges.begin(), trace.ranges.end(),
+            [](const TraceRange& a, const TraceRange& b) { return a.start < b.start; });
+  auto a = Attribute({trace}, RuleSet());
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_EQ(a->collectives.size(), 2u);
+  EXPECT_EQ(a->collectives[0].busy, 300);
+  EXPECT_EQ(a->collectives[1].busy, 400);
+  EXPECT_EQ(a->collectives[1].kind, CollectiveKind::kReduce);
+  auto report = BuildCostReport(*a, CostOptions());
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(report->per_rank[0].reduce.median, 350);
 }
 
 TEST(DataParallelCollectives, OnADeviceTheKernelsInsideAreTheTime) {

@@ -145,6 +145,14 @@ def test_profiling_window_keeps_ddp_backwards_fused(tmp_path: Path) -> None:
         with gzip.open(tmp_path / "trace" / f"rank{rank}.json.gz", "rt") as trace:
             reduced.append(int(json.load(trace)["zbkit_reduced"]))
     assert reduced[0] == reduced[2] > 0 and reduced[1] == reduced[3] > 0, reduced
+    # And the time of each stage's all-reduce, which gloo runs on a thread of its own
+    # (docs/data-parallel.md §3): `zb import` of those traces.
+    costs = tmp_path / "costs.json"
+    done = zb("import", str(tmp_path / "trace"), "--out", str(costs))
+    assert done.returncode == 0, done.stderr
+    for stage, profile in enumerate(json.loads(costs.read_text())["stages"]):
+        assert profile["reduce"] > 0 and profile["reduced"] == reduced[stage], profile
+        assert "unshard" not in profile, profile
 
 
 def test_zb_profile_reads_one_pipeline_of_pp2_x_fsdp2_and_measures_its_blocks(
