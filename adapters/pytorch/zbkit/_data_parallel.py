@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """What data parallelism needs of a pipeline order: the guard against a silent divergence under
-DDP, and the bytes FSDP gathers that a profile records (docs/data-parallel.md).
+DDP, and the bytes FSDP gathers and the reductions take in, which a profile records
+(docs/data-parallel.md).
 
 `DistributedDataParallel` all-reduces a module's gradients from hooks on each parameter's
 gradient accumulator, which run only when a backward *accumulates* into ``.grad``. A split
@@ -15,7 +16,7 @@ to do.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Optional, Tuple
 
 if TYPE_CHECKING:  # torch is imported on use: the shim loads this module before the job's torch
     from torch import nn
@@ -27,12 +28,39 @@ REMEDY = (
 )
 
 
+def _fsdp_dtypes(modules: Iterable["nn.Module"]) -> Dict[int, Tuple[Any, Any]]:
+    """id(sharded parameter) -> (the dtype FSDP gathers it in, the dtype it reduces its gradient
+    in), each None where FSDP keeps the parameter's own, from FSDP2's own state (torch 2.13:
+    `FSDPParam.param_dtype`, `reduce_dtype`, its mixed-precision policy); {} where those
+    internals are not there, and then the parameters' own dtypes stand."""
+    found: Dict[int, Tuple[Any, Any]] = {}
+    try:
+        from torch.distributed.fsdp import FSDPModule  # noqa: PLC0415
+    except ImportError:
+        return found
+    for module in modules:
+        for inner in module.modules():
+            if not isinstance(inner, FSDPModule):
+                continue
+            try:
+                for group in inner._get_fsdp_state()._fsdp_param_groups or ():
+                    for param in group.fsdp_params:
+                        found[id(param.sharded_param)] = (param.param_dtype, param.reduce_dtype)
+            except AttributeError:
+                continue
+    return found
+
+
 def unsharded_bytes(modules: Iterable["nn.Module"]) -> int:
-    """The bytes FSDP's all-gather adds on this process while `modules` are unsharded
-    (docs/data-parallel.md §5): each sharded parameter's (a DTensor's) full size less the rank's
-    own shard; 0 where nothing is sharded."""
+    """The bytes FSDP's all-gathers add on this process while `modules` are unsharded
+    (docs/data-parallel.md §5): each sharded parameter (a DTensor) at its full size, in the dtype
+    FSDP gathers it in. FSDP2 gathers into new buffers of the full size (torch 2.13
+    `FSDPParam.init_all_gather_outputs`) and the unsharded parameter is a view of them, so the
+    rank's own shard is not reused; 0 where nothing is sharded."""
     from torch.distributed.tensor import DTensor  # noqa: PLC0415
 
+    modules = list(modules)
+    dtypes = _fsdp_dtypes(modules)
     total = 0
     seen = set()
     for module in modules:
@@ -40,18 +68,21 @@ def unsharded_bytes(modules: Iterable["nn.Module"]) -> int:
             if not isinstance(parameter, DTensor) or id(parameter) in seen:
                 continue
             seen.add(id(parameter))
-            shard = parameter.to_local()
-            total += (parameter.numel() - shard.numel()) * parameter.element_size()
+            gathered = dtypes.get(id(parameter), (None, None))[0] or parameter.dtype
+            total += parameter.numel() * gathered.itemsize
     return total
 
 
 def reduced_bytes(modules: Iterable["nn.Module"]) -> int:
     """The bytes of gradients the data-parallel reductions of `modules` take in per step
     (docs/data-parallel.md §5): every parameter with a gradient of an FSDP-sharded stage (a
-    DTensor: its full size, the reduce-scatter's input) or of a DDP module (the all-reduce's), in
-    the parameter's own dtype; 0 where nothing is reduced."""
+    DTensor: its full size, the reduce-scatter's input, in FSDP's reduce dtype: its policy's
+    `reduce_dtype`, else the dtype it computes in) or of a DDP module (the all-reduce's, in the
+    parameter's dtype); 0 where nothing is reduced."""
     from torch.distributed.tensor import DTensor  # noqa: PLC0415
 
+    modules = list(modules)
+    dtypes = _fsdp_dtypes(modules)
     total = 0
     seen = set()
     for module in modules:
@@ -59,9 +90,15 @@ def reduced_bytes(modules: Iterable["nn.Module"]) -> int:
         for parameter in module.parameters():
             if not parameter.requires_grad or id(parameter) in seen:
                 continue
-            if replicated or isinstance(parameter, DTensor):
-                seen.add(id(parameter))
-                total += parameter.numel() * parameter.element_size()
+            if isinstance(parameter, DTensor):
+                gathered, reduced = dtypes.get(id(parameter), (None, None))
+                dtype = reduced or gathered or parameter.dtype
+            elif replicated:
+                dtype = parameter.dtype
+            else:
+                continue
+            seen.add(id(parameter))
+            total += parameter.numel() * dtype.itemsize
     return total
 
 

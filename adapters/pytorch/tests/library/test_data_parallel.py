@@ -188,13 +188,13 @@ def test_zb_profile_reads_one_pipeline_of_pp2_x_fsdp2_and_measures_its_blocks(
     for stage in profile["stages"]:
         assert stage["reduce"] > 0 and stage["unshard"] > 0, profile
     assert "data-parallel collectives per step" in done.stdout, done.stdout
-    # What the all-gathers add: the other replica's half of every parameter, as many bytes as the
-    # rank's own shard, which is half of each block's state (the shard and its gradient).
+    # What the all-gathers add: every parameter at its full size (FSDP2 gathers into new buffers,
+    # the rank's own shard is not reused), twice the rank's shard with two replicas: each block's
+    # state (the shard and its gradient). The reduce-scatter takes in every full gradient: as much.
     for rank in range(2):
         doc = json.loads((tmp_path / "trace" / f"rank{rank}.blocks.json").read_text())
         state = sum(block["state"] for block in doc["stages"][0]["blocks"])
-        assert profile["stages"][rank]["unsharded"] == state // 2, (profile, state)
-        # What the reduce-scatter takes in: every parameter's full gradient, the shard twice.
+        assert profile["stages"][rank]["unsharded"] == state, (profile, state)
         assert profile["stages"][rank]["reduced"] == state, (profile, state)
     assert "bytes of gradients" in done.stdout, done.stdout
     assert len(json.loads(layers.read_text())["layers"]) == 6

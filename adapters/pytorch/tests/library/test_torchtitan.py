@@ -329,6 +329,8 @@ def test_a_pipeline_inside_fsdp_profiled_and_replayed_unedited(tmp_path, assets)
     assert profiled["data_parallel"] == 2 and len(profiled["stages"]) == 2, profiled
     for stage in profiled["stages"]:
         assert stage["reduce"] > 0 and stage["unshard"] > 0 and stage["unsharded"] > 0, stage
+        # torchtitan's mixed precision: FSDP gathers bf16 parameters and reduces fp32 gradients.
+        assert stage["reduced"] == 2 * stage["unsharded"], stage
 
     order = tmp_path / "zb-h1.json"
     done = run([zb, "tune", "--costs", str(costs), "-m", str(MICROBATCHES), "--mem-limit", "none",
