@@ -26,18 +26,18 @@ would: at the rank's next op under `in_place`, at the end of the iteration under
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 import torch
 
-from .emulated_stages import RehearsalError, StageCost
+from .emulated_stages import REDUCE_WAITS, RehearsalError, StageCost
 
 MAX_UNSHARDED_STAGES = 3  # torch's `_add_unshard_reshard(max_active_stages=3)`
-REDUCE_WAITS = ("in_place", "step_end")
 
 
-def has_collectives(costs: Mapping[int, StageCost]) -> bool:
-    return any(cost.reduce_ms > 0 or cost.unshard_ms > 0 for cost in costs.values())
+def has_collectives(costs: Iterable[StageCost]) -> bool:
+    """Whether any of the stages reduces or gathers: what there is to emulate."""
+    return any(cost.reduce_ms > 0 or cost.unshard_ms > 0 for cost in costs)
 
 
 @dataclass

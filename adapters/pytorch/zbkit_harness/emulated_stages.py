@@ -175,12 +175,13 @@ def read_reduce_wait(path: Path) -> str:
     if isinstance(doc, dict) and doc.get("format") == "zb-schedule/1":
         doc = doc.get("costs")
     wait = doc.get("reduce_wait", "in_place") if isinstance(doc, dict) else "in_place"
-    if wait not in ("in_place", "step_end"):
+    if wait not in REDUCE_WAITS:
         raise RehearsalError(f"{path}: field 'reduce_wait' must be in_place or step_end")
     return wait
 
 
 DEVICES = ("async", "sync")
+REDUCE_WAITS = ("in_place", "step_end")  # zb-costs/1 `reduce_wait` (docs/data-parallel.md §5)
 # Elements [0, 0..3] of every message: microbatch, ready time (ns), producing rank and a mark
 # that tells a stamp from the uninitialised buffers torch's shape inference runs a stage on.
 STAMP = 4

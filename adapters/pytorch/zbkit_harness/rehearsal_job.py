@@ -370,7 +370,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     else:
         step, modules, runner = executor_stepper(args, mesh, emulation)
     costs = {module.stage: module.cost for module in modules}
-    if has_collectives(costs):
+    if has_collectives(costs.values()):
         emulation.collectives = EmulatedCollectives(
             costs, args.microbatches, read_reduce_wait(Path(args.costs)), mesh.replicas
         )

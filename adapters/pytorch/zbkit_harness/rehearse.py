@@ -44,6 +44,7 @@ from zbkit import locate
 from zbkit._json_file import read_json
 from zbkit.errors import ZbkitError
 
+from .emulated_collectives import has_collectives
 from .emulated_stages import DEVICES, RehearsalError, read_costs, read_reduce_wait, split_stages
 from .rehearse_report import report
 from .rehearse_rows import OBLIVIOUS, Row, Settings, UsageError, note, parse_schedules
@@ -53,7 +54,8 @@ from .torchrun_jobs import JobError, Jobs, Measurement, median
 PACKAGE_DIR = Path(__file__).resolve().parent
 JOB_SCRIPT = PACKAGE_DIR / "rehearsal_job.py"
 AS_SCHEDULED = "as scheduled"
-DATA_PARALLEL_KEYS = ("reduce", "unshard", "unsharded")  # a zb-costs/1 stage's collectives
+# A zb-costs/1 stage's collectives (C++ `CostProfile::WithoutDataParallelWork` clears the same).
+DATA_PARALLEL_KEYS = ("reduce", "unshard", "unsharded", "reduced")
 Step = Tuple[str, int, int]  # kind, global stage, microbatch
 
 
@@ -140,7 +142,7 @@ class Rehearsal:
         self.ranks = len(stages)
         self.max_memory = max((st.m_b for st in stages), default=0.0)
         self.check_request(environment["zb"])
-        self.collectives = any(st.reduce_ms > 0 or st.unshard_ms > 0 for st in stages)
+        self.collectives = has_collectives(stages)
         # The longest reduction in units of its stage's B: the DP target applies from 1 on.
         self.reduction_over_b = max((st.reduce_ms / st.b_ms for st in stages if st.b_ms > 0),
                                     default=0.0)  # fmt: skip
@@ -307,6 +309,8 @@ class Rehearsal:
             row = Row(name, "torch", ["--schedule", cls])
             self.predicted(row, by_family.get(name))
             self.rows.append(row)
+        # Each zbkit order is also tuned blind to the collectives, all from one such profile.
+        oblivious = self.oblivious_costs() if self.collectives else None
         for name in (n for n in self.s.schedules if n.startswith("zbkit:")):
             family = name.split(":", 1)[1]
             path = self.s.dir / f"schedule-{family}.json"
@@ -334,10 +338,10 @@ class Rehearsal:
                 else:
                     self.predicted(row, self.executor_prediction(schedule, family))
                 self.rows.append(row)
-            if self.collectives:
-                self.oblivious_rows(name, family, orders)
+            if oblivious is not None:
+                self.oblivious_rows(name, family, orders, oblivious)
 
-    def oblivious_rows(self, name: str, family: str, orders: Path) -> None:
+    def oblivious_rows(self, name: str, family: str, orders: Path, costs: Path) -> None:
         """The family's order as a tuner blind to data parallelism makes it (tuned without the
         collectives), run and predicted with them: what the DP-aware order is measured against
         (docs/data-parallel.md §5)."""
@@ -345,7 +349,7 @@ class Rehearsal:
         path = self.s.dir / f"schedule-{tag}.json"
         try:
             self.tune(f"tune-{tag}", family, ["--out", str(path), "--torch-orders", str(orders)],
-                      store=False, costs=self.oblivious_costs())  # fmt: skip
+                      store=False, costs=costs)  # fmt: skip
         except JobError as error:
             for runtime in ("shim", "executor"):
                 self.rows.append(Row(label, runtime, [], error=str(error)))
@@ -439,7 +443,7 @@ class Rehearsal:
                 if recorded and self.s.store and round_ == 0:
                     args += ["--record-dir", str(folder / "shards"), "--record-schedule",
                              str(row.schedule_file), "--store", self.s.store,
-                             "--schedule-id", str(row.schedule_id or 0)]  # fmt: skip
+                             "--schedule-id", str(row.schedule_id)]  # fmt: skip
                 try:
                     summaries = self.jobs.torchrun(tag, JOB_SCRIPT, args, row.env)
                 except JobError as error:
