@@ -453,19 +453,20 @@ void CollectGlooReductions(const RawTrace& trace, ProcessOps& proc) {
   auto by_start = [](const TraceRange* a, const TraceRange* b) { return a->start < b->start; };
   std::sort(enqueued.begin(), enqueued.end(), by_start);
   std::sort(works.begin(), works.end(), by_start);
-  std::vector<bool> taken(works.size(), false);
+  // Both in start order: the work an enqueue takes is the first at or after it, and a work passed
+  // over (started before its enqueue) cannot be a later enqueue's either: one cursor.
+  auto work = works.begin();
   for (const TraceRange* enqueue : enqueued) {
-    for (size_t i = 0; i < works.size(); ++i) {
-      if (taken[i] || works[i]->start < enqueue->start) continue;
-      taken[i] = true;
-      MeasuredCollective collective;
-      collective.kind = CollectiveKind::kReduce;
-      collective.start = works[i]->start;
-      collective.end = works[i]->end;
-      collective.busy = works[i]->end - works[i]->start;
-      proc.collectives.push_back(collective);
-      break;
-    }
+    while (work != works.end() && (*work)->start < enqueue->start)
+      ++work;
+    if (work == works.end()) break;
+    MeasuredCollective collective;
+    collective.kind = CollectiveKind::kReduce;
+    collective.start = (*work)->start;
+    collective.end = (*work)->end;
+    collective.busy = (*work)->end - (*work)->start;
+    proc.collectives.push_back(collective);
+    ++work;
   }
 }
 

@@ -319,10 +319,7 @@ class Rehearsal:
                 report = self.tune(f"tune-{family}", family,
                                    ["--out", str(path), "--torch-orders", str(orders)])  # fmt: skip
             except JobError as error:  # e.g. nothing of the family fits the cap: say so, go on
-                for runtime in ("shim", "executor"):
-                    self.rows.append(Row(name, runtime, [], error=str(error)))
-                self.failed = True
-                note(f"{name}: {error}")
+                self.failed_rows(name, error)
                 continue
             schedule = json.loads(path.read_text())
             best = next(r for r in report["candidates"] if r["family"] == report["best"])
@@ -341,6 +338,13 @@ class Rehearsal:
             if oblivious is not None:
                 self.oblivious_rows(name, family, orders, oblivious)
 
+    def failed_rows(self, name: str, error: JobError) -> None:
+        """A zbkit schedule that could not be tuned: its rows say why, the rest runs."""
+        for runtime in ("shim", "executor"):
+            self.rows.append(Row(name, runtime, [], error=str(error)))
+        self.failed = True
+        note(f"{name}: {error}")
+
     def oblivious_rows(self, name: str, family: str, orders: Path, costs: Path) -> None:
         """The family's order as a tuner blind to data parallelism makes it (tuned without the
         collectives), run and predicted with them: what the DP-aware order is measured against
@@ -351,10 +355,7 @@ class Rehearsal:
             self.tune(f"tune-{tag}", family, ["--out", str(path), "--torch-orders", str(orders)],
                       store=False, costs=costs)  # fmt: skip
         except JobError as error:
-            for runtime in ("shim", "executor"):
-                self.rows.append(Row(label, runtime, [], error=str(error)))
-            self.failed = True
-            note(f"{label}: {error}")
+            self.failed_rows(label, error)
             return
         schedule = json.loads(path.read_text())
         shim, executor = self.shim_row(label, path, schedule), Row(label, "executor",
