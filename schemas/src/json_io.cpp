@@ -384,6 +384,47 @@ Expected<Schedule> ParseScheduleValue(const json& value) {
   return schedule;
 }
 
+// A block's "options" (docs/formats.md §6): its costs under other checkpointing modes, each
+// mode once and none the block's own.
+Expected<std::vector<CheckpointingOption>> ParseCheckpointingOptions(Reader& layer,
+                                                                     const LayerCost& cost) {
+  ZB_ASSIGN_OR_RETURN(const json* entries, layer.Array("options"));
+  std::vector<CheckpointingOption> options;
+  std::unordered_set<std::string> modes{cost.own_mode()};
+  for (size_t k = 0; k < entries->size(); ++k) {
+    Reader entry((*entries)[k], layer.FieldPath("options[" + std::to_string(k) + "]"));
+    ZB_RETURN_IF_ERROR(
+        entry.ExpectObject({"checkpointing", "F", "B", "W", "M_B", "M_W", "source"}));
+    CheckpointingOption option;
+    ZB_ASSIGN_OR_RETURN(option.mode, entry.String("checkpointing"));
+    if (!IsPlannableCheckpointingMode(option.mode)) {
+      return InvalidInput(entry.FieldPath("checkpointing") +
+                          ": must be one of none, full, op, got \"" + option.mode + "\"");
+    }
+    if (!modes.insert(option.mode).second) {
+      return InvalidInput(entry.FieldPath("checkpointing") + ": \"" + option.mode +
+                          "\" is the block's own mode or appears twice");
+    }
+    for (auto [field, target] : {std::pair{"F", &option.f}, {"B", &option.b}, {"W", &option.w}}) {
+      ZB_ASSIGN_OR_RETURN(const double ms, entry.Number(field, 0));
+      ZB_RETURN_IF_ERROR(CheckOpTime(entry.FieldPath(field), ms, 1));
+      *target = MsToNs(ms);
+    }
+    ZB_ASSIGN_OR_RETURN(option.m_b, entry.Number("M_B", 0));
+    ZB_ASSIGN_OR_RETURN(option.m_w, entry.Number("M_W", 0));
+    if (entry.Has("source")) {
+      ZB_ASSIGN_OR_RETURN(const std::string source, entry.String("source"));
+      if (source != "measured" && source != "derived") {
+        return InvalidInput(entry.FieldPath("source") +
+                            ": must be \"measured\" or \"derived\", got \"" + source + "\"");
+      }
+      option.measured = source == "measured";
+    }
+    options.push_back(std::move(option));
+  }
+  return options;
+}
+
 // zb-layers/1 (docs/formats.md §6): the blocks of a model in order, each with its costs.
 Expected<LayerProfile> ParseLayersValue(const json& value) {
   Reader reader(value, "");
@@ -411,7 +452,7 @@ Expected<LayerProfile> ParseLayersValue(const json& value) {
   for (size_t i = 0; i < layers->size(); ++i) {
     Reader layer((*layers)[i], "layers[" + std::to_string(i) + "]");
     ZB_RETURN_IF_ERROR(layer.ExpectObject(
-        {"name", "F", "B", "W", "M_B", "M_W", "state", "send", "checkpointing"}));
+        {"name", "F", "B", "W", "M_B", "M_W", "state", "send", "checkpointing", "options"}));
     LayerCost cost;
     ZB_ASSIGN_OR_RETURN(cost.name, layer.String("name"));
     if (cost.name.empty()) return InvalidInput(layer.FieldPath("name") + ": must not be empty");
@@ -440,6 +481,9 @@ Expected<LayerProfile> ParseLayersValue(const json& value) {
                             ": must be one of none, full, op, reentrant, got \"" +
                             cost.checkpointing + "\"");
       }
+    }
+    if (layer.Has("options")) {
+      ZB_ASSIGN_OR_RETURN(cost.options, ParseCheckpointingOptions(layer, cost));
     }
     profile.layers.push_back(std::move(cost));
   }
@@ -637,6 +681,15 @@ std::string LayersToJson(const LayerProfile& profile) {
                             {"W", NsToMs(layer.w)}, {"M_B", layer.m_b},     {"M_W", layer.m_w},
                             {"state", layer.state}, {"send", layer.send}};
     if (!layer.checkpointing.empty()) entry["checkpointing"] = layer.checkpointing;
+    for (const CheckpointingOption& option : layer.options) {
+      entry["options"].push_back({{"checkpointing", option.mode},
+                                  {"F", NsToMs(option.f)},
+                                  {"B", NsToMs(option.b)},
+                                  {"W", NsToMs(option.w)},
+                                  {"M_B", option.m_b},
+                                  {"M_W", option.m_w},
+                                  {"source", option.measured ? "measured" : "derived"}});
+    }
     out << (i == 0 ? "\n  " : ",\n  ") << entry.dump();
   }
   out << "]}\n";

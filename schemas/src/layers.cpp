@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "zbkit/schemas/layers.h"
 
+#include <algorithm>
 #include <string>
+#include <utility>
 
 namespace zb {
 
@@ -29,6 +31,84 @@ double StateOfLayers(const LayerProfile& profile, int first, int count) {
   return state;
 }
 
+std::vector<std::string> LayerCost::modes() const {
+  std::vector<std::string> all{own_mode()};
+  for (const CheckpointingOption& option : options)
+    all.push_back(option.mode);
+  return all;
+}
+
+bool LayerCost::has_mode(const std::string& mode) const {
+  const std::vector<std::string> all = modes();
+  return std::find(all.begin(), all.end(), mode) != all.end();
+}
+
+bool IsPlannableCheckpointingMode(std::string_view mode) {
+  return mode == "none" || mode == "full" || mode == "op";
+}
+
+CheckpointingPlan AsRunPlan(const LayerProfile& profile) {
+  CheckpointingPlan plan;
+  for (const LayerCost& layer : profile.layers)
+    plan.push_back(layer.own_mode());
+  return plan;
+}
+
+Expected<LayerProfile> WithCheckpointing(const LayerProfile& profile,
+                                         const CheckpointingPlan& plan) {
+  if (plan.size() != profile.layers.size()) {
+    return InvalidInput("checkpointing plan: " + std::to_string(plan.size()) + " modes for " +
+                        std::to_string(profile.layers.size()) + " blocks");
+  }
+  LayerProfile planned = profile;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    LayerCost& layer = planned.layers[i];
+    if (plan[i] == layer.own_mode()) continue;
+    auto chosen = std::find_if(layer.options.begin(), layer.options.end(),
+                               [&](const CheckpointingOption& o) { return o.mode == plan[i]; });
+    if (chosen == layer.options.end()) {
+      return InvalidInput("block " + layer.name + ": no costs under checkpointing \"" + plan[i] +
+                          "\" (it has " +
+                          [&] {
+                            std::string list;
+                            for (const std::string& mode : layer.modes())
+                              list += (list.empty() ? "" : ", ") + mode;
+                            return list;
+                          }() +
+                          ")");
+    }
+    // The block's own figures become an option, the chosen option its figures.
+    CheckpointingOption own{layer.own_mode(), layer.f,   layer.b, layer.w,
+                            layer.m_b,        layer.m_w, true};
+    // An own mode that was itself derived stays marked so.
+    own.measured = layer.own_measured;
+    const CheckpointingOption taken = *chosen;
+    *chosen = own;
+    layer.f = taken.f;
+    layer.b = taken.b;
+    layer.w = taken.w;
+    layer.m_b = taken.m_b;
+    layer.m_w = taken.m_w;
+    layer.checkpointing = taken.mode;
+    layer.own_measured = taken.measured;
+  }
+  return planned;
+}
+
+int DeriveFullCheckpointing(LayerProfile& profile) {
+  int added = 0;
+  for (size_t i = 1; i < profile.layers.size(); ++i) {
+    LayerCost& layer = profile.layers[i];
+    if (layer.own_mode() != "none" || layer.has_mode("full")) continue;
+    const double input = profile.layers[i - 1].send;
+    if (!(input > 0)) continue;  // the input's size was not measured: nothing to derive from
+    layer.options.push_back({"full", layer.f, layer.b + layer.f, layer.w,
+                             std::min(input, layer.m_b), layer.m_w, /*measured=*/false});
+    ++added;
+  }
+  return added;
+}
+
 Expected<LayerProfile> EvenShareOfStages(const CostProfile& stages,
                                          const std::vector<int>& blocks_per_stage) {
   if (static_cast<int>(blocks_per_stage.size()) != stages.num_stages()) {
@@ -51,8 +131,14 @@ Expected<LayerProfile> EvenShareOfStages(const CostProfile& stages,
     const CostProfile split = one.SplitStages(parts);
     for (int i = 0; i < parts; ++i) {
       const StageCost& share = split.stages[i];
-      profile.layers.push_back({"stage" + std::to_string(s) + "." + std::to_string(i), share.f,
-                                share.b, share.w, share.m_b, share.m_w, 0, 0});
+      LayerCost layer;
+      layer.name = "stage" + std::to_string(s) + "." + std::to_string(i);
+      layer.f = share.f;
+      layer.b = share.b;
+      layer.w = share.w;
+      layer.m_b = share.m_b;
+      layer.m_w = share.m_w;
+      profile.layers.push_back(std::move(layer));
     }
   }
   return profile;

@@ -36,6 +36,7 @@ extern const char* const kZbkitMigration012Sql;
 extern const char* const kZbkitMigration013Sql;
 extern const char* const kZbkitMigration014Sql;
 extern const char* const kZbkitMigration015Sql;
+extern const char* const kZbkitMigration016Sql;
 
 namespace zb {
 namespace {
@@ -69,6 +70,7 @@ constexpr Migration kMigrations[] = {
     {13, &kZbkitMigration013Sql},  // cost_profiles.data_parallel: the replicas folded
     {14, &kZbkitMigration014Sql},  // stages' reduce/unshard/unsharded, profiles' reduce_wait
     {15, &kZbkitMigration015Sql},  // stages' reduced: the gradient bytes each reduction takes in
+    {16, &kZbkitMigration016Sql},  // cost_profile_layer_options: blocks' other checkpointing modes
 };
 static_assert(kMigrations[std::size(kMigrations) - 1].version == Store::kSchemaVersion,
               "the last migration step must produce Store::kSchemaVersion");

@@ -50,7 +50,8 @@ Status WriteHops(Statement& stmt, const std::vector<HopCost>& rows, std::string_
   return Status::Ok();
 }
 
-Status WriteLayers(Statement& stmt, const LayerProfile& layers, std::string_view what) {
+Status WriteLayers(Statement& stmt, Statement& option_stmt, const LayerProfile& layers,
+                   std::string_view what) {
   for (size_t i = 0; i < layers.layers.size(); ++i) {
     const LayerCost& layer = layers.layers[i];
     stmt.Reset();
@@ -67,6 +68,21 @@ Status WriteLayers(Statement& stmt, const LayerProfile& layers, std::string_view
                               ? std::nullopt
                               : std::optional<std::string_view>(layer.checkpointing));
     ZB_RETURN_IF_ERROR(stmt.Run(std::string(what) + ": block " + layer.name));
+    for (size_t k = 0; k < layer.options.size(); ++k) {
+      const CheckpointingOption& option = layer.options[k];
+      option_stmt.Reset();
+      option_stmt.BindInt(2, static_cast<int64_t>(i));
+      option_stmt.BindInt(3, static_cast<int64_t>(k));
+      option_stmt.BindText(4, option.mode);
+      option_stmt.BindInt(5, option.f);
+      option_stmt.BindInt(6, option.b);
+      option_stmt.BindInt(7, option.w);
+      option_stmt.BindDouble(8, option.m_b);
+      option_stmt.BindDouble(9, option.m_w);
+      option_stmt.BindInt(10, option.measured ? 1 : 0);
+      ZB_RETURN_IF_ERROR(option_stmt.Run(std::string(what) + ": block " + layer.name +
+                                         ", checkpointing " + option.mode));
+    }
   }
   return Status::Ok();
 }
@@ -176,7 +192,13 @@ Expected<int64_t> Store::Impl::WriteCostProfile(int64_t job_id, const std::strin
                                    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                                    what));
   layer.BindInt(1, id);
-  ZB_RETURN_IF_ERROR(WriteLayers(layer, *details->layers, what));
+  ZB_ASSIGN_OR_RETURN(Statement option,
+                      conn.Prepare("INSERT INTO cost_profile_layer_options (profile_id, ordinal,"
+                                   " position, mode, f_ns, b_ns, w_ns, m_b, m_w, measured)"
+                                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                   what));
+  option.BindInt(1, id);
+  ZB_RETURN_IF_ERROR(WriteLayers(layer, option, *details->layers, what));
   return id;
 }
 
@@ -320,17 +342,37 @@ Expected<CostProfileDetails> Store::LoadCostProfileDetails(int64_t id) const {
       " FROM cost_profile_layers WHERE profile_id = ?1 ORDER BY ordinal",
       what, bind_id,
       [](const Statement& row) {
-        return LayerCost{std::string(row.Text(0)),
-                         row.Int(1),
-                         row.Int(2),
-                         row.Int(3),
-                         row.Double(4),
-                         row.Double(5),
-                         row.Double(6),
-                         row.Double(7),
-                         row.IsNull(8) ? std::string() : std::string(row.Text(8))};
+        LayerCost layer;
+        layer.name = std::string(row.Text(0));
+        layer.f = row.Int(1);
+        layer.b = row.Int(2);
+        layer.w = row.Int(3);
+        layer.m_b = row.Double(4);
+        layer.m_w = row.Double(5);
+        layer.state = row.Double(6);
+        layer.send = row.Double(7);
+        if (!row.IsNull(8)) layer.checkpointing = std::string(row.Text(8));
+        return layer;
       },
       layers));
+  std::vector<std::pair<int64_t, CheckpointingOption>> options;
+  ZB_RETURN_IF_ERROR(sqlite::QueryInto(
+      impl.conn,
+      "SELECT ordinal, mode, f_ns, b_ns, w_ns, m_b, m_w, measured"
+      " FROM cost_profile_layer_options WHERE profile_id = ?1 ORDER BY ordinal, position",
+      what, bind_id,
+      [](const Statement& row) {
+        return std::pair{row.Int(0), CheckpointingOption{std::string(row.Text(1)), row.Int(2),
+                                                         row.Int(3), row.Int(4), row.Double(5),
+                                                         row.Double(6), row.Int(7) != 0}};
+      },
+      options));
+  for (auto& [ordinal, option] : options) {
+    if (ordinal < 0 || ordinal >= static_cast<int64_t>(layers.size())) {
+      return impl.Inconsistent(what, "a checkpointing option of no block");
+    }
+    layers[ordinal].options.push_back(std::move(option));
+  }
   if (!layers.empty()) {
     ZB_ASSIGN_OR_RETURN(
         int64_t comm,

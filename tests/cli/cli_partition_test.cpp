@@ -121,6 +121,49 @@ TEST_F(PartitionCliTest, BadInputIsOneLine) {
             std::string::npos)
       << tight.err;
   EXPECT_FALSE(fs::exists(Path("never.json")));
+  ExpectOneLineError(Zb(base + "--checkpointing selective"), 2, "partition",
+                     "--checkpointing: \"selective\" is not as-run, plan or a list");
+  ExpectOneLineError(Zb(base + "--checkpointing none,op"), 1, "partition",
+                     "--checkpointing op: no block of the profile has costs measured under it");
+}
+
+// The memory plan (docs/memory-plan.md): the uniform rows and the plan side by side, the split
+// file carrying every block's mode; derived options said so.
+TEST_F(PartitionCliTest, MemoryPlanRowsAndTheSplitFileCarryEachBlocksMode) {
+  const std::string model = std::string(ZBKIT_TUNER_DATA_DIR) + "/memory-plan/llama8b-8k.json";
+  Result text = Zb("partition --layers " + model +
+                   " -p 8 -m 16 --layout loop:1 --mem-limit 32GiB --checkpointing none,full "
+                   "--evaluations 0 --split-out " +
+                   Path("split.json"));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  for (const char* row : {"uniform-none", "uniform-full", "co-tuned", "checkpointing full: "})
+    EXPECT_NE(text.out.find(row), std::string::npos) << row << "\n" << text.out;
+  EXPECT_EQ(text.out.find("uniform-op"), std::string::npos) << text.out;
+  const auto split = nlohmann::json::parse(Slurp(Path("split.json")));
+  ASSERT_TRUE(split.contains("checkpointing")) << split.dump();
+  EXPECT_EQ(split["checkpointing"].size(), 35u);
+  EXPECT_EQ(split["checkpointing"]["tok_embeddings"], "none");
+  int full = 0;
+  for (const auto& [block, mode] : split["checkpointing"].items())
+    full += mode == "full" ? 1 : 0;
+  EXPECT_GT(full, 0);
+  EXPECT_LT(full, 32);  // a plan: some blocks, not every one
+
+  Result derived = Zb("partition --layers " + Layers() +
+                      " -p 4 -m 8 --layout loop:1 --checkpointing plan --derive-full "
+                      "--evaluations 0 --json");
+  ASSERT_EQ(derived.exit_code, 0) << derived.err;
+  EXPECT_NE(derived.err.find("18 blocks got a derived full-checkpointing option"),
+            std::string::npos)
+      << derived.err;
+  const auto rows = nlohmann::json::parse(derived.out)["rows"];
+  std::set<std::string> names;
+  for (const auto& row : rows) {
+    names.insert(row["split"].get<std::string>());
+    EXPECT_EQ(row["checkpointing"].size(), 19u);
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"even", "torchtitan", "min-max", "uniform-none",
+                                          "uniform-full", "co-tuned"}));
 }
 
 }  // namespace

@@ -81,7 +81,7 @@ TEST_F(StoreTest, VersionTenStoreMigratesReadingItsOneCapForEveryRank) {
   }
   {
     // Back to version 10: schedule_ranks as it was before the column existed (and without
-    // the columns of versions 12 to 15, which their migrations add again).
+    // the columns and tables of versions 12 to 16, which their migrations add again).
     RawDb raw(path);
     raw.Exec(
         "ALTER TABLE schedule_ranks DROP COLUMN memory_limit; "
@@ -92,7 +92,8 @@ TEST_F(StoreTest, VersionTenStoreMigratesReadingItsOneCapForEveryRank) {
         "ALTER TABLE cost_profile_stages DROP COLUMN unsharded;"
         "ALTER TABLE cost_profile_stages DROP COLUMN reduced;"
         "ALTER TABLE cost_profiles DROP COLUMN reduce_wait; "
-        "ALTER TABLE cost_profile_layers DROP COLUMN checkpointing; PRAGMA user_version = 10");
+        "ALTER TABLE cost_profile_layers DROP COLUMN checkpointing;"
+        "DROP TABLE cost_profile_layer_options; PRAGMA user_version = 10");
   }
   // Read-only, a version-10 store is refused with what to do; read-write migrates it.
   auto read_only = Store::Open(path, Store::Mode::kReadOnly);

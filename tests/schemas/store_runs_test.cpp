@@ -332,6 +332,9 @@ TEST_F(StoreTest, ProfileLayersRoundTripAndRollBack) {
                     {"output", 639'000, 646'000, 453'000, 65536, 65536, 8.4e6, 0}},
                    costs.comm,
                    LayerSource::kMeasured};
+  // The memory plan's figures: the block under two other modes, in their order (store v16).
+  details.layers->layers[1].options = {{"op", 1'990'000, 2'400'000, 1'300'000, 6e5, 5e5, false},
+                                       {"full", 1'990'000, 3'870'000, 1'300'000, 65536, 5e5, true}};
   ZB_ASSERT_OK_AND_ASSIGN(int64_t with, store.InsertCostProfile(job, "blocks", costs, details));
   ZB_ASSERT_OK_AND_ASSIGN(int64_t without, store.InsertCostProfile(job, "stages", costs, {}));
   ZB_ASSERT_OK_AND_ASSIGN(CostProfileDetails loaded, store.LoadCostProfileDetails(with));
@@ -358,9 +361,11 @@ TEST_F(StoreTest, ProfileLayersRoundTripAndRollBack) {
   RawDb raw(path);
   EXPECT_EQ(raw.Int("SELECT count(*) FROM cost_profiles"), 2);
   EXPECT_EQ(raw.Int("SELECT count(*) FROM cost_profile_layers"), 3);
+  EXPECT_EQ(raw.Int("SELECT count(*) FROM cost_profile_layer_options"), 2);
   raw.Exec("PRAGMA foreign_keys = ON; DELETE FROM cost_profiles WHERE id = " +
            std::to_string(with));
   EXPECT_EQ(raw.Int("SELECT count(*) FROM cost_profile_layers"), 0);
+  EXPECT_EQ(raw.Int("SELECT count(*) FROM cost_profile_layer_options"), 0);
 }
 
 // Migration 12 rebuilds cost_profile_layers without `m_w <= m_b` (a checkpointed block holds
@@ -406,6 +411,7 @@ TEST_F(StoreTest, VersionElevenStoreKeepsItsBlocksAndTakesCheckpointedOnes) {
         "ALTER TABLE cost_profile_stages DROP COLUMN unsharded;"
         "ALTER TABLE cost_profile_stages DROP COLUMN reduced;"
         "ALTER TABLE cost_profiles DROP COLUMN reduce_wait; "
+        "DROP TABLE cost_profile_layer_options; "
         "PRAGMA user_version = 11");
   }
   ZB_ASSERT_OK_AND_ASSIGN(Store store, Store::Open(path));

@@ -38,15 +38,25 @@ namespace zb::store_testing {
 
 namespace fs = std::filesystem;
 
-inline const char* const kTables[] = {"clusters",          "jobs",
-                                      "cost_profiles",     "cost_profile_stages",
-                                      "schedules",         "schedule_ranks",
-                                      "schedule_ops",      "runs",
-                                      "timelines",         "timeline_ops",
-                                      "memory_samples",    "cost_profile_spread",
-                                      "cost_profile_hops", "frontiers",
-                                      "frontier_points",   "hop_measurements",
-                                      "measured_hops",     "cost_profile_layers"};
+inline const char* const kTables[] = {"clusters",
+                                      "jobs",
+                                      "cost_profiles",
+                                      "cost_profile_stages",
+                                      "schedules",
+                                      "schedule_ranks",
+                                      "schedule_ops",
+                                      "runs",
+                                      "timelines",
+                                      "timeline_ops",
+                                      "memory_samples",
+                                      "cost_profile_spread",
+                                      "cost_profile_hops",
+                                      "frontiers",
+                                      "frontier_points",
+                                      "hop_measurements",
+                                      "measured_hops",
+                                      "cost_profile_layers",
+                                      "cost_profile_layer_options"};
 
 using testing_support::RawDb;
 using testing_support::ReadBytes;

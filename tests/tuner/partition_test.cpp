@@ -7,6 +7,10 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <string>
+
+#include "assert_ok.h"
+#include "zbkit/schemas/json_io.h"
 
 namespace zb::tuner {
 namespace {
@@ -193,6 +197,105 @@ TEST(PartitionTest, StateAboveTheCapIsRefusedNamingTheRank) {
                 "rank 0's weights, gradients and optimizer state (24) leave nothing of the cap 10"),
             std::string::npos)
       << result->splits[0].status.message();
+}
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// The per-layer models of docs/memory-plan.md §4 (scripts/make_memory_plan_models.py).
+LayerProfile MemoryPlanModel(const std::string& name) {
+  auto profile = ReadLayersFile(std::string(ZBKIT_TUNER_DATA_DIR) + "/memory-plan/" + name);
+  EXPECT_TRUE(profile.ok()) << profile.status().message();
+  return profile.ok() ? *profile : LayerProfile{};
+}
+
+const SplitEvaluation& Row(const PartitionResult& result, const std::string& name) {
+  for (const SplitEvaluation& row : result.splits) {
+    if (row.name == name) return row;
+  }
+  ADD_FAILURE() << "no row " << name;
+  return result.splits.back();
+}
+
+// The memory plan's rows: the uniform modes, each with its own co-tuned split, and the co-tuned
+// plan, never slower than any row, every peak within the cap, every block given a mode it has.
+TEST(PartitionTest, MemoryPlanIsNeverSlowerThanAUniformModeAndHoldsTheCap) {
+  LayerProfile profile = SmallLlm(16);
+  for (LayerCost& layer : profile.layers)
+    layer.send = 1.0;
+  ASSERT_EQ(DeriveFullCheckpointing(profile), 18);
+  PartitionOptions options;
+  options.ranks = 4;
+  options.microbatches = 8;
+  options.order_evaluations = 0;
+  options.cap = 48;
+  options.plan_modes = {"none", "full"};
+  ZB_ASSERT_OK_AND_ASSIGN(PartitionResult result, Partition(profile, options));
+  ASSERT_EQ(result.splits.size(), 6u);
+  const SplitEvaluation& co_tuned = result.splits.back();
+  ASSERT_TRUE(co_tuned.status.ok()) << co_tuned.status.message();
+  EXPECT_EQ(co_tuned.name, "co-tuned");
+  const SplitEvaluation& full = Row(result, "uniform-full");
+  ASSERT_TRUE(full.status.ok()) << full.status.message();
+  EXPECT_EQ(full.checkpointing.front(), "none");  // the embedding has no input to keep
+  for (size_t i = 1; i < full.checkpointing.size(); ++i)
+    EXPECT_EQ(full.checkpointing[i], "full") << i;
+  for (const SplitEvaluation& row : result.splits) {
+    ASSERT_EQ(row.checkpointing.size(), profile.layers.size()) << row.name;
+    if (!row.status.ok()) continue;
+    EXPECT_LE(co_tuned.iteration, row.iteration) << row.name;
+    for (double peak : row.peak)
+      EXPECT_LE(peak, options.cap + 1e-6) << row.name;
+  }
+  // The plan gives every block a mode it has figures for.
+  ZB_ASSERT_OK_AND_ASSIGN(LayerProfile planned, WithCheckpointing(profile, co_tuned.checkpointing));
+  EXPECT_EQ(AsRunPlan(planned), co_tuned.checkpointing);
+
+  // Without a cap nothing is checkpointed: the fastest mode of every block.
+  options.cap = std::numeric_limits<double>::infinity();
+  ZB_ASSERT_OK_AND_ASSIGN(PartitionResult free, Partition(profile, options));
+  EXPECT_EQ(free.splits.back().checkpointing, CheckpointingPlan(profile.layers.size(), "none"));
+  EXPECT_EQ(free.splits.back().iteration, Row(free, "uniform-none").iteration);
+
+  options.plan_modes = {"selective"};
+  auto bad = Partition(profile, options);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), ErrorCode::kUsage);
+}
+
+// docs/memory-plan.md §4: where memory binds, the co-tuned plan at least 10 % faster than the best
+// uniform mode of none and full (each with its co-tuned split); where it does not, the same.
+TEST(PartitionTest, MemoryPlanGainsWhereMemoryBinds) {
+  struct Case {
+    const char* model;
+    int ranks;
+    int microbatches;
+    double cap_gib;
+    double gain;  // at least, against the best uniform mode
+  };
+  for (const Case& c :
+       {Case{"llama70b-4k.json", 16, 32, 80, 0.10}, Case{"llama8b-8k.json", 8, 16, 32, 0.10},
+        Case{"uniform-32.json", 8, 16, 0, 0.0}}) {
+    SCOPED_TRACE(c.model);
+    PartitionOptions options;
+    options.ranks = c.ranks;
+    options.microbatches = c.microbatches;
+    options.order_evaluations = 0;
+    options.split_evaluations = 1000;
+    options.cap = c.cap_gib > 0 ? c.cap_gib * kGiB : std::numeric_limits<double>::infinity();
+    options.plan_modes = {"none", "full"};
+    ZB_ASSERT_OK_AND_ASSIGN(PartitionResult result, Partition(MemoryPlanModel(c.model), options));
+    TimeNs best_uniform = std::numeric_limits<TimeNs>::max();
+    for (const char* name : {"uniform-none", "uniform-full"}) {
+      const SplitEvaluation& row = Row(result, name);
+      if (row.status.ok()) best_uniform = std::min(best_uniform, row.iteration);
+    }
+    const SplitEvaluation& co_tuned = result.splits.back();
+    ASSERT_TRUE(co_tuned.status.ok()) << co_tuned.status.message();
+    const double gain = 1.0 - static_cast<double>(co_tuned.iteration) / best_uniform;
+    EXPECT_GE(gain, c.gain) << co_tuned.iteration << " against " << best_uniform;
+    for (double peak : co_tuned.peak)
+      EXPECT_LE(peak, options.cap);
+  }
 }
 
 TEST(PartitionTest, RefusesFewerBlocksThanStages) {

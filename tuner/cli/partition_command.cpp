@@ -60,6 +60,26 @@ std::string StageText(const std::vector<std::string>& names) {
   return text;
 }
 
+// "full 12, none 7": how many blocks of a row run in each checkpointing mode.
+std::string PlanText(const CheckpointingPlan& plan) {
+  std::map<std::string, int> counts;
+  for (const std::string& mode : plan)
+    ++counts[mode];
+  std::string text;
+  for (const auto& [mode, count] : counts)
+    text += (text.empty() ? "" : ", ") + mode + " " + std::to_string(count);
+  return text.empty() ? "-" : text;
+}
+
+// The blocks a plan checkpoints otherwise than as they ran: {"layers.3": "full", ...}.
+nlohmann::json PlanChanges(const LayerProfile& profile, const CheckpointingPlan& plan) {
+  nlohmann::json changes = nlohmann::json::object();
+  for (size_t i = 0; i < plan.size() && i < profile.layers.size(); ++i) {
+    if (plan[i] != profile.layers[i].own_mode()) changes[profile.layers[i].name] = plan[i];
+  }
+  return changes;
+}
+
 double Largest(const std::vector<double>& values) {
   double largest = 0;
   for (double value : values)
@@ -75,6 +95,7 @@ nlohmann::json RowJson(const LayerProfile& profile, const JobLayout& layout,
                           {"blocks_per_stage", row.split},
                           {"ok", row.status.ok()}};
   if (!row.split.empty()) value["stages"] = tuner::StageModuleNames(profile, row.split);
+  if (!row.checkpointing.empty()) value["checkpointing"] = row.checkpointing;
   if (!row.status.ok()) {
     value["reason"] = row.status.message();
     return value;
@@ -84,7 +105,8 @@ nlohmann::json RowJson(const LayerProfile& profile, const JobLayout& layout,
   // Each stage's blocks summed, and the rank that holds it: what zbview's split view draws.
   const int ranks = static_cast<int>(row.state.size());
   nlohmann::json stage_costs = nlohmann::json::array();
-  const CostProfile stages = tuner::StageCostsOf(profile, row.split);
+  auto planned = WithCheckpointing(profile, row.checkpointing);
+  const CostProfile stages = tuner::StageCostsOf(planned.ok() ? *planned : profile, row.split);
   for (int s = 0; s < stages.num_stages(); ++s) {
     const StageCost& cost = stages.stages[s];
     stage_costs.push_back({{"rank", RankOfStage(layout.placement, ranks, s)},
@@ -123,15 +145,16 @@ Expected<OrderFiles> WriteOrders(const std::string& dir, const std::vector<Layou
 }
 
 void PrintTable(const std::vector<LayoutRows>& layouts, std::ostream& out) {
-  TextTable table({"layout", "split", "blocks per stage", "order", "iteration_ms", "vs even",
-                   "max peak", "how"});
+  TextTable table({"layout", "split", "blocks per stage", "checkpointing", "order", "iteration_ms",
+                   "vs even", "max peak", "how"});
   table.SetLastColumnText();
   for (const LayoutRows& rows : layouts) {
     const SplitEvaluation& even = rows.result.splits.front();
     for (const SplitEvaluation& row : rows.result.splits) {
       if (!row.status.ok()) {
-        table.AddRow({JobLayoutName(rows.layout), row.name, CountsText(row.split), "-", "-", "-",
-                      "-", "n/a: " + row.status.message()});
+        table.AddRow({JobLayoutName(rows.layout), row.name, CountsText(row.split),
+                      PlanText(row.checkpointing), "-", "-", "-", "-",
+                      "n/a: " + row.status.message()});
         continue;
       }
       std::string gain = "-";
@@ -142,7 +165,7 @@ void PrintTable(const std::vector<LayoutRows>& layouts, std::ostream& out) {
                " %";
       }
       table.AddRow({JobLayoutName(rows.layout), row.name, CountsText(row.split),
-                    row.schedule.family, FormatMs(row.iteration), gain,
+                    PlanText(row.checkpointing), row.schedule.family, FormatMs(row.iteration), gain,
                     FormatFixed(Largest(row.peak), 0), row.detail});
     }
   }
@@ -189,6 +212,37 @@ Expected<std::vector<JobLayout>> Layouts(const std::string& text) {
   return std::vector<JobLayout>{*layout};
 }
 
+// The modes --checkpointing lets the memory plan choose: none for as-run, the modes any block
+// has figures for with plan, or the list given (each must be a plannable mode that some block
+// has figures for).
+Expected<std::vector<std::string>> PlanModes(const std::string& text, const LayerProfile& profile) {
+  if (text == "as-run") return std::vector<std::string>{};
+  std::vector<std::string> asked;
+  if (text != "plan") {
+    std::stringstream list(text);
+    for (std::string item; std::getline(list, item, ',');) {
+      if (!IsPlannableCheckpointingMode(item)) {
+        return UsageError("--checkpointing: \"" + item +
+                          "\" is not as-run, plan or a list of none, full, op");
+      }
+      asked.push_back(item);
+    }
+  }
+  std::vector<std::string> modes;
+  for (const std::string& mode : {std::string("none"), std::string("full"), std::string("op")}) {
+    const bool wanted = asked.empty() || std::find(asked.begin(), asked.end(), mode) != asked.end();
+    const bool measured = std::any_of(profile.layers.begin(), profile.layers.end(),
+                                      [&](const LayerCost& layer) { return layer.has_mode(mode); });
+    if (wanted && measured) modes.push_back(mode);
+    if (wanted && !measured && !asked.empty()) {
+      return Infeasible("--checkpointing " + mode +
+                        ": no block of the profile has costs measured under it (profile it, or "
+                        "--derive-full for full)");
+    }
+  }
+  return modes;
+}
+
 po::options_description PartitionOptionsDescription() {
   po::options_description options("options");
   po::options_description_easy_init add = options.add_options();
@@ -206,6 +260,14 @@ po::options_description PartitionOptionsDescription() {
   add("splits", po::value<int64_t>()->default_value(300), "splits the co-tuning judges at most");
   add("evaluations", po::value<int64_t>()->default_value(2000),
       "order-search simulations per compared split (0: the families only)");
+  add("checkpointing", po::value<std::string>()->default_value("as-run"),
+      "as-run: every block keeps the mode it was profiled in; plan: choose each block's "
+      "activation checkpointing among the modes measured for it (none, full, op) with the split "
+      "and the order (docs/memory-plan.md); or a list of the modes the plan may use, e.g. "
+      "none,full");
+  add("derive-full",
+      "give blocks measured without checkpointing a derived full-checkpointing "
+      "option (docs/memory-plan.md §2) where none was measured");
   add("for", po::value<std::string>(), "torchtitan: print the settings that run the fastest split");
   add("split-out", po::value<std::string>(), "write the fastest split as zb-split/1");
   add("out", po::value<std::string>(), "write the fastest split's order as zb-schedule/1");
@@ -241,7 +303,8 @@ nlohmann::json PartitionJson(const LayerProfile& profile, const tuner::Partition
 // What the user asked for beside the table: the stages of the fastest split, torchtitan's
 // settings, the split file, the order.
 Status WriteChosen(const po::variables_map& values, const LayerProfile& profile, int ranks,
-                   const JobLayout& layout, const SplitEvaluation& chosen, std::ostream& out) {
+                   const JobLayout& layout, const SplitEvaluation& chosen, bool planned,
+                   std::ostream& out) {
   const bool json = values.count("json") > 0;
   if (!json) {
     out << "best: co-tuned split in layout " << JobLayoutName(layout) << ", "
@@ -252,16 +315,28 @@ Status WriteChosen(const po::variables_map& values, const LayerProfile& profile,
           << RankOfStage(layout.placement, ranks, static_cast<int>(stage))
           << "): " << StageText(names[stage]) << "\n";
     }
+    if (planned) {
+      std::map<std::string, std::vector<std::string>> by_mode;
+      for (size_t i = 0; i < chosen.checkpointing.size(); ++i)
+        by_mode[chosen.checkpointing[i]].push_back(profile.layers[i].name);
+      for (const auto& [mode, blocks] : by_mode)
+        out << "  checkpointing " << mode << ": " << StageText(blocks) << "\n";
+    }
   }
   if (values.count("for") > 0 && !json)
     out << tuner::TorchtitanToml(tuner::TorchtitanSettingsFor(profile, layout, ranks, chosen.split),
                                  chosen.schedule.family);
   if (values.count("split-out") > 0) {
-    const nlohmann::json split = {{"format", "zb-split/1"},
-                                  {"ranks", ranks},
-                                  {"layout", JobLayoutName(layout)},
-                                  {"schedule", tuner::TorchClassFor(layout)},
-                                  {"stages", tuner::StageModuleNames(profile, chosen.split)}};
+    nlohmann::json split = {{"format", "zb-split/1"},
+                            {"ranks", ranks},
+                            {"layout", JobLayoutName(layout)},
+                            {"schedule", tuner::TorchClassFor(layout)},
+                            {"stages", tuner::StageModuleNames(profile, chosen.split)}};
+    if (planned) {
+      split["checkpointing"] = nlohmann::json::object();
+      for (size_t i = 0; i < chosen.checkpointing.size(); ++i)
+        split["checkpointing"][profile.layers[i].name] = chosen.checkpointing[i];
+    }
     ZB_RETURN_IF_ERROR(
         WriteFileAtomically(values["split-out"].as<std::string>(), split.dump(1) + "\n"));
   }
@@ -318,6 +393,14 @@ int RunPartitionCommand(const Args& args, std::ostream& out, std::ostream& err) 
     partition.microbatches = values["microbatches"].as<int>();
     if (limit.kind == tuner::MemoryLimit::Kind::kAbsolute) partition.cap = limit.value;
     partition.runtime = *runtime;
+    if (values.count("derive-full") > 0) {
+      const int derived = DeriveFullCheckpointing(profile);
+      err << "zb partition: note: " << derived
+          << " blocks got a derived full-checkpointing option (B + F, M_B = the block's "
+             "input; docs/memory-plan.md §2)\n";
+    }
+    ZB_ASSIGN_OR_RETURN(partition.plan_modes,
+                        PlanModes(values["checkpointing"].as<std::string>(), profile));
     partition.split_evaluations = values["splits"].as<int64_t>();
     partition.order_evaluations = values["evaluations"].as<int64_t>();
     if (partition.split_evaluations < 1 || partition.order_evaluations < 0) {
@@ -359,7 +442,8 @@ int RunPartitionCommand(const Args& args, std::ostream& out, std::ostream& err) 
     if (chosen == nullptr) {
       return Infeasible("no split of any layout asked for fits --mem-limit " + limit.ToString());
     }
-    return WriteChosen(values, profile, partition.ranks, best->layout, *chosen, out);
+    return WriteChosen(values, profile, partition.ranks, best->layout, *chosen,
+                       !partition.plan_modes.empty(), out);
   };
   const Status status = run();
   return status.ok() ? 0 : ReportError(err, command, status);

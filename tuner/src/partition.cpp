@@ -9,6 +9,7 @@
 #include <sstream>
 #include <utility>
 
+#include "memory_plan.h"
 #include "zbkit/tuner/memory_limit.h"
 #include "zbkit/tuner/tune.h"
 
@@ -135,52 +136,125 @@ SplitEvaluation BestTorchtitanSetting(const LayerProfile& profile, const ModelSh
   return best;
 }
 
+// How the walk ranks candidates: by the iteration time of their best order, then, between equal
+// times (a move that lightens a rank off the critical path changes nothing in the makespan), by
+// how evenly the ranks' work is spread (the sum of squares of each rank's F + B + W): the walk
+// can then cross the plateau to a split where a later move shortens the critical path.
+struct WalkFigure {
+  TimeNs iteration = std::numeric_limits<TimeNs>::max();
+  double spread = 0;
+  auto operator<=>(const WalkFigure&) const = default;
+};
+
+// A row for `candidate`: its split judged on the profile under its plan; `figure` its rank.
+SplitEvaluation JudgeCandidate(const LayerProfile& profile, const SplitAndPlan& candidate,
+                               const PartitionOptions& options, bool search,
+                               WalkFigure* figure = nullptr) {
+  auto planned = WithCheckpointing(profile, candidate.plan);
+  SplitEvaluation row;
+  if (planned.ok()) {
+    row = Judge(*planned, candidate.split, options, search);
+    if (figure != nullptr && row.status.ok()) {
+      figure->iteration = row.iteration;
+      for (const StageCost& rank : LayOut(*planned, candidate.split, options).rank_costs.stages) {
+        const double work = NsToMs(rank.f + rank.b + rank.w);
+        figure->spread += work * work;
+      }
+    }
+  } else {
+    row.split = candidate.split;
+    row.status = planned.status();
+  }
+  row.checkpointing = candidate.plan;
+  return row;
+}
+
 // The co-tuning's walk: first-improvement hill climbing from the fastest start, a move taking
 // one block from one stage to another (the stages between keep their counts, their blocks shift
-// by one), each split judged once by its best family order (the search is kept for the
-// finalists); when no move improves, restarts from the best with two random moves. Returns the
-// splits it judged, fastest first.
-std::vector<LayerSplit> CoTune(const LayerProfile& profile, const std::vector<LayerSplit>& starts,
-                               const PartitionOptions& options, int64_t& judged) {
-  std::map<LayerSplit, TimeNs> seen;
-  auto figure = [&](const LayerSplit& split) -> TimeNs {
-    auto it = seen.find(split);
+// by one; every block keeps its mode, or a fitted plan is fitted again) or, with `plan_modes`,
+// a fitted plan with the next headroom, or stepping one block of a stage to the next mode down or
+// up in memory (StageModeMove, docs/memory-plan.md §3); each candidate judged once by its best
+// family order (the search is kept for the finalists); when no move improves, restarts from the
+// best with two random moves. Returns the candidates it judged, fastest first.
+std::vector<SplitAndPlan> CoTune(const LayerProfile& profile,
+                                 const std::vector<SplitAndPlan>& starts,
+                                 const PartitionOptions& options, int64_t& judged) {
+  std::map<SplitAndPlan, WalkFigure> seen;
+  auto figure = [&](const SplitAndPlan& candidate) -> WalkFigure {
+    auto it = seen.find(candidate);
     if (it != seen.end()) return it->second;
     ++judged;
-    const SplitEvaluation row = Judge(profile, split, options, /*search=*/false);
-    const TimeNs value = row.status.ok() ? row.iteration : std::numeric_limits<TimeNs>::max();
-    seen.emplace(split, value);
+    WalkFigure value;
+    JudgeCandidate(profile, candidate, options, /*search=*/false, &value);
+    seen.emplace(candidate, value);
     return value;
   };
-  LayerSplit best;
-  TimeNs best_figure = std::numeric_limits<TimeNs>::max();
-  for (const LayerSplit& start : starts) {
-    const TimeNs value = figure(start);
-    if (best.empty() || value < best_figure) {
+  SplitAndPlan best;
+  WalkFigure best_figure;
+  for (const SplitAndPlan& start : starts) {
+    const WalkFigure value = figure(start);
+    if (best.split.empty() || value < best_figure) {
       best = start;
       best_figure = value;
     }
   }
-  // Climbs to a split no single move improves.
-  const int stages = static_cast<int>(best.size());
-  auto climb = [&](LayerSplit current, TimeNs current_figure) {
+  const int stages = static_cast<int>(best.split.size());
+  const bool plan_moves = !options.plan_modes.empty();
+  // Every move from `current`: the mode steps of each stage, then the block moves.
+  auto refit = [&](SplitAndPlan& candidate) {
+    if (candidate.fit >= 0)
+      candidate.plan = FitPlan(profile, candidate.split, options, kFitHeadrooms[candidate.fit]);
+  };
+  auto moves = [&](const SplitAndPlan& current) {
+    std::vector<SplitAndPlan> next;
+    if (plan_moves && current.fit >= 0) {  // a fitted plan with more or less headroom
+      for (int level : {current.fit - 1, current.fit + 1}) {
+        if (level < 0 || level >= kFitLevels) continue;
+        SplitAndPlan other = current;
+        other.fit = level;
+        refit(other);
+        next.push_back(std::move(other));
+      }
+    }
+    if (plan_moves) {  // one block's mode stepped: the plan is then the walk's own
+      int first = 0;
+      for (int stage = 0; stage < stages; ++stage) {
+        for (bool save : {true, false}) {
+          auto step = StageModeMove(profile, current, first, current.split[stage], save,
+                                    options.plan_modes);
+          if (!step) continue;
+          step->fit = -1;
+          next.push_back(std::move(*step));
+        }
+        first += current.split[stage];
+      }
+    }
+    for (int from = 0; from < stages; ++from) {
+      for (int to = 0; to < stages; ++to) {
+        if (from == to || current.split[from] < 2) continue;
+        SplitAndPlan moved = current;
+        --moved.split[from];
+        ++moved.split[to];
+        refit(moved);
+        next.push_back(std::move(moved));
+      }
+    }
+    return next;
+  };
+  // Climbs to a candidate no single move improves.
+  auto climb = [&](SplitAndPlan current, WalkFigure current_figure) {
     bool improved = true;
     while (improved && judged < options.split_evaluations) {
       improved = false;
-      for (int from = 0; from < stages && !improved; ++from) {
-        for (int to = 0; to < stages && !improved; ++to) {
-          if (from == to || current[from] < 2) continue;
-          LayerSplit next = current;
-          --next[from];
-          ++next[to];
-          if (seen.count(next) > 0) continue;
-          if (judged >= options.split_evaluations) break;
-          const TimeNs value = figure(next);
-          if (value < current_figure) {
-            current = std::move(next);
-            current_figure = value;
-            improved = true;
-          }
+      for (SplitAndPlan& next : moves(current)) {
+        if (seen.count(next) > 0) continue;
+        if (judged >= options.split_evaluations) break;
+        const WalkFigure value = figure(next);
+        if (value < current_figure) {
+          current = std::move(next);
+          current_figure = value;
+          improved = true;
+          break;
         }
       }
     }
@@ -195,26 +269,81 @@ std::vector<LayerSplit> CoTune(const LayerProfile& profile, const std::vector<La
   int64_t stalled = 0;
   while (judged < options.split_evaluations && stalled < options.split_evaluations) {
     const int64_t before = judged;
-    LayerSplit kicked = best;
+    SplitAndPlan kicked = best;
     for (int kick = 0; kick < 2; ++kick) {
       const int from = static_cast<int>(random() % stages);
       const int to = static_cast<int>(random() % stages);
-      if (from == to || kicked[from] < 2) continue;
-      --kicked[from];
-      ++kicked[to];
+      if (from == to || kicked.split[from] < 2) continue;
+      --kicked.split[from];
+      ++kicked.split[to];
+    }
+    refit(kicked);
+    if (plan_moves && kicked.fit < 0) {  // and one random mode step
+      std::vector<SplitAndPlan> next = moves(kicked);
+      if (!next.empty()) kicked = std::move(next[random() % next.size()]);
     }
     climb(kicked, figure(kicked));
     stalled += judged == before ? 1 : 0;  // every neighbour seen already: the space is exhausted
   }
-  std::vector<std::pair<TimeNs, LayerSplit>> ranked;
-  for (const auto& [split, value] : seen) {
-    if (value != std::numeric_limits<TimeNs>::max()) ranked.emplace_back(value, split);
+  std::vector<std::pair<WalkFigure, SplitAndPlan>> ranked;
+  for (const auto& [candidate, value] : seen) {
+    if (value.iteration != std::numeric_limits<TimeNs>::max())
+      ranked.emplace_back(value, candidate);
   }
   std::sort(ranked.begin(), ranked.end());
-  std::vector<LayerSplit> fastest;
-  for (auto& [value, split] : ranked)
-    fastest.push_back(std::move(split));
+  std::vector<SplitAndPlan> fastest;
+  for (auto& [value, candidate] : ranked)
+    fastest.push_back(std::move(candidate));
   return fastest;
+}
+
+// The few fastest candidates of a walk get the full order search (where asked); the fastest of
+// them wins. A finalist that is one of `rows` already has its final order there.
+SplitEvaluation BestOfWalk(const LayerProfile& profile, const std::vector<SplitAndPlan>& walked,
+                           const PartitionOptions& options,
+                           const std::vector<SplitEvaluation>& rows) {
+  constexpr size_t kFinalists = 6;
+  SplitEvaluation tuned;
+  tuned.status = Infeasible("no split of the walk fits the cap");
+  for (size_t i = 0; i < walked.size() && i < kFinalists; ++i) {
+    auto known = std::find_if(rows.begin(), rows.end(), [&](const SplitEvaluation& row) {
+      return row.split == walked[i].split && row.checkpointing == walked[i].plan && row.status.ok();
+    });
+    SplitEvaluation row = known != rows.end() ? *known
+                                              : JudgeCandidate(profile, walked[i], options,
+                                                               options.order_evaluations > 0);
+    if (Faster(row, tuned)) tuned = std::move(row);
+  }
+  return tuned;
+}
+
+// The uniform-<mode> row: `mode` on every block that has it, the others as they ran, the split
+// co-tuned under it from the starts' splits and its own min-max split.
+Expected<SplitEvaluation> UniformRow(const LayerProfile& profile, const std::string& mode,
+                                     const std::vector<SplitAndPlan>& seeds,
+                                     const std::vector<int>& in_flight,
+                                     const PartitionOptions& options, PartitionResult& result) {
+  CheckpointingPlan uniform = AsRunPlan(profile);
+  for (size_t i = 0; i < uniform.size(); ++i) {
+    if (profile.layers[i].has_mode(mode)) uniform[i] = mode;
+  }
+  ZB_ASSIGN_OR_RETURN(LayerProfile planned, WithCheckpointing(profile, uniform));
+  std::vector<SplitAndPlan> starts;
+  for (const SplitAndPlan& seed : seeds)
+    starts.push_back({seed.split, uniform});
+  const int stages = static_cast<int>(seeds.front().split.size());
+  auto min_max = MinMaxSplit(planned, stages, in_flight, options.cap);
+  if (min_max.ok()) starts.push_back({*min_max, uniform});
+  PartitionOptions split_only = options;
+  split_only.plan_modes.clear();
+  int64_t judged = 0;
+  const std::vector<SplitAndPlan> walked = CoTune(profile, starts, split_only, judged);
+  result.splits_judged += judged;
+  SplitEvaluation row = BestOfWalk(profile, walked, options, result.splits);
+  row.name = "uniform-" + mode;
+  row.detail = "checkpointing " + mode + " on every block that has it, the split co-tuned (" +
+               std::to_string(judged) + " splits)";
+  return row;
 }
 
 }  // namespace
@@ -371,6 +500,11 @@ Expected<PartitionResult> Partition(const LayerProfile& profile, const Partition
                       std::to_string(v) + " per rank) of at least one block each");
   }
   ZB_RETURN_IF_ERROR(CheckTuneSize(p, options.microbatches, v));
+  for (const std::string& mode : options.plan_modes) {
+    if (!IsPlannableCheckpointingMode(mode)) {
+      return UsageError("a memory plan's modes are none, full and op, got \"" + mode + "\"");
+    }
+  }
   const ModelShape shape = ShapeOf(profile);
   const bool search = options.order_evaluations > 0;
   PartitionResult result;
@@ -397,44 +531,62 @@ Expected<PartitionResult> Partition(const LayerProfile& profile, const Partition
                             "min-max",
                             v == 1 ? "smallest largest-stage F+B+W, 1F1B's memory within the cap"
                                    : "smallest largest-stage F+B+W"));
-  std::vector<LayerSplit> seeds;
-  for (const auto& [row, usable] : starts) {
-    if (usable) seeds.push_back(row.split);
+  const CheckpointingPlan as_run = AsRunPlan(profile);
+  std::vector<SplitAndPlan> seeds;
+  for (auto& [row, usable] : starts) {
+    row.checkpointing = as_run;
+    if (usable) seeds.push_back({row.split, as_run});
   }
-  std::vector<LayerSplit> walked;
-  if (!seeds.empty()) walked = CoTune(profile, seeds, options, result.splits_judged);
 
   // The rows: each split with its final order (the search where asked), the co-tuned one last,
-  // never slower than the others (it takes the fastest split it has seen, starts included).
+  // never slower than the others (it takes the fastest candidate it has seen, starts included).
   for (auto& [row, usable] : starts) {
     if (usable && search) {
       SplitEvaluation final_row = Judge(profile, row.split, options, true);
       final_row.name = row.name;
       final_row.detail = row.detail;
+      final_row.checkpointing = as_run;
       row = std::move(final_row);
     }
     result.splits.push_back(std::move(row));
   }
-  // The few fastest splits of the walk get the full order search; the fastest of them wins.
-  constexpr size_t kFinalists = 6;
-  SplitEvaluation tuned;
-  tuned.status = Infeasible("no split of the walk fits the cap");
-  // A finalist that is also a start has its final order in that start's row already.
-  auto final_row = [&](const LayerSplit& split) {
-    for (const SplitEvaluation& row : result.splits) {
-      if (row.split == split && row.status.ok()) return row;
-    }
-    return Judge(profile, split, options, search);
-  };
-  for (size_t i = 0; i < walked.size() && i < kFinalists; ++i) {
-    SplitEvaluation row = final_row(walked[i]);
-    if (Faster(row, tuned)) tuned = std::move(row);
+  if (seeds.empty()) {
+    SplitEvaluation none;
+    none.name = "co-tuned";
+    none.status = Infeasible("no split of the walk fits the cap");
+    result.splits.push_back(std::move(none));
+    return result;
   }
-  tuned.detail = "local search over " + std::to_string(result.splits_judged) + " splits";
+
+  // With a memory plan: each mode on every block that has it, the split co-tuned under it; then
+  // the plan walk starts from the fastest of those and the job's own modes.
+  std::vector<SplitAndPlan> plan_starts = seeds;
+  for (const std::string& mode : options.plan_modes) {
+    ZB_ASSIGN_OR_RETURN(SplitEvaluation row,
+                        UniformRow(profile, mode, seeds, in_flight, options, result));
+    if (row.status.ok()) plan_starts.push_back({row.split, row.checkpointing});
+    result.splits.push_back(std::move(row));
+  }
+  if (!options.plan_modes.empty()) {  // and every start's split with each fitted plan
+    const size_t unfitted = plan_starts.size();
+    for (size_t k = 0; k < unfitted; ++k) {
+      for (int level = 0; level < kFitLevels; ++level) {
+        const LayerSplit& split = plan_starts[k].split;
+        plan_starts.push_back(
+            {split, FitPlan(profile, split, options, kFitHeadrooms[level]), level});
+      }
+    }
+  }
+  int64_t judged = 0;
+  const std::vector<SplitAndPlan> walked = CoTune(profile, plan_starts, options, judged);
+  result.splits_judged += judged;
+  SplitEvaluation tuned = BestOfWalk(profile, walked, options, result.splits);
+  const std::string what = options.plan_modes.empty() ? " splits" : " splits and plans";
+  tuned.detail = "local search over " + std::to_string(judged) + what;
   for (const SplitEvaluation& row : result.splits) {
     if (Faster(row, tuned)) {
-      const std::string detail = "the " + row.name + " split: no faster one found in " +
-                                 std::to_string(result.splits_judged) + " splits";
+      const std::string detail =
+          "the " + row.name + " split: no faster one found in " + std::to_string(judged) + what;
       tuned = row;
       tuned.detail = detail;
     }

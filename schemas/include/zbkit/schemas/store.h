@@ -186,7 +186,7 @@ class Store {
   // 12: activation checkpointing of profiles and their blocks. 13: cost_profiles.data_parallel.
   // 14: cost_profile_stages.reduce_ns/unshard_ns/unsharded, cost_profiles.reduce_wait.
   // 15: cost_profile_stages.reduced.
-  static constexpr int kSchemaVersion = 15;
+  static constexpr int kSchemaVersion = 16;
 
   enum class Mode {
     kReadWrite,  // create the file if missing, migrate it to kSchemaVersion

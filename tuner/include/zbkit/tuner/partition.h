@@ -83,6 +83,9 @@ struct PartitionOptions {
   // Every compared split's final order: the families and then the order search with this many
   // simulations (deterministic); 0: the best family only.
   int64_t order_evaluations = 2000;
+  // The memory plan (docs/memory-plan.md): the checkpointing modes the co-tuning may give a
+  // block (among those the block has figures for). Empty: every block keeps the mode it ran in.
+  std::vector<std::string> plan_modes;
 };
 
 // One compared split with its best order.
@@ -90,21 +93,25 @@ struct SplitEvaluation {
   std::string name;    // "even", "torchtitan", "min-max", "co-tuned"
   std::string detail;  // how it was set: "first_stage_less_layers=2, last_stage_less_layers=1"
   LayerSplit split;
-  Status status;              // why there is no order (the split itself, or nothing fits)
-  Schedule schedule;          // the best order that fits, simulated
-  std::vector<double> state;  // per rank: its blocks' weights, gradients and optimizer state
-  std::vector<double> peak;   // per rank: state + the order's activation peak
-  TimeNs iteration = 0;       // the order's makespan
+  CheckpointingPlan checkpointing;  // each block's mode in this row
+  Status status;                    // why there is no order (the split itself, or nothing fits)
+  Schedule schedule;                // the best order that fits, simulated
+  std::vector<double> state;        // per rank: its blocks' weights, gradients and optimizer state
+  std::vector<double> peak;         // per rank: state + the order's activation peak
+  TimeNs iteration = 0;             // the order's makespan
 };
 
 struct PartitionResult {
-  std::vector<SplitEvaluation> splits;  // even, torchtitan, min-max, co-tuned
-  int64_t splits_judged = 0;            // by the co-tuning's search
-  int best = -1;                        // the co-tuned row when anything fits
+  // even, torchtitan, min-max (the blocks' own modes), with plan_modes one uniform-<mode> row
+  // per mode (that mode on every block that has it, the split co-tuned), then co-tuned.
+  std::vector<SplitEvaluation> splits;
+  int64_t splits_judged = 0;  // by the co-tuning's walks (splits, or splits and plans)
+  int best = -1;              // the co-tuned row when anything fits
 };
 
 // kUsage for fewer blocks than stages, a layout it cannot build (V with other than 2 stages per
-// rank), m < 1; the compared splits that cannot run say why in their status.
+// rank), m < 1, a plan mode other than none, full, op; the compared splits that cannot run say why
+// in their status.
 Expected<PartitionResult> Partition(const LayerProfile& profile, const PartitionOptions& options);
 
 }  // namespace zb::tuner

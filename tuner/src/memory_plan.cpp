@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "memory_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace zb::tuner {
+
+// The figures of `layer` under `mode` (it has them: the plan's modes come from its own).
+CheckpointingOption FiguresUnder(const LayerCost& layer, const std::string& mode) {
+  if (mode == layer.own_mode())
+    return {mode, layer.f, layer.b, layer.w, layer.m_b, layer.m_w, layer.own_measured};
+  for (const CheckpointingOption& option : layer.options) {
+    if (option.mode == mode) return option;
+  }
+  return {};
+}
+
+std::optional<SplitAndPlan> StageModeMove(const LayerProfile& profile, const SplitAndPlan& current,
+                                          int first, int count, bool save,
+                                          const std::vector<std::string>& modes) {
+  double best_ratio = -1;
+  int best_block = -1;
+  std::string best_mode;
+  for (int i = first; i < first + count; ++i) {
+    const LayerCost& layer = profile.layers[i];
+    const CheckpointingOption now = FiguresUnder(layer, current.plan[i]);
+    const TimeNs now_time = now.f + now.b + now.w;
+    // The nearest mode below (save) or above in M_B among the allowed ones the block has.
+    std::optional<CheckpointingOption> step;
+    for (const std::string& mode : modes) {
+      if (mode == current.plan[i] || !layer.has_mode(mode)) continue;
+      const CheckpointingOption other = FiguresUnder(layer, mode);
+      const bool direction = save ? other.m_b < now.m_b : other.m_b > now.m_b;
+      if (!direction) continue;
+      if (!step || (save ? other.m_b > step->m_b : other.m_b < step->m_b)) step = other;
+    }
+    if (!step) continue;
+    const double memory = std::abs(now.m_b - step->m_b);
+    const double time = std::abs(static_cast<double>(step->f + step->b + step->w - now_time));
+    // Saving: memory per time added (free savings first); spending: time saved per memory.
+    const double ratio = save ? memory / (time + 1.0) : time / (memory + 1e-9);
+    if (ratio > best_ratio) {
+      best_ratio = ratio;
+      best_block = i;
+      best_mode = step->mode;
+    }
+  }
+  if (best_block < 0) return std::nullopt;
+  SplitAndPlan next = current;
+  next.plan[best_block] = best_mode;
+  return next;
+}
+
+namespace {
+
+// How many microbatches 1F1B keeps in flight on `rank`'s stage of chunk `chunk`: p - rank for
+// one stage per rank; with several, the first chunk's stage the most (the warm-up runs its
+// forwards), each later chunk's one round fewer.
+int InFlight(const PartitionOptions& options, int rank, int chunk) {
+  const int p = options.ranks;
+  const int held =
+      options.layout.chunks == 1 ? p - rank : p - rank + (options.layout.chunks - 1 - chunk) * p;
+  return std::clamp(held, 1, options.microbatches);
+}
+
+}  // namespace
+
+CheckpointingPlan FitPlan(const LayerProfile& profile, const LayerSplit& split,
+                          const PartitionOptions& options, double headroom) {
+  SplitAndPlan fitted{split, AsRunPlan(profile)};
+  const int n = profile.num_layers();
+  // Every block in its fastest allowed mode first.
+  for (int i = 0; i < n; ++i) {
+    const LayerCost& layer = profile.layers[i];
+    TimeNs fastest = std::numeric_limits<TimeNs>::max();
+    for (const std::string& mode : options.plan_modes) {
+      if (!layer.has_mode(mode)) continue;
+      const CheckpointingOption figures = FiguresUnder(layer, mode);
+      const TimeNs time = figures.f + figures.b + figures.w;
+      if (time < fastest) {
+        fastest = time;
+        fitted.plan[i] = mode;
+      }
+    }
+  }
+  if (std::isinf(options.cap)) return fitted.plan;
+  const int stages = static_cast<int>(split.size());
+  std::vector<int> first(stages, 0);
+  for (int s = 1; s < stages; ++s)
+    first[s] = first[s - 1] + split[s - 1];
+  for (int rank = 0; rank < options.ranks; ++rank) {
+    std::vector<int> own;  // the rank's stages, with their weight in the rank's memory
+    std::vector<double> held;
+    for (int s = 0; s < stages; ++s) {
+      if (RankOfStage(options.layout.placement, options.ranks, s) != rank) continue;
+      own.push_back(s);
+      held.push_back(headroom * InFlight(options, rank, s / options.ranks));
+    }
+    auto memory = [&] {
+      double total = 0;
+      for (size_t k = 0; k < own.size(); ++k) {
+        for (int i = first[own[k]]; i < first[own[k]] + split[own[k]]; ++i) {
+          const LayerCost& layer = profile.layers[i];
+          total += layer.state + held[k] * FiguresUnder(layer, fitted.plan[i]).m_b;
+        }
+      }
+      return total;
+    };
+    // The cheapest step down among the rank's stages, each step's memory weighted by how many
+    // microbatches its stage holds, until the rank fits or nothing is left to step.
+    while (memory() > options.cap) {
+      std::optional<SplitAndPlan> best;
+      double best_ratio = -1;
+      for (size_t k = 0; k < own.size(); ++k) {
+        auto step =
+            StageModeMove(profile, fitted, first[own[k]], split[own[k]], true, options.plan_modes);
+        if (!step) continue;
+        double saved = 0;
+        TimeNs added = 0;
+        for (int i = first[own[k]]; i < first[own[k]] + split[own[k]]; ++i) {
+          if (step->plan[i] == fitted.plan[i]) continue;
+          const CheckpointingOption before = FiguresUnder(profile.layers[i], fitted.plan[i]);
+          const CheckpointingOption after = FiguresUnder(profile.layers[i], step->plan[i]);
+          saved = held[k] * (before.m_b - after.m_b);
+          added = (after.f + after.b + after.w) - (before.f + before.b + before.w);
+        }
+        const double ratio = saved / (static_cast<double>(added) + 1.0);
+        if (ratio > best_ratio) {
+          best_ratio = ratio;
+          best = std::move(step);
+        }
+      }
+      if (!best) break;
+      fitted = std::move(*best);
+    }
+  }
+  return fitted.plan;
+}
+
+}  // namespace zb::tuner
