@@ -101,16 +101,24 @@ std::string FoldLoss(const json& loss, json& last_block) {
     }
   }
   if (!last_block.is_object()) return "the loss's measurement left out: no last block";
-  for (const char* key : {"F", "B", "M_B"}) {
-    if (last_block.contains(key) && last_block[key].is_number()) {
-      last_block[key] = last_block[key].get<double>() + loss[key].get<double>();
+  // The block's own figures and those of every other checkpointing mode it was measured in
+  // (docs/memory-plan.md §1): the loss runs after it in each.
+  std::vector<json*> figures{&last_block};
+  if (last_block.contains("options") && last_block["options"].is_array()) {
+    for (json& option : last_block["options"])
+      figures.push_back(&option);
+  }
+  for (json* costs : figures) {
+    for (const char* key : {"F", "B", "M_B"}) {
+      if (costs->is_object() && costs->contains(key) && (*costs)[key].is_number()) {
+        (*costs)[key] = (*costs)[key].get<double>() + loss[key].get<double>();
+      }
     }
   }
-  char figures[160];
-  std::snprintf(figures, sizeof(figures),
-                "the loss (F %.3f ms, B %.3f ms, M_B %.0f) is counted in ", loss["F"].get<double>(),
-                loss["B"].get<double>(), loss["M_B"].get<double>());
-  return figures + NameOf(last_block) +
+  char text[160];
+  std::snprintf(text, sizeof(text), "the loss (F %.3f ms, B %.3f ms, M_B %.0f) is counted in ",
+                loss["F"].get<double>(), loss["B"].get<double>(), loss["M_B"].get<double>());
+  return text + NameOf(last_block) +
          ", the last stage's last block (the loss runs after it, whatever the split)";
 }
 

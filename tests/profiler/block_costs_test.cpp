@@ -190,6 +190,34 @@ TEST(BlockCosts, TheLossCountsWithTheLastBlock) {
   }
 }
 
+// A block measured in other checkpointing modes keeps them (the memory plan's input,
+// docs/memory-plan.md §1), and the loss counts in each: it runs after the block in every mode.
+TEST(BlockCosts, OtherCheckpointingModesRideAlongWithTheLossInEach) {
+  TempDir dir;
+  WriteVJob(dir);
+  std::string output = Block("output", 3);
+  output.pop_back();
+  output +=
+      ", \"checkpointing\": \"none\", \"options\": [{\"checkpointing\": \"full\", \"F\": 3, "
+      "\"B\": 4.5, \"W\": 0.5, \"M_B\": 64, \"M_W\": 1024, \"source\": \"measured\"}]}";
+  Write(dir.Path("rank0.blocks.json"),
+        RankFile(0, "{\"stage\": 0, \"blocks\": [" + Block("tok_embeddings", 0.5) + ", " +
+                        Block("layers.0", 2) + "]}, {\"stage\": 3, \"blocks\": [" +
+                        Block("norm", 0.1) + ", " + output +
+                        "], \"loss\": {\"F\": 0.25, \"B\": 0.5, \"M_B\": 8192}}"));
+  BlockCosts costs = ReadBlockCosts({dir.Path("")}, FourStages(), 0);
+  ASSERT_TRUE(costs.layers.has_value()) << (costs.notes.empty() ? "" : costs.notes[0]);
+  const LayerCost& last = costs.layers->layers.back();
+  EXPECT_EQ(last.modes(), (std::vector<std::string>{"none", "full"}));
+  const CheckpointingOption& full = last.options.at(0);
+  EXPECT_EQ(full.f, 3'250'000);
+  EXPECT_EQ(full.b, 5'000'000);
+  EXPECT_EQ(full.w, 500'000);
+  EXPECT_EQ(full.m_b, 64 + 8192);
+  EXPECT_TRUE(full.measured);
+  EXPECT_EQ(last.b, 2'000'000);
+}
+
 TEST(BlockCosts, BlockFilesAreNotTraces) {
   EXPECT_TRUE(IsBlockCostsFileName("rank3.blocks.json"));
   EXPECT_FALSE(IsChromeTraceFileName("rank3.blocks.json"));

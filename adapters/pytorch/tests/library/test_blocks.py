@@ -195,3 +195,53 @@ def test_inputs_that_cannot_be_kept_never_reach_the_job(tmp_path, monkeypatch, c
     assert len(warnings) == 1 and "cannot copy this input" in warnings[0], warnings
     (entry,) = json.loads((tmp_path / "rank0.blocks.json").read_text())["stages"]
     assert [b["name"] for b in entry["blocks"]] == ["1"]
+
+
+def test_each_block_is_also_measured_in_the_checkpointing_modes_it_did_not_run_in():
+    """The memory plan's input (docs/memory-plan.md §1): a plain block measured whole-checkpointed
+    too, a checkpointed one without its checkpoint; the rule of §2 holds exactly for memory: F
+    then keeps only the block's input, W reads the same tensors."""
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+    x = torch.randn(8, 16, DIM, requires_grad=True)
+    plain = _mlp()
+    own = blocks.measure_block(plain, ((x,), {}))
+    (full,) = blocks.measure_other_modes(plain, ((x,), {}), "mlp")
+    assert full["checkpointing"] == "full" and full["source"] == "measured"
+    assert min(full[k] for k in ("F", "B", "W")) > 0, full
+    assert full["M_B"] == x.numel() * x.element_size(), full  # the input, nothing else
+    assert full["M_W"] == own["M_W"], (full, own)
+    assert set(full) == {"checkpointing", "F", "B", "W", "M_B", "M_W", "source"}
+
+    wrapped = checkpoint_wrapper(_mlp())
+    (none,) = blocks.measure_other_modes(wrapped, ((x,), {}), "wrapped")
+    assert none["checkpointing"] == "none"
+    assert (none["M_B"], none["M_W"]) == (own["M_B"], own["M_W"]), (none, own)
+    assert all(p.grad is None for p in wrapped.parameters())
+
+    monkey = blocks.Capture(SimpleNamespace(_stages=[]))
+    assert monkey.measure_modes  # on by default; ZBKIT_PROFILE_BLOCK_MODES=0 turns it off
+
+
+def test_a_job_s_blocks_file_carries_the_other_modes(tmp_path, monkeypatch):
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+    stage = SimpleNamespace(stage_index=0, submod=torch.nn.Sequential(checkpoint_wrapper(_mlp()),
+                                                                      _mlp()))  # fmt: skip
+    capture = blocks.Capture(SimpleNamespace(_stages=[stage]))
+    stage.submod(torch.randn(4, DIM, requires_grad=True))
+    capture.remove()
+    monkeypatch.setenv("RANK", "0")
+    blocks.measure_and_write(capture, str(tmp_path))
+    written = json.loads((tmp_path / "rank0.blocks.json").read_text())["stages"][0]["blocks"]
+    assert [(b["checkpointing"], [o["checkpointing"] for o in b["options"]]) for b in written] == [
+        ("full", ["none"]),
+        ("none", ["full"]),
+    ]
+    monkeypatch.setenv("ZBKIT_PROFILE_BLOCK_MODES", "0")
+    capture = blocks.Capture(SimpleNamespace(_stages=[stage]))
+    stage.submod(torch.randn(4, DIM, requires_grad=True))
+    capture.remove()
+    blocks.measure_and_write(capture, str(tmp_path))
+    written = json.loads((tmp_path / "rank0.blocks.json").read_text())["stages"][0]["blocks"]
+    assert all("options" not in b for b in written)

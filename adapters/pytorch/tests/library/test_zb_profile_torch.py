@@ -75,6 +75,12 @@ def test_profiles_an_unmodified_zbv_job_with_measured_memory(tmp_path):
     for layer in layers["layers"][1:-1]:
         assert min(layer[k] for k in ("F", "B", "W", "M_B", "M_W", "state", "send")) > 0, layer
         assert layer["M_W"] <= layer["M_B"], layer
+        # Also measured whole-checkpointed, for the memory plan (docs/memory-plan.md §1): F
+        # then keeps only the block's input, W reads what it reads without.
+        (full,) = layer["options"]
+        assert full["checkpointing"] == "full" and full["source"] == "measured", layer
+        assert 0 < full["M_B"] < layer["M_B"] and full["M_W"] == layer["M_W"], layer
+        assert full["B"] > 0 and full["W"] > 0, layer
     # The blocks' saved activations, measured alone, against each stage's net allocation in the
     # schedule (an independent measurement): the same within a fifth.
     blocks_of = {s: [x for x in layers["layers"] if x["name"].startswith(f"stage{s}.")]

@@ -20,6 +20,10 @@ The measurement leaves the job as it was: its gradients (each parameter's .grad 
 random state (forked) and the blocks' buffers (BatchNorm statistics, put back). A block it cannot
 run is left out with one warning; nothing it does can stop the job.
 
+Each block is also measured in the checkpointing modes it did not run in (`none` with its
+checkpoint wrappers bypassed, `full` wrapped in torch's checkpoint_wrapper): the block's
+`options`, what the memory plan chooses among (docs/memory-plan.md §1).
+
 Each rank writes <dir>/rank<R>.blocks.json (zb-block-costs/1, docs/formats.md §6), which `zb
 profile --torch` and `zb import <dir>` read into the profile's per-layer costs."""
 
@@ -72,6 +76,9 @@ class Capture:
         self.stage_modules: Dict[int, object] = {}  # stage index -> its module
         self.handles = []
         self.last_stage: Optional[int] = None  # the local stage that computes the loss
+        # Each block also measured in the checkpointing modes it did not run in, for the memory
+        # plan (docs/memory-plan.md §1); ZBKIT_PROFILE_BLOCK_MODES=0 turns it off.
+        self.measure_modes = os.environ.get("ZBKIT_PROFILE_BLOCK_MODES", "1") != "0"
         for stage in local_stages(schedule):
             blocks = stage_blocks(stage.submod)
             self.stages.append((stage.stage_index, blocks))
@@ -354,18 +361,67 @@ def _unsharded(stage_module):
                 warn(f"an FSDP module could not be sharded again after the measurement: {error}")
 
 
-def measure_block(
-    module, captured, repeats: int = REPEATS, autocast: Optional[list] = None
-) -> dict:
-    """F, B, W in ms (medians of `repeats` after one warm-up), M_B, M_W, state, send in bytes;
-    the forward under `autocast` (autocast_state()) as the job ran it."""
+def _timed(module, captured, repeats: int, autocast: Optional[list]) -> dict:
+    """F, B, W in ms (medians of `repeats` after one warm-up), M_B, M_W, send in bytes."""
     runner = _BlockRunner(module, captured, autocast)
     runner.split_backward()  # warm-up
     times = [runner.split_backward() for _ in range(repeats)]
     f, b, w = (statistics.median(column) * 1e3 for column in zip(*times))
     m_b, m_w, send = runner.memory()
-    return {"F": f, "B": b, "W": w, "M_B": m_b, "M_W": m_w, "state": _state_bytes(module),
-            "send": send}  # fmt: skip
+    return {"F": f, "B": b, "W": w, "M_B": m_b, "M_W": m_w, "send": send}
+
+
+def measure_block(
+    module, captured, repeats: int = REPEATS, autocast: Optional[list] = None
+) -> dict:
+    """F, B, W in ms (medians of `repeats` after one warm-up), M_B, M_W, state, send in bytes;
+    the forward under `autocast` (autocast_state()) as the job ran it."""
+    return {**_timed(module, captured, repeats, autocast), "state": _state_bytes(module)}
+
+
+def other_modes(module) -> list:
+    """(mode, the module to run, the context to run it in) for each checkpointing mode the memory
+    plan may give `module` besides its own (docs/memory-plan.md §1): `none` with its checkpoint
+    wrappers bypassed, `full` wrapped whole in torch's non-reentrant checkpoint_wrapper (an `op`
+    block's own wrappers bypassed inside it). None for a reentrant, mixed or FSDP2 block (its
+    hooks would run) and where torch lacks the wrapper."""
+    from ... import checkpointing  # noqa: PLC0415
+
+    own = checkpointing.block_mode(module)
+    if own not in ("none", "full", "op") or _fsdp_modules(module):
+        return []
+    try:
+        from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (  # noqa: PLC0415
+            checkpoint_wrapper,
+        )
+    except ImportError:
+        return []
+    modes = []
+    if own != "none":
+        modes.append(("none", module, lambda: checkpointing.wrappers_bypassed(module)))
+    if own != "full":
+        bypass = (
+            checkpointing.wrappers_bypassed if own == "op" else lambda _: contextlib.nullcontext()
+        )
+        modes.append(("full", checkpoint_wrapper(module), lambda: bypass(module)))
+    return modes
+
+
+def measure_other_modes(module, captured, name: str, repeats: int = REPEATS,
+                        autocast: Optional[list] = None) -> list:  # fmt: skip
+    """The block's costs under each of other_modes(), as zb-layers/1 `options`; a mode that
+    cannot run is left out with one warning."""
+    options = []
+    for mode, runnable, context in other_modes(module):
+        try:
+            with context():
+                costs = _timed(runnable, captured, repeats, autocast)
+        except Exception as error:  # the block's own figures stand
+            warn(f"block {name!r} not measured under checkpointing {mode}: {error}")
+            continue
+        del costs["send"]
+        options.append({"checkpointing": mode, **costs, "source": "measured"})
+    return options
 
 
 class _LossRunner(_BlockRunner):
@@ -440,12 +496,18 @@ def measure_and_write(capture: Capture, directory: str) -> None:
             buffers = [(b, b.detach().clone()) for b in module.buffers()]
             try:
                 with torch.random.fork_rng(devices=_cuda_devices(module)):
-                    costs = measure_block(module, capture.inputs[id(module)],
-                                          autocast=capture.autocast.get(id(module)))  # fmt: skip
+                    inputs, autocast = capture.inputs[id(module)], capture.autocast.get(id(module))
+                    costs = measure_block(module, inputs, autocast=autocast)
                     costs["state"] = states[id(module)]
-                    measured.append(
-                        {"name": name, **costs, "checkpointing": checkpointing.block_mode(module)}
-                    )
+                    block = {
+                        "name": name,
+                        **costs,
+                        "checkpointing": checkpointing.block_mode(module),
+                    }
+                    if capture.measure_modes:
+                        block["options"] = measure_other_modes(module, inputs, name,
+                                                               autocast=autocast)  # fmt: skip
+                    measured.append(block)
             except Exception as error:  # a block we cannot rerun must not stop the job
                 warn(f"stage {stage_index} block {name!r} not measured: {error}")
             finally:
