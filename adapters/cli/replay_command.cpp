@@ -8,6 +8,8 @@
 //   ZBKIT_SCHEDULE_NAME what the user named (FILE, or "DB schedule ID"), for the shim's messages
 //   PYTHONPATH          the hook directory first: its sitecustomize installs zbkit.pipelining
 //   ZBKIT_ZB_BINARY     this zb, for the shim's own conversions
+//   ZBKIT_CHECKPOINTING_PLAN  with --checkpointing-plan: the zb-split/1 whose per-block modes the
+//                       shim applies before step 1 (docs/memory-plan.md §5)
 //   ZBKIT_TORCH_PROFILE, ZBKIT_SHARD_DIR   with --shard-dir: where each rank writes its trace
 //   ZBKIT_PROGRESS_DIR  where each rank keeps its progress record, which zb replay watches for
 //                       stalls (--run-dir, --stall-timeout, --on-stall; docs/stalls.md)
@@ -49,6 +51,9 @@ int RunReplayCommand(const Args& args, std::ostream& out, std::ostream& err) {
   options.add_options()("shard-dir", po::value<std::string>(),
                         "also record the run: each rank writes its PyTorch profiler trace "
                         "(rank<R>.json.gz) here, for zb import D --format chrome");
+  options.add_options()("checkpointing-plan", po::value<std::string>(),
+                        "a zb-split/1 with a memory plan (zb partition --checkpointing ... "
+                        "--split-out): each block checkpointed as it says, before step 1");
   AddStallOptions(options);
   po::variables_map values;
   int exit_code = 0;
@@ -118,6 +123,16 @@ int RunReplayCommand(const Args& args, std::ostream& out, std::ostream& err) {
   env.emplace_back("ZBKIT_SCHEDULE_NAME", ScheduleSourceName(values));
   env.push_back(PythonPathWithHook(*hook));
   env.emplace_back("ZBKIT_ZB_BINARY", SelfPath());
+  if (values.count("checkpointing-plan") > 0) {
+    const std::string plan = values["checkpointing-plan"].as<std::string>();
+    std::error_code error;
+    if (!fs::is_regular_file(plan, error)) {
+      unlink(path.c_str());
+      return ReportError(err, command_name,
+                         IoError("--checkpointing-plan " + plan + ": no such file"));
+    }
+    env.emplace_back("ZBKIT_CHECKPOINTING_PLAN", fs::absolute(plan, error).string());
+  }
   const int code =
       RunChildCommand(command_name, command, env, "", nullptr, false, (*supervision)->Watch(err));
   unlink(path.c_str());

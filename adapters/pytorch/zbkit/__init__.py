@@ -12,6 +12,8 @@ Public modules (`__all__`); everything else (names starting with `_`) is interna
 - `checkpointing`: activation checkpointing under a split backward (each checkpointed block
   recomputed once, in B: `RecomputeOnce`), how a block checkpoints (`block_mode`) and what a split
   order cannot run (`split_refusal`);
+- `checkpointing_plan`: a memory plan applied (each block checkpointed as `zb partition
+  --checkpointing` chose: wrapped in torch's checkpoint_wrapper or unwrapped);
 - `post_validation`: the optimizer step checked during the next iteration's warm-up;
 - `libzbrt`: the binding of libzbrt (open a schedule, record a replay, store it);
 - `pipelining`: zbkit inside unmodified torch.distributed.pipelining scripts (the shim `zb replay`
@@ -34,6 +36,7 @@ __all__ = [
     "actions",
     "bw_split",
     "checkpointing",
+    "checkpointing_plan",
     "errors",
     "executor",
     "libzbrt",

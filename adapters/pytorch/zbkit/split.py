@@ -36,6 +36,13 @@ class LayerSplit:
     schedule: str
     stages: tuple[tuple[str, ...], ...]
     source: str = "<split>"
+    # The memory plan (docs/memory-plan.md §5): (block, mode) for the blocks it names.
+    checkpointing: tuple[tuple[str, str], ...] = ()
+
+    def planned_modes(self, stage: int) -> dict:
+        """The plan's mode of each block of `stage` ({} without a plan)."""
+        plan = dict(self.checkpointing)
+        return {name: plan[name] for name in self.stages[stage] if name in plan}
 
     @property
     def num_stages(self) -> int:
@@ -96,9 +103,20 @@ def parse_split(document: object, source: str = "<split>") -> LayerSplit:
             if name in seen:
                 raise SplitError(f"{source}: stages[{index}]: {name!r} is in two stages")
             seen.add(name)
+    plan = document.get("checkpointing", {})
+    if not isinstance(plan, dict):
+        raise SplitError(f"{source}: checkpointing: must be an object of block: mode")
+    for name, mode in plan.items():
+        if name not in seen:
+            raise SplitError(f"{source}: checkpointing: {name!r} is in no stage")
+        if mode not in ("none", "full", "op"):
+            raise SplitError(
+                f'{source}: checkpointing: {name!r}: must be "none", "full" or "op", got {mode!r}'
+            )
     return LayerSplit(
-        ranks, document["layout"], schedule, tuple(tuple(stage) for stage in stages), source
-    )
+        ranks, document["layout"], schedule, tuple(tuple(stage) for stage in stages), source,
+        tuple(plan.items()),
+    )  # fmt: skip
 
 
 def read_split(path: str | Path) -> LayerSplit:
@@ -121,8 +139,12 @@ def check_schedule_class(split: LayerSplit, schedule_class: type | str) -> None:
 def stage_modules(model, split: LayerSplit, rank: int) -> list[tuple[int, object]]:
     """(global stage id, nn.Sequential of its blocks) for each stage `rank` holds; the blocks are
     the model's own modules (not copies). A Sequential's keys cannot hold dots, so each keeps the
-    model's names in `_zbkit_block_fqns` (key -> name): what `zb profile --torch` calls its blocks."""
+    model's names in `_zbkit_block_fqns` (key -> name): what `zb profile --torch` calls its blocks.
+    With a memory plan, each block comes checkpointed as the plan says (zbkit.checkpointing_plan:
+    wrapped in torch's checkpoint_wrapper, or unwrapped); the model itself is not changed."""
     from torch import nn
+
+    from .checkpointing_plan import planned_block
 
     modules = []
     for stage in split.stages_of_rank(rank):
@@ -134,6 +156,9 @@ def stage_modules(model, split: LayerSplit, rank: int) -> list[tuple[int, object
                 raise SplitError(
                     f"{split.source}: stages[{stage}]: the model has no module {name!r}"
                 ) from None
+            mode = split.planned_modes(stage).get(name)
+            if mode is not None:
+                block = planned_block(block, mode, f"{split.source}: stages[{stage}] {name!r}")
             blocks[name.replace(".", "_")] = block
         sequential = nn.Sequential(blocks)
         sequential._zbkit_block_fqns = {key: name for key, name in

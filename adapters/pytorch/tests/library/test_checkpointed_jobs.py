@@ -78,3 +78,39 @@ def test_zb_profile_of_an_sac_job_runs_it_and_records_its_checkpointing(tmp_path
         assert block["checkpointing"] == "op", block
     others = [x for x in report["layers"]["layers"] if ".blocks." not in x["name"]]
     assert others and all(x["checkpointing"] == "none" for x in others), others
+
+
+def test_zb_replay_applies_a_memory_plan_to_the_unmodified_job(tmp_path):
+    """docs/memory-plan.md §5: `zb replay --checkpointing-plan` wraps the blocks the plan
+    checkpoints (the job runs none), named as a profile of this job names them: those recompute
+    once per microbatch, the others not at all, and the job trains as its reference does. A plan
+    for other blocks is refused before step 1 in one line."""
+    schedule = tuned_schedule(tmp_path, "zb-h1", MICROBATCHES)
+    stages = [["stage0.embed", "stage0.blocks.0", "stage0.blocks.1"],
+              ["stage1.blocks.0", "stage1.blocks.1", "stage1.head"]]  # fmt: skip
+    plan = {name: "none" for stage in stages for name in stage}
+    plan["stage0.blocks.0"] = plan["stage1.blocks.1"] = "full"  # the model's blocks.0 and .3
+    split = {"format": "zb-split/1", "ranks": 2, "layout": "loop:1", "stages": stages,
+             "checkpointing": plan}  # fmt: skip
+    (tmp_path / "plan.json").write_text(json.dumps(split))
+    prefix = tmp_path / "planned"
+    args = JOB + ["--dump", str(prefix)]
+    zb = str(require_zb())
+    done = run([zb, "replay", str(schedule), "--checkpointing-plan", str(tmp_path / "plan.json"),
+                "--", *torchrun_command(*args)], job_env())  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "plan.json: 1 block(s) now 'full'" in done.stderr, done.stderr[-2000:]
+    assert_matches_reference(prefix, args)
+    steps = (ITERS - 1) * MICROBATCHES
+    want = {f"blocks.{i}": steps * (2 if i in (0, 3) else 1) for i in range(4)}
+    assert forward_calls(prefix) == want
+
+    stages[1].append("stage1.extra")
+    split["checkpointing"]["stage1.extra"] = "full"
+    (tmp_path / "other.json").write_text(json.dumps(split))
+    refused = run([zb, "replay", str(schedule), "--checkpointing-plan", str(tmp_path / "other.json"),
+                   "--", *torchrun_command(*args)], job_env())  # fmt: skip
+    assert refused.returncode == 1, refused.stderr[-2000:]
+    (line,) = [line for line in refused.stderr.splitlines() if "names block" in line]
+    assert line.startswith("zbkit: rank 1: checkpointing plan "), line
+    assert "stage 1: the plan names block 'extra', which this stage does not have" in line, line

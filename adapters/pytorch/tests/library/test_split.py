@@ -123,3 +123,64 @@ def test_an_unreadable_split_file_is_one_line(tmp_path):
     (tmp_path / "torn.json").write_text('{"format": "zb-split/1", "ranks": ')
     with pytest.raises(SplitError, match=r"torn.json: not JSON \("):
         read_split(tmp_path / "torn.json")
+
+
+def test_a_memory_plan_comes_applied_with_the_stages(tmp_path):
+    """docs/memory-plan.md §5: `zb partition --checkpointing` writes each block's mode into the
+    split; stage_modules gives the planned blocks wrapped in torch's checkpoint_wrapper (the model
+    itself unchanged), which recompute once in the backward and compute the same gradients."""
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+        CheckpointWrapper,
+        checkpoint_wrapper,
+    )
+
+    _layers_file(tmp_path / "layers.json")
+    split_file = tmp_path / "split.json"
+    done = zb_partition(tmp_path / "layers.json", "-p", "2", "-m", "4", "--layout", "loop:1",
+                        "--checkpointing", "none,full", "--derive-full", "--mem-limit", "18",
+                        "--evaluations", "0", "--split-out", str(split_file))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    split = read_split(split_file)
+    plan = dict(split.checkpointing)
+    assert sorted(plan) == sorted(str(i) for i in range(BLOCKS)), plan
+    assert set(plan.values()) == {"none", "full"}, (plan, done.stdout)  # the cap binds: a mix
+
+    model, planned = _model(), _model()
+    calls = {}
+    for name, block in planned.named_children():
+        block.register_forward_pre_hook(
+            lambda *_, n=name: calls.__setitem__(n, calls.get(n, 0) + 1)
+        )
+    stages = [m for rank in range(2) for _, m in stage_modules(planned, split, rank)]
+    wrapped = {n for m in stages for n, b in zip(m._zbkit_block_fqns.values(), m)
+               if isinstance(b, CheckpointWrapper)}  # fmt: skip
+    assert wrapped == {name for name, mode in plan.items() if mode == "full"}
+    assert not any(isinstance(b, CheckpointWrapper) for b in planned.children())
+    x = torch.randn(3, 16)
+    y = x
+    for stage in stages:
+        y = stage(y)
+    y.sum().backward()
+    model(x).sum().backward()
+    for name in dict(planned.named_children()):
+        want = 2 if name in wrapped else 1  # the forward, and the recomputation in the backward
+        assert calls.get(name, 0) == want, (name, calls)
+    for mine, theirs in zip(planned.parameters(), model.parameters()):
+        assert torch.allclose(mine.grad, theirs.grad)
+
+    # Unwrapping, and what cannot be applied.
+    document = _document(layout="loop:2", schedule="ScheduleInterleaved1F1B",
+                         checkpointing={"0": "none", "2": "op"})  # fmt: skip
+    wrapped_model = _model()
+    wrapped_model[0] = checkpoint_wrapper(wrapped_model[0])
+    (_, first), (_, third) = stage_modules(wrapped_model, parse_split(
+        _document(layout="loop:2", schedule="ScheduleInterleaved1F1B",
+                  checkpointing={"0": "none"}), "s.json"), 0)  # fmt: skip
+    assert first[0] is wrapped_model[0]._checkpoint_wrapped_module
+    with pytest.raises(SplitError, match=r"'2': the plan checkpoints it 'op', the job runs it "
+                                         r"'none': zbkit applies a per-op policy only"):  # fmt: skip
+        stage_modules(_model(), parse_split(document, "s.json"), 1)
+    with pytest.raises(SplitError, match=r"checkpointing: '9' is in no stage"):
+        parse_split(_document(checkpointing={"9": "full"}), "s.json")
+    with pytest.raises(SplitError, match=r"checkpointing: '1': must be \"none\", \"full\" or"):
+        parse_split(_document(checkpointing={"1": "selective"}), "s.json")

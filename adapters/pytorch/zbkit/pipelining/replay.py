@@ -195,6 +195,39 @@ def prepare(schedule, path: str):
             _remove_quietly(csv_path)
 
 
+def _apply_plan(plan_path: str, stages, rank: int) -> None:
+    """The memory plan `zb replay --checkpointing-plan` names (docs/memory-plan.md §5), applied
+    to this rank's stages before step 1; a plan made for other blocks is refused in one line."""
+    from ..checkpointing_plan import apply_to_stage  # noqa: PLC0415
+    from ..errors import SplitError  # noqa: PLC0415
+    from ..split import read_split  # noqa: PLC0415
+
+    try:
+        split = read_split(plan_path)
+        changed = {}
+        for stage in stages:
+            if stage.stage_index >= split.num_stages:
+                raise SplitError(f"{plan_path}: has {split.num_stages} stages, the job more")
+            # A plan from a profile whose stages name their blocks alike carries "stage<S>."
+            # (docs/partition.md §4); the stage module itself does not.
+            prefix = f"stage{stage.stage_index}."
+            planned = {name[len(prefix):] if name.startswith(prefix) else name: mode
+                       for name, mode in split.planned_modes(stage.stage_index).items()}  # fmt: skip
+            if len(planned) != len(split.stages[stage.stage_index]):
+                raise SplitError(
+                    f"{plan_path}: stage {stage.stage_index}: not every block has a mode"
+                )
+            where = f"{plan_path}: stage {stage.stage_index}"
+            changed.update(apply_to_stage(stage.submod, planned, where))
+    except SplitError as error:
+        raise Refusal(f"zbkit: rank {rank}: checkpointing plan {error}") from None
+    counts = {mode: list(changed.values()).count(mode) for mode in sorted(set(changed.values()))}
+    summary = ", ".join(f"{count} block(s) now '{mode}'" for mode, count in counts.items())
+    sys.stderr.write(
+        f"zbkit: rank {rank}: checkpointing plan {plan_path}: {summary or 'no block changed'}\n"
+    )
+
+
 def _prepare(schedule, stages, path: str, csv_path: str):
     from torch.distributed.pipelining import schedules as torch_schedules  # noqa: PLC0415
 
@@ -222,6 +255,9 @@ def _prepare(schedule, stages, path: str, csv_path: str):
         )
         if unsplittable:
             raise Refusal(f"{unsplittable} ({shown} splits backwards)")
+    plan_path = os.environ.get("ZBKIT_CHECKPOINTING_PLAN")
+    if plan_path:
+        _apply_plan(plan_path, stages, rank)
     mismatch = checkpointing.profile_mismatch(
         _profiled_checkpointing(path), [(s.stage_index, s.submod) for s in stages],
         f"zbkit: rank {rank}", shown,
