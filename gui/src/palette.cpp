@@ -49,6 +49,9 @@ QColor BubbleColor() {
 QColor CapColor() {
   return QColor(0xD6, 0x27, 0x28);  // red
 }
+QColor CheckpointedColor() {
+  return QColor(0x1B, 0x1B, 0x1B);  // near black: a stripe over the stage's F/B/W colours
+}
 QColor HighlightColor() {
   return QColor(0xE0, 0x16, 0xB0);  // magenta
 }

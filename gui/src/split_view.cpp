@@ -63,6 +63,21 @@ Expected<SplitColumn> ReadColumn(const QJsonObject& row, const std::string& wher
     }
     column.stages.push_back({static_cast<int>(*rank), *f, *b, *w});
   }
+  // The memory plan: each block's mode in model order, the stages' blocks in the same order.
+  const QJsonArray modes = row.value(QLatin1String("checkpointing")).toArray();
+  const QJsonArray names = row.value(QLatin1String("stages")).toArray();
+  if (!modes.isEmpty() && names.size() == static_cast<int>(column.stages.size())) {
+    int block = 0;
+    for (int s = 0; s < names.size(); ++s) {
+      SplitColumn::Stage& stage = column.stages[s];
+      stage.blocks = static_cast<int>(names[s].toArray().size());
+      for (int k = 0; k < stage.blocks && block < modes.size(); ++k, ++block) {
+        const std::string mode = modes[block].toString().toStdString();
+        ++column.modes[mode];
+        stage.checkpointed += mode != "none" ? 1 : 0;
+      }
+    }
+  }
   column.state = Numbers(row.value(QLatin1String("state")));
   column.peak = Numbers(row.value(QLatin1String("peak_memory")));
   if (column.state.size() != column.peak.size() || column.peak.empty()) {
@@ -339,6 +354,9 @@ void SplitView::PaintColumn(QPainter& painter, const Layout& layout, int c) cons
                    .arg(gain >= 0 ? QStringLiteral("faster") : QStringLiteral("slower"))
                    .arg(QString::fromStdString(reference.split));
   }
+  for (const auto& [mode, count] : column.modes) {
+    if (mode != "none") figures += QStringLiteral(", %1 blocks %2").arg(count).arg(mode.c_str());
+  }
   painter.setPen(SecondaryTextColor());
   painter.drawText(first_line.translated(0, line + 2), Qt::AlignLeft | Qt::AlignVCenter, figures);
   painter.drawText(placed.time_caption, Qt::AlignLeft | Qt::AlignVCenter,
@@ -360,6 +378,12 @@ void SplitView::PaintColumn(QPainter& painter, const Layout& layout, int c) cons
                              : x + static_cast<int>(std::lround(bar.width() * parts[k] / total));
       painter.fillRect(QRect(x, bar.top(), std::max(0, end - x), bar.height()), ColorOf(kinds[k]));
       x = end;
+    }
+    if (stage.checkpointed > 0 && stage.blocks > 0) {  // the share of its blocks checkpointed
+      const int stripe = std::max(2, bar.height() / 4);
+      painter.fillRect(QRect(bar.left(), bar.top(),
+                             std::max(1, bar.width() * stage.checkpointed / stage.blocks), stripe),
+                       CheckpointedColor());
     }
     painter.setPen(TextColor());
     painter.drawText(QRect(bar.right() + 4, bar.top(), kValueWidth, bar.height()),
@@ -406,6 +430,11 @@ void SplitView::PaintLegend(QPainter& painter, const QRect& area) const {
   entry(MemoryColor(), QStringLiteral("state: weights, gradients, optimizer"));
   entry(Lighter(MemoryColor()), QStringLiteral("activations in flight"));
   if (comparison_ && comparison_->cap) entry(CapColor(), QStringLiteral("cap"), true);
+  const bool planned =
+      comparison_ && std::any_of(comparison_->columns.begin(), comparison_->columns.end(),
+                                 [](const SplitColumn& c) { return !c.modes.empty(); });
+  if (planned)
+    entry(CheckpointedColor(), QStringLiteral("share of the stage's blocks checkpointed"));
 }
 
 }  // namespace zb::gui

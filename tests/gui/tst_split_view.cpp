@@ -40,6 +40,7 @@ class SplitViewTest : public QObject {
   void barsShareOneScaleAcrossTheSplits();
   void coloursAreTheOpKindsAndTheCapIsDrawn();
   void badFilesAreOneLineNamingThem();
+  void aMemoryPlanShowsWhichBlocksAreCheckpointed();
   void zbviewDrawsTheSplitsHeadless();
 
  private:
@@ -195,6 +196,49 @@ void SplitViewTest::badFilesAreOneLineNamingThem() {
   }
   auto missing = zb::gui::ReadSplitComparison(dir_.filePath(QStringLiteral("none.json")));
   QVERIFY(!missing.ok());
+}
+
+// docs/memory-plan.md: each stage's share of checkpointed blocks as a dark stripe over its bar,
+// the modes counted in the header.
+void SplitViewTest::aMemoryPlanShowsWhichBlocksAreCheckpointed() {
+  const Run run = RunProgram(
+      QStringLiteral(ZBKIT_ZB_BINARY),
+      {QStringLiteral("partition"), QStringLiteral("--layers"),
+       QStringLiteral(ZBKIT_TEST_DATA_DIR "/layers/llm19.json"), QStringLiteral("-p"),
+       QStringLiteral("4"), QStringLiteral("-m"), QStringLiteral("8"), QStringLiteral("--layout"),
+       QStringLiteral("loop:1"), QStringLiteral("--mem-limit"), QStringLiteral("60"),
+       QStringLiteral("--checkpointing"), QStringLiteral("none,full"),
+       QStringLiteral("--derive-full"), QStringLiteral("--evaluations"), QStringLiteral("0"),
+       QStringLiteral("--json")});
+  QCOMPARE(run.exit_code, 0);
+  auto comparison = zb::gui::ParseSplitComparison(run.out.toUtf8(), "plan.json");
+  QVERIFY2(comparison.ok(), comparison.status().message().c_str());
+  const SplitColumn* full = nullptr;
+  for (const SplitColumn& column : comparison->columns) {
+    int blocks = 0, checkpointed = 0;
+    for (const SplitColumn::Stage& stage : column.stages) {
+      blocks += stage.blocks;
+      checkpointed += stage.checkpointed;
+    }
+    QCOMPARE(blocks, 19);
+    QCOMPARE(checkpointed, column.modes.count("full") > 0 ? column.modes.at("full") : 0);
+    if (column.split == "uniform-full") full = &column;
+  }
+  QVERIFY(full != nullptr);
+  QCOMPARE(full->modes.at("full"), 18);  // every block but the embedding
+  SplitView view;
+  view.setComparison(std::make_shared<const SplitComparison>(*comparison));
+  view.resize(1600, 800);
+  QImage image(view.size(), QImage::Format_ARGB32);
+  view.render(&image);
+  const auto shown = view.shownColumns();
+  const auto at = std::find_if(shown.begin(), shown.end(),
+                               [](const SplitColumn* c) { return c->split == "uniform-full"; }) -
+                  shown.begin();
+  QVERIFY(at < static_cast<long>(shown.size()));
+  const QRect bar = view.stageBar(static_cast<int>(at), 1);  // stage 1: all its blocks full
+  QCOMPARE(QColor(image.pixel(bar.center().x(), bar.top())), zb::gui::CheckpointedColor());
+  QVERIFY(QColor(image.pixel(bar.center().x(), bar.bottom())) != zb::gui::CheckpointedColor());
 }
 
 void SplitViewTest::zbviewDrawsTheSplitsHeadless() {

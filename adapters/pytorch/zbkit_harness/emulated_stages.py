@@ -400,6 +400,11 @@ class _Activation(torch.autograd.Function):
         microbatch, ready, producer = _stamp_of(grad)
         span = emulation.run(stage.cost.b_ms, ready, producer, stage.stage)
         emulation.record("B", stage.stage, microbatch, span)
+        # What W reads beyond what F left (M_W > M_B: blocks checkpointed inside the stage,
+        # recomputed in B, docs/memory-plan.md) exists from B until W.
+        extra = stage.cost.m_w - stage.cost.m_b
+        if extra > 0:
+            stage.read_by_w.setdefault(microbatch, []).append(emulation.hold(extra))
         return _stamped(grad, span[1], emulation.rank), None
 
 
@@ -408,7 +413,7 @@ class _Weight(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, weight: torch.Tensor, stage: "EmulatedStage") -> torch.Tensor:  # type: ignore[override]
-        ctx.save_for_backward(stage.emulation.hold(stage.cost.m_w))
+        ctx.save_for_backward(stage.emulation.hold(min(stage.cost.m_w, stage.cost.m_b)))
         ctx.stage = stage
         return torch.zeros_like(weight)
 
@@ -416,6 +421,11 @@ class _Weight(torch.autograd.Function):
     def backward(ctx, grad: torch.Tensor):  # type: ignore[override]
         stage = ctx.stage
         microbatch, ready, producer = _stamp_of(grad)
+        held = stage.read_by_w.get(microbatch)
+        if held:
+            held.pop()  # freed with W
+            if not held:
+                del stage.read_by_w[microbatch]
         span = stage.emulation.run(stage.cost.w_ms, ready, producer, stage.stage)
         stage.emulation.record("W", stage.stage, microbatch, span)
         return grad, None
@@ -526,6 +536,7 @@ class EmulatedStage(nn.Module):
         super().__init__()
         self.stage, self.cost, self.emulation = stage, cost, emulation
         self.param_groups = param_groups
+        self.read_by_w: Dict[int, list] = {}  # microbatch -> what its B allocated for its W
         if not param_groups:
             self.weight = nn.Parameter(torch.zeros(width, dtype=torch.float64))
             return

@@ -56,6 +56,9 @@ class SplitSettings:
     runtimes: Tuple[str, ...] = ("executor",)  # "executor" and/or "shim"
     json: bool = False
     store: str = ""  # the rows record nothing in a store
+    # The memory plan (docs/memory-plan.md): zb partition's --checkpointing, and --derive-full.
+    checkpointing: str = "as-run"
+    derive_full: bool = False
 
     @property
     def costs(self) -> Path:  # what the report names as the costs rehearsed
@@ -84,6 +87,7 @@ class SplitRehearsal(Rehearsal):
         # Each split's stages' blocks, by row: its name for the executor's rows, "<name> (shim)"
         # for the shim's (torch's runtime may co-tune another split).
         self.split_stages: Dict[str, List[List[str]]] = {}
+        self.split_plans: Dict[str, List[str]] = {}  # by row: each block's checkpointing mode
         self.check_request(environment["zb"])
 
     def common_args(self) -> List[str]:
@@ -97,7 +101,9 @@ class SplitRehearsal(Rehearsal):
         return ["partition", "--layers", str(layers), "-p", str(self.ranks), "-m",
                 str(self.s.microbatches), "--layout", self.s.layout, "--mem-limit",
                 self.s.mem_limit, "--runtime",
-                "zbkit" if runtime == "executor" else "torch"]  # fmt: skip
+                "zbkit" if runtime == "executor" else "torch",
+                "--checkpointing", self.s.checkpointing,
+                *(["--derive-full"] if self.s.derive_full else [])]  # fmt: skip
 
     def check_request(self, zb: str) -> None:
         """`zb partition` judges the file, p, m, the layout and the cap before anything runs: its
@@ -115,8 +121,9 @@ class SplitRehearsal(Rehearsal):
         doc = json.loads(json.dumps(self.layers_doc))
         doc["comm"] = self.comm_ms()
         for layer in doc.get("layers", []):
-            for key in ("F", "B", "W"):
-                layer[key] = layer.get(key, 0.0) * self.s.time_scale
+            for figures in [layer, *layer.get("options", [])]:  # every checkpointing mode's
+                for key in ("F", "B", "W"):
+                    figures[key] = figures.get(key, 0.0) * self.s.time_scale
         path = self.s.dir / "layers-rehearsed.json"
         path.write_text(json.dumps(doc) + "\n")
         return path
@@ -147,6 +154,9 @@ class SplitRehearsal(Rehearsal):
         row.schedule_file = path
         row.predicted_ms = float(entry["iteration_ms"])
         self.split_stages[name if runtime == "executor" else row.label] = entry["stages"]
+        self.split_plans[name if runtime == "executor" else row.label] = entry.get(
+            "checkpointing", []
+        )
         row.predicted_peak = max(schedule.get("predicted", {}).get("peak_memory") or [0.0])
         self.max_memory = max(
             [self.max_memory] + [float(st.get("M_B", 0)) for st in schedule["costs"]["stages"]]
@@ -188,7 +198,7 @@ def report(rehearsal: SplitRehearsal, out: IO[str]) -> None:
     if s.json:
         doc = document(rehearsal)
         doc.update(layout=s.layout, layers=str(s.layers), gains=gains(rehearsal.rows),
-                   splits=rehearsal.split_stages)  # fmt: skip
+                   splits=rehearsal.split_stages, plans=rehearsal.split_plans)  # fmt: skip
         out.write(json.dumps(doc) + "\n")
     out.flush()
 
@@ -217,6 +227,14 @@ def parse(argv: Optional[Sequence[str]]) -> Tuple[SplitSettings, Dict[str, str]]
     parser.add_argument("--runtime", choices=("executor", "shim", "both"), default="executor",
                         help="who runs each split's order: zbkit's executor, torch's schedule "
                         "class through the shim (orders tuned for torch's runtime), or both")  # fmt: skip
+    parser.add_argument("--checkpointing", default="as-run",
+                        help="as zb partition: as-run, plan or the modes the memory plan may use "
+                        "(docs/memory-plan.md)")  # fmt: skip
+    parser.add_argument(
+        "--derive-full",
+        action="store_true",
+        help="as zb partition: a derived full-checkpointing option per block",
+    )
     add_run_options(parser)
     args = parser.parse_args(argv)
     for name in ("ranks", "microbatches", "iters", "rounds", "message_bytes", "splits"):
@@ -233,7 +251,8 @@ def parse(argv: Optional[Sequence[str]]) -> Tuple[SplitSettings, Dict[str, str]]
         layout=args.layout, mem_limit=args.mem_limit, iters=args.iters, warmup=args.warmup,
         rounds=args.rounds, dir=Path(args.dir), message_bytes=args.message_bytes, comm=args.comm,
         device=args.device, time_scale=args.time_scale, evaluations=args.evaluations,
-        splits=args.splits, json=args.json,
+        splits=args.splits, json=args.json, checkpointing=args.checkpointing,
+        derive_full=args.derive_full,
         runtimes=("executor", "shim") if args.runtime == "both" else (args.runtime,),
     )  # fmt: skip
     return settings, located()

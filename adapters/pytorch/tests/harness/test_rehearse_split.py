@@ -91,6 +91,33 @@ def test_torchs_schedule_class_runs_each_splits_order_through_the_shim(tmp_path:
     assert any(line.startswith("split:co-tuned vs split:even (shim)") for line in doc["gains"]), doc
 
 
+def test_a_memory_plan_runs_with_the_planned_costs_and_peaks(tmp_path: Path) -> None:
+    """docs/memory-plan.md §4: with --checkpointing the uniform rows and the co-tuned plan run
+    too, each order with its stages' planned costs (a full block: B + F, by the rule of §2) and,
+    where a stage's M_W exceeds its M_B, the emulation's peak still the predicted one."""
+    done = _rehearse(tmp_path, "--layers", str(_layers(tmp_path)), "-p", "2", "-m", "4",
+                     "--layout", "loop:1", "--mem-limit", "500", "--checkpointing", "none,full",
+                     "--derive-full", "--iters", "2", "--rounds", "1", "--evaluations", "100",
+                     "--json", timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads(done.stdout.strip().splitlines()[-1])
+    rows = {row["schedule"]: row for row in doc["rows"]}
+    assert {"split:uniform-none", "split:uniform-full", "split:co-tuned"} <= set(rows), rows
+    blocks = {layer["name"]: layer for layer in LAYERS["layers"]}
+    full_somewhere = False
+    for name, row in rows.items():
+        assert row["order"] == "as scheduled" and row["peak_bytes"] == row["predicted_peak"], row
+        plan = dict(zip(blocks, doc["plans"][name]))
+        order = json.loads((tmp_path / "zbkit-rehearse" / "orders" /
+                            f"{name.split(':', 1)[1]}-loop-1.json").read_text())  # fmt: skip
+        for stage, members in enumerate(doc["splits"][name]):
+            b = sum(blocks[m]["B"] + (blocks[m]["F"] if plan[m] == "full" else 0) for m in members)
+            assert order["costs"]["stages"][stage]["B"] == pytest.approx(b), (name, stage)
+            full_somewhere |= any(plan[m] == "full" for m in members)
+    assert full_somewhere
+    assert any(line.startswith("split:co-tuned vs split:uniform-full") for line in doc["gains"])
+
+
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     layers = _layers(tmp_path)
     for args, says in (

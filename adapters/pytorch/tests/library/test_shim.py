@@ -107,10 +107,15 @@ def test_a_csv_that_would_train_wrong_is_refused_before_the_first_step(tmp_path)
     assert "iter 0" not in done.stdout
 
 
-def test_replay_usage_errors():
+def test_replay_usage_errors(tmp_path):
     done = zb("replay", "--store", "nowhere.db")
     assert done.returncode == 2
     assert done.stderr.startswith("zb replay: ") and done.stderr.count("\n") == 1
+    # A memory plan that is not there: one line, exit 1, the job never starts.
+    order = tuned_schedule(tmp_path, "1f1b", 4)
+    done = zb("replay", str(order), "--checkpointing-plan", "missing.json", "--", "false")
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == "zb replay: --checkpointing-plan missing.json: no such file\n"
 
 
 def test_startup_hook_is_inert_unless_zbkit_launched_the_job():

@@ -23,6 +23,7 @@ QColor BlockLabelColor(OpKind kind);  // microbatch numbers inside a block: legi
 QColor BackgroundColor();             // outside any rank's activity
 QColor BubbleColor();                 // idle time between a rank's first and last op
 QColor CapColor();                    // the memory cap line
+QColor CheckpointedColor();           // the share of a stage's blocks a memory plan checkpoints
 QColor HighlightColor();              // outline of ops that differ in a comparison
 QColor MemoryColor();          // the memory curve: its last value per column, the peak marker
 QColor MemoryEnvelopeColor();  // min..max of the curve inside a column

@@ -11,6 +11,7 @@
 #include <QRect>
 #include <QString>
 #include <QWidget>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,9 @@ struct SplitColumn {
   struct Stage {
     int rank = 0;
     double f_ms = 0, b_ms = 0, w_ms = 0;
+    // The memory plan (docs/memory-plan.md): how many of its blocks the row checkpoints, of all.
+    int blocks = 0;
+    int checkpointed = 0;
   };
   std::string layout;  // "loop:1", "loop:2", "v"
   std::string split;   // "even", "torchtitan", "min-max", "co-tuned"
@@ -36,6 +40,8 @@ struct SplitColumn {
   std::vector<double> state;  // per rank
   std::vector<double> peak;   // per rank: state + activations at the order's peak
   bool best = false;          // the split `zb partition` chose
+  // Blocks per checkpointing mode ("full" -> 12), from the row's "checkpointing"; empty: none said.
+  std::map<std::string, int> modes;
 };
 
 struct SplitComparison {
