@@ -74,8 +74,24 @@ def checkpointing_options(h, ffn, kv, seq):
     ]
 
 
-def model(name, h, ffn, kv, layers, vocab, seq):
+def transformer_block(index, h, ffn, kv, seq):
+    """Block `layers.<index>`: its costs without checkpointing, and under full and op."""
     params, f, b, w, m_b, m_w = block_costs(h, ffn, kv, seq)
+    return {
+        "name": f"layers.{index}",
+        "F": round(f, 4),
+        "B": round(b, 4),
+        "W": round(w, 4),
+        "M_B": m_b,
+        "M_W": m_w,
+        "state": params * STATE_BYTES,
+        "send": seq * h * BF16,
+        "checkpointing": "none",
+        "options": checkpointing_options(h, ffn, kv, seq),
+    }
+
+
+def model(name, h, ffn, kv, layers, vocab, seq):
     send = seq * h * BF16
     out = []
     embed = vocab * h
@@ -91,21 +107,7 @@ def model(name, h, ffn, kv, layers, vocab, seq):
             "send": send,
         }
     )
-    for i in range(layers):
-        out.append(
-            {
-                "name": f"layers.{i}",
-                "F": round(f, 4),
-                "B": round(b, 4),
-                "W": round(w, 4),
-                "M_B": m_b,
-                "M_W": m_w,
-                "state": params * STATE_BYTES,
-                "send": send,
-                "checkpointing": "none",
-                "options": checkpointing_options(h, ffn, kv, seq),
-            }
-        )
+    out.extend(transformer_block(i, h, ffn, kv, seq) for i in range(layers))
     out.append(
         {
             "name": "norm",
@@ -138,23 +140,8 @@ def model(name, h, ffn, kv, layers, vocab, seq):
 
 def uniform(name, blocks):
     """A control with no head or embedding: equal blocks (the shape of the 8B one)."""
-    params, f, b, w, m_b, m_w = block_costs(4096, 14336, 1024, 8192)
     send = 8192 * 4096 * BF16
-    out = [
-        {
-            "name": f"layers.{i}",
-            "F": round(f, 4),
-            "B": round(b, 4),
-            "W": round(w, 4),
-            "M_B": m_b,
-            "M_W": m_w,
-            "state": params * STATE_BYTES,
-            "send": send,
-            "checkpointing": "none",
-            "options": checkpointing_options(4096, 14336, 1024, 8192),
-        }
-        for i in range(blocks)
-    ]
+    out = [transformer_block(i, 4096, 14336, 1024, 8192) for i in range(blocks)]
     return name, {
         "format": "zb-layers/1",
         "comm": round(send / LINK * 1e3, 4),

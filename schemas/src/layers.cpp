@@ -39,8 +39,15 @@ std::vector<std::string> LayerCost::modes() const {
 }
 
 bool LayerCost::has_mode(const std::string& mode) const {
-  const std::vector<std::string> all = modes();
-  return std::find(all.begin(), all.end(), mode) != all.end();
+  return figures_under(mode).has_value();
+}
+
+std::optional<CheckpointingOption> LayerCost::figures_under(const std::string& mode) const {
+  if (mode == own_mode()) return CheckpointingOption{mode, f, b, w, m_b, m_w, own_measured};
+  for (const CheckpointingOption& option : options) {
+    if (option.mode == mode) return option;
+  }
+  return std::nullopt;
 }
 
 bool IsPlannableCheckpointingMode(std::string_view mode) {
@@ -78,12 +85,8 @@ Expected<LayerProfile> WithCheckpointing(const LayerProfile& profile,
                           ")");
     }
     // The block's own figures become an option, the chosen option its figures.
-    CheckpointingOption own{layer.own_mode(), layer.f,   layer.b, layer.w,
-                            layer.m_b,        layer.m_w, true};
-    // An own mode that was itself derived stays marked so.
-    own.measured = layer.own_measured;
     const CheckpointingOption taken = *chosen;
-    *chosen = own;
+    *chosen = *layer.figures_under(layer.own_mode());
     layer.f = taken.f;
     layer.b = taken.b;
     layer.w = taken.w;

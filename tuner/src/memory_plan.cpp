@@ -7,14 +7,8 @@
 
 namespace zb::tuner {
 
-// The figures of `layer` under `mode` (it has them: the plan's modes come from its own).
 CheckpointingOption FiguresUnder(const LayerCost& layer, const std::string& mode) {
-  if (mode == layer.own_mode())
-    return {mode, layer.f, layer.b, layer.w, layer.m_b, layer.m_w, layer.own_measured};
-  for (const CheckpointingOption& option : layer.options) {
-    if (option.mode == mode) return option;
-  }
-  return {};
+  return layer.figures_under(mode).value_or(CheckpointingOption{});
 }
 
 std::optional<SplitAndPlan> StageModeMove(const LayerProfile& profile, const SplitAndPlan& current,

@@ -6,6 +6,7 @@
 #ifndef ZBKIT_SCHEMAS_LAYERS_H_
 #define ZBKIT_SCHEMAS_LAYERS_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,8 @@ struct LayerCost {
   // Its own mode and every option's, in that order.
   std::vector<std::string> modes() const;
   bool has_mode(const std::string& mode) const;
+  // Its figures under `mode` (its own, or an option's); nullopt when it has none.
+  std::optional<CheckpointingOption> figures_under(const std::string& mode) const;
 };
 
 // The modes a memory plan may choose for a block: none, full, op (reentrant checkpointing is
