@@ -248,6 +248,47 @@ def test_the_split_zb_partition_prints_trains_as_torchtitans_default_does(tmp_pa
                   str(config), flavor=BIG_VOCAB)  # fmt: skip
     assert moved == pytest.approx(own, rel=1e-5)
 
+    # The memory plan (docs/memory-plan.md): every block was measured whole-checkpointed too;
+    # under a cap between what full and no checkpointing everywhere need, zb partition chooses per
+    # block, and zb replay applies it to torchtitan unedited (its blocks wrapped where torchtitan
+    # built them) with the same losses.
+    for name, block in by_name.items():
+        assert [o["checkpointing"] for o in block.get("options", [])] == ["full"], (name, block)
+    cap = plan_cap(tmp_path, layers)
+    plan, order = tmp_path / "plan.json", tmp_path / "plan-order.json"
+    done = run([str(require_zb()), "partition", "--layers", str(layers), "-p", "2", "-m",
+                str(MICROBATCHES), "--layout", "loop:1", "--mem-limit", str(cap),
+                "--checkpointing", "none,full", "--evaluations", "0", "--for", "torchtitan",
+                "--split-out", str(plan), "--out", str(order)], job_env())  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    modes = json.loads(plan.read_text())["checkpointing"]
+    assert "full" in modes.values(), (cap, done.stdout)
+    section = done.stdout[done.stdout.index("[parallelism]") :]
+    (tmp_path / "plan.toml").write_text(
+        "\n".join(line for line in section.splitlines() if line and not line.startswith("#"))
+    )
+    planned = run([str(require_zb()), "replay", str(order), "--checkpointing-plan", str(plan),
+                   "--", *titan_command(tmp_path / "planned", assets, *one_f_one_b, *seed,
+                                        "--job.config_file", str(tmp_path / "plan.toml"),
+                                        flavor=BIG_VOCAB)], job_env())  # fmt: skip
+    output = planned.stdout + planned.stderr
+    assert planned.returncode == 0, output[-4000:]
+    assert "block(s) now 'full'" in output, output[-3000:]
+    assert losses(output) == pytest.approx(own, rel=1e-5)
+
+
+def plan_cap(tmp_path: Path, layers: Path) -> int:
+    """A cap between the largest peaks of checkpointing none and full everywhere (their
+    co-tuned splits, no cap): where a per-block plan is worth something."""
+    done = run([str(require_zb()), "partition", "--layers", str(layers), "-p", "2", "-m",
+                str(MICROBATCHES), "--layout", "loop:1", "--checkpointing", "none,full",
+                "--evaluations", "0", "--json"], job_env())  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    peak = {row["split"]: max(row["peak_memory"]) for row in json.loads(done.stdout)["rows"]
+            if row["ok"]}  # fmt: skip
+    assert peak["uniform-full"] < peak["uniform-none"], peak
+    return int((peak["uniform-full"] + peak["uniform-none"]) / 2)
+
 
 def seed_checkpoint(tmp_path: Path, assets: List[str], flavor: str) -> List[str]:
     """torchtitan's seed checkpoint (one process, no parallelism) of the model, and the flags
