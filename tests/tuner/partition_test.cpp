@@ -298,6 +298,36 @@ TEST(PartitionTest, MemoryPlanGainsWhereMemoryBinds) {
   }
 }
 
+// A split to keep (--split): only the plan and the order are chosen, every row on that split.
+TEST(PartitionTest, AGivenSplitGetsItsPlanAndOrderOnly) {
+  PartitionOptions options;
+  options.ranks = 8;
+  options.microbatches = 16;
+  options.order_evaluations = 0;
+  options.cap = 32 * kGiB;
+  options.plan_modes = {"none", "full"};
+  options.fixed_split = {5, 4, 4, 4, 4, 5, 4, 5};
+  ZB_ASSERT_OK_AND_ASSIGN(PartitionResult result,
+                          Partition(MemoryPlanModel("llama8b-8k.json"), options));
+  std::vector<std::string> names;
+  for (const SplitEvaluation& row : result.splits) {
+    names.push_back(row.name);
+    EXPECT_EQ(row.split, options.fixed_split) << row.name;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"given", "uniform-none", "uniform-full", "co-tuned"}));
+  const SplitEvaluation& co_tuned = result.splits.back();
+  ASSERT_TRUE(co_tuned.status.ok());
+  for (const SplitEvaluation& row : result.splits) {
+    if (row.status.ok()) EXPECT_LE(co_tuned.iteration, row.iteration) << row.name;
+  }
+  EXPECT_LT(co_tuned.iteration, Row(result, "uniform-full").iteration);
+  options.fixed_split = {5, 4};
+  auto bad = Partition(MemoryPlanModel("llama8b-8k.json"), options);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), ErrorCode::kUsage);
+  EXPECT_NE(bad.status().message().find("the layout has 8 stages"), std::string::npos);
+}
+
 TEST(PartitionTest, RefusesFewerBlocksThanStages) {
   PartitionOptions options;
   options.ranks = 4;

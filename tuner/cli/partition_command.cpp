@@ -179,6 +179,21 @@ nlohmann::json TorchtitanJson(const tuner::TorchtitanSettings& settings) {
           {"module_fqns_per_model_part", settings.module_fqns_per_model_part}};
 }
 
+// "5,4,4,6" of --<option>: one count per stage.
+Expected<std::vector<int>> Counts(const po::variables_map& values, const std::string& option) {
+  std::vector<int> counts;
+  std::stringstream list(values[option].as<std::string>());
+  for (std::string item; std::getline(list, item, ',');) {
+    int count = 0;
+    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), count);
+    if (error != std::errc() || end != item.data() + item.size()) {
+      return UsageError("--" + option + ": \"" + item + "\" is not a count");
+    }
+    counts.push_back(count);
+  }
+  return counts;
+}
+
 Expected<LayerProfile> LoadProfile(const po::variables_map& values) {
   if (values.count("layers") > 0) {
     if (values.count("costs") > 0) return UsageError("give --layers or --costs, not both");
@@ -191,16 +206,7 @@ Expected<LayerProfile> LoadProfile(const po::variables_map& values) {
         "stage has (they get an even share of it)");
   }
   ZB_ASSIGN_OR_RETURN(CostProfile costs, ReadCostsFile(values["costs"].as<std::string>()));
-  std::vector<int> blocks;
-  std::stringstream list(values["blocks"].as<std::string>());
-  for (std::string item; std::getline(list, item, ',');) {
-    int count = 0;
-    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), count);
-    if (error != std::errc() || end != item.data() + item.size()) {
-      return UsageError("--blocks: \"" + item + "\" is not a count");
-    }
-    blocks.push_back(count);
-  }
+  ZB_ASSIGN_OR_RETURN(std::vector<int> blocks, Counts(values, "blocks"));
   return EvenShareOfStages(costs, blocks);
 }
 
@@ -268,6 +274,9 @@ po::options_description PartitionOptionsDescription() {
   add("derive-full",
       "give blocks measured without checkpointing a derived full-checkpointing "
       "option (docs/memory-plan.md §2) where none was measured");
+  add("split", po::value<std::string>(),
+      "keep this split, blocks per stage (e.g. 5,4,4,6; one layout): choose only the "
+      "checkpointing plan and the order");
   add("for", po::value<std::string>(), "torchtitan: print the settings that run the fastest split");
   add("split-out", po::value<std::string>(), "write the fastest split as zb-split/1");
   add("out", po::value<std::string>(), "write the fastest split's order as zb-schedule/1");
@@ -401,6 +410,10 @@ int RunPartitionCommand(const Args& args, std::ostream& out, std::ostream& err) 
     }
     ZB_ASSIGN_OR_RETURN(partition.plan_modes,
                         PlanModes(values["checkpointing"].as<std::string>(), profile));
+    if (values.count("split") > 0) {
+      if (layouts.size() != 1) return UsageError("--split needs one --layout (loop:1, loop:V, v)");
+      ZB_ASSIGN_OR_RETURN(partition.fixed_split, Counts(values, "split"));
+    }
     partition.split_evaluations = values["splits"].as<int64_t>();
     partition.order_evaluations = values["evaluations"].as<int64_t>();
     if (partition.split_evaluations < 1 || partition.order_evaluations < 0) {

@@ -229,7 +229,7 @@ std::vector<SplitAndPlan> CoTune(const LayerProfile& profile,
         first += current.split[stage];
       }
     }
-    for (int from = 0; from < stages; ++from) {
+    for (int from = 0; from < stages && options.fixed_split.empty(); ++from) {
       for (int to = 0; to < stages; ++to) {
         if (from == to || current.split[from] < 2) continue;
         SplitAndPlan moved = current;
@@ -270,7 +270,7 @@ std::vector<SplitAndPlan> CoTune(const LayerProfile& profile,
   while (judged < options.split_evaluations && stalled < options.split_evaluations) {
     const int64_t before = judged;
     SplitAndPlan kicked = best;
-    for (int kick = 0; kick < 2; ++kick) {
+    for (int kick = 0; kick < 2 && options.fixed_split.empty(); ++kick) {
       const int from = static_cast<int>(random() % stages);
       const int to = static_cast<int>(random() % stages);
       if (from == to || kicked.split[from] < 2) continue;
@@ -333,7 +333,7 @@ Expected<SplitEvaluation> UniformRow(const LayerProfile& profile, const std::str
     starts.push_back({seed.split, uniform});
   const int stages = static_cast<int>(seeds.front().split.size());
   auto min_max = MinMaxSplit(planned, stages, in_flight, options.cap);
-  if (min_max.ok()) starts.push_back({*min_max, uniform});
+  if (min_max.ok() && options.fixed_split.empty()) starts.push_back({*min_max, uniform});
   PartitionOptions split_only = options;
   split_only.plan_modes.clear();
   int64_t judged = 0;
@@ -341,9 +341,51 @@ Expected<SplitEvaluation> UniformRow(const LayerProfile& profile, const std::str
   result.splits_judged += judged;
   SplitEvaluation row = BestOfWalk(profile, walked, options, result.splits);
   row.name = "uniform-" + mode;
-  row.detail = "checkpointing " + mode + " on every block that has it, the split co-tuned (" +
-               std::to_string(judged) + " splits)";
+  row.detail =
+      "checkpointing " + mode + " on every block that has it" +
+      (options.fixed_split.empty() ? ", the split co-tuned (" + std::to_string(judged) + " splits)"
+                                   : std::string());
   return row;
+}
+
+// The compared splits the co-tuning starts from, each with its row judged by the families, and
+// whether it can be a start: even, torchtitan and min-max, or the one split given.
+Expected<std::vector<std::pair<SplitEvaluation, bool>>> SplitStarts(
+    const LayerProfile& profile, int stages, const std::vector<int>& in_flight,
+    const PartitionOptions& options) {
+  std::vector<std::pair<SplitEvaluation, bool>> starts;
+  if (!options.fixed_split.empty()) {
+    int blocks = 0;
+    for (int count : options.fixed_split) {
+      if (count < 1) return UsageError("--split: every stage needs at least 1 block");
+      blocks += count;
+    }
+    if (static_cast<int>(options.fixed_split.size()) != stages || blocks != profile.num_layers()) {
+      return UsageError("--split: " + std::to_string(options.fixed_split.size()) + " stages of " +
+                        std::to_string(blocks) + " blocks, the layout has " +
+                        std::to_string(stages) + " stages and the profile " +
+                        std::to_string(profile.num_layers()) + " blocks");
+    }
+    starts.push_back(StartRow(profile, options.fixed_split, options, "given",
+                              "the split given (--split): only the checkpointing and the order "
+                              "are chosen"));
+    return starts;
+  }
+  const ModelShape shape = ShapeOf(profile);
+  const bool framed = shape.head > 0 || shape.tail > 0;
+  starts.push_back(StartRow(profile, TorchtitanSplit(shape, stages, framed ? 1 : 0, framed ? 1 : 0),
+                            options, "even",
+                            framed ? "torchtitan's default: embedding and head count one layer each"
+                                   : "the blocks shared out evenly"));
+  SplitEvaluation row = BestTorchtitanSetting(profile, shape, stages, options);
+  row.name = "torchtitan";
+  const bool usable = !row.split.empty();
+  starts.emplace_back(std::move(row), usable);
+  starts.push_back(StartRow(
+      profile, MinMaxSplit(profile, stages, in_flight, options.cap), options, "min-max",
+      options.layout.chunks == 1 ? "smallest largest-stage F+B+W, 1F1B's memory within the cap"
+                                 : "smallest largest-stage F+B+W"));
+  return starts;
 }
 
 }  // namespace
@@ -505,32 +547,16 @@ Expected<PartitionResult> Partition(const LayerProfile& profile, const Partition
       return UsageError("a memory plan's modes are none, full and op, got \"" + mode + "\"");
     }
   }
-  const ModelShape shape = ShapeOf(profile);
   const bool search = options.order_evaluations > 0;
   PartitionResult result;
 
-  // Each start is judged by the families first (what the co-tuning compares), its row at the end.
-  std::vector<std::pair<SplitEvaluation, bool>> starts;  // (row, usable as a start)
-  const bool framed = shape.head > 0 || shape.tail > 0;
-  starts.push_back(StartRow(profile, TorchtitanSplit(shape, stages, framed ? 1 : 0, framed ? 1 : 0),
-                            options, "even",
-                            framed ? "torchtitan's default: embedding and head count one layer each"
-                                   : "the blocks shared out evenly"));
-  {
-    SplitEvaluation row = BestTorchtitanSetting(profile, shape, stages, options);
-    row.name = "torchtitan";
-    const bool usable = !row.split.empty();
-    starts.emplace_back(std::move(row), usable);
-  }
   std::vector<int> in_flight;  // 1F1B's, with one stage per rank
   if (v == 1) {
     for (int s = 0; s < stages; ++s)
       in_flight.push_back(std::min(options.microbatches, p - s));
   }
-  starts.push_back(StartRow(profile, MinMaxSplit(profile, stages, in_flight, options.cap), options,
-                            "min-max",
-                            v == 1 ? "smallest largest-stage F+B+W, 1F1B's memory within the cap"
-                                   : "smallest largest-stage F+B+W"));
+  // Each start is judged by the families first (what the co-tuning compares), its row at the end.
+  ZB_ASSIGN_OR_RETURN(auto starts, SplitStarts(profile, stages, in_flight, options));
   const CheckpointingPlan as_run = AsRunPlan(profile);
   std::vector<SplitAndPlan> seeds;
   for (auto& [row, usable] : starts) {
@@ -581,7 +607,9 @@ Expected<PartitionResult> Partition(const LayerProfile& profile, const Partition
   const std::vector<SplitAndPlan> walked = CoTune(profile, plan_starts, options, judged);
   result.splits_judged += judged;
   SplitEvaluation tuned = BestOfWalk(profile, walked, options, result.splits);
-  const std::string what = options.plan_modes.empty() ? " splits" : " splits and plans";
+  const std::string what = options.plan_modes.empty()    ? " splits"
+                           : options.fixed_split.empty() ? " splits and plans"
+                                                         : " plans";
   tuned.detail = "local search over " + std::to_string(judged) + what;
   for (const SplitEvaluation& row : result.splits) {
     if (Faster(row, tuned)) {

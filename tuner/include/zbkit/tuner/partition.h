@@ -86,6 +86,9 @@ struct PartitionOptions {
   // The memory plan (docs/memory-plan.md): the checkpointing modes the co-tuning may give a
   // block (among those the block has figures for). Empty: every block keeps the mode it ran in.
   std::vector<std::string> plan_modes;
+  // A split to keep (blocks per stage): only the checkpointing plan and the order are chosen, its
+  // row named "given" in place of even, torchtitan and min-max. Empty: the split is searched.
+  LayerSplit fixed_split;
 };
 
 // One compared split with its best order.
