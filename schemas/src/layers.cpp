@@ -74,15 +74,11 @@ Expected<LayerProfile> WithCheckpointing(const LayerProfile& profile,
     auto chosen = std::find_if(layer.options.begin(), layer.options.end(),
                                [&](const CheckpointingOption& o) { return o.mode == plan[i]; });
     if (chosen == layer.options.end()) {
+      std::string has;
+      for (const std::string& mode : layer.modes())
+        has += (has.empty() ? "" : ", ") + mode;
       return InvalidInput("block " + layer.name + ": no costs under checkpointing \"" + plan[i] +
-                          "\" (it has " +
-                          [&] {
-                            std::string list;
-                            for (const std::string& mode : layer.modes())
-                              list += (list.empty() ? "" : ", ") + mode;
-                            return list;
-                          }() +
-                          ")");
+                          "\" (it has " + has + ")");
     }
     // The block's own figures become an option, the chosen option its figures.
     const CheckpointingOption taken = *chosen;

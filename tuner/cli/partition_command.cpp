@@ -71,15 +71,6 @@ std::string PlanText(const CheckpointingPlan& plan) {
   return text.empty() ? "-" : text;
 }
 
-// The blocks a plan checkpoints otherwise than as they ran: {"layers.3": "full", ...}.
-nlohmann::json PlanChanges(const LayerProfile& profile, const CheckpointingPlan& plan) {
-  nlohmann::json changes = nlohmann::json::object();
-  for (size_t i = 0; i < plan.size() && i < profile.layers.size(); ++i) {
-    if (plan[i] != profile.layers[i].own_mode()) changes[profile.layers[i].name] = plan[i];
-  }
-  return changes;
-}
-
 double Largest(const std::vector<double>& values) {
   double largest = 0;
   for (double value : values)

@@ -11,40 +11,34 @@ CheckpointingOption FiguresUnder(const LayerCost& layer, const std::string& mode
   return layer.figures_under(mode).value_or(CheckpointingOption{});
 }
 
-std::optional<SplitAndPlan> StageModeMove(const LayerProfile& profile, const SplitAndPlan& current,
-                                          int first, int count, bool save,
-                                          const std::vector<std::string>& modes) {
+std::optional<ModeStep> StageModeStep(const LayerProfile& profile, const CheckpointingPlan& plan,
+                                      int first, int count, bool save,
+                                      const std::vector<std::string>& modes) {
   double best_ratio = -1;
-  int best_block = -1;
-  std::string best_mode;
+  std::optional<ModeStep> best;
   for (int i = first; i < first + count; ++i) {
     const LayerCost& layer = profile.layers[i];
-    const CheckpointingOption now = FiguresUnder(layer, current.plan[i]);
-    const TimeNs now_time = now.f + now.b + now.w;
+    const CheckpointingOption now = FiguresUnder(layer, plan[i]);
     // The nearest mode below (save) or above in M_B among the allowed ones the block has.
     std::optional<CheckpointingOption> step;
     for (const std::string& mode : modes) {
-      if (mode == current.plan[i] || !layer.has_mode(mode)) continue;
-      const CheckpointingOption other = FiguresUnder(layer, mode);
-      const bool direction = save ? other.m_b < now.m_b : other.m_b > now.m_b;
-      if (!direction) continue;
-      if (!step || (save ? other.m_b > step->m_b : other.m_b < step->m_b)) step = other;
+      if (mode == plan[i]) continue;
+      const std::optional<CheckpointingOption> other = layer.figures_under(mode);
+      if (!other || (save ? other->m_b >= now.m_b : other->m_b <= now.m_b)) continue;
+      if (!step || (save ? other->m_b > step->m_b : other->m_b < step->m_b)) step = other;
     }
     if (!step) continue;
     const double memory = std::abs(now.m_b - step->m_b);
-    const double time = std::abs(static_cast<double>(step->f + step->b + step->w - now_time));
+    const double time =
+        std::abs(static_cast<double>((step->f + step->b + step->w) - (now.f + now.b + now.w)));
     // Saving: memory per time added (free savings first); spending: time saved per memory.
     const double ratio = save ? memory / (time + 1.0) : time / (memory + 1e-9);
     if (ratio > best_ratio) {
       best_ratio = ratio;
-      best_block = i;
-      best_mode = step->mode;
+      best = ModeStep{i, step->mode};
     }
   }
-  if (best_block < 0) return std::nullopt;
-  SplitAndPlan next = current;
-  next.plan[best_block] = best_mode;
-  return next;
+  return best;
 }
 
 namespace {
@@ -63,23 +57,20 @@ int InFlight(const PartitionOptions& options, int rank, int chunk) {
 
 CheckpointingPlan FitPlan(const LayerProfile& profile, const LayerSplit& split,
                           const PartitionOptions& options, double headroom) {
-  SplitAndPlan fitted{split, AsRunPlan(profile)};
+  CheckpointingPlan plan = AsRunPlan(profile);
   const int n = profile.num_layers();
   // Every block in its fastest allowed mode first.
   for (int i = 0; i < n; ++i) {
-    const LayerCost& layer = profile.layers[i];
     TimeNs fastest = std::numeric_limits<TimeNs>::max();
     for (const std::string& mode : options.plan_modes) {
-      if (!layer.has_mode(mode)) continue;
-      const CheckpointingOption figures = FiguresUnder(layer, mode);
-      const TimeNs time = figures.f + figures.b + figures.w;
-      if (time < fastest) {
-        fastest = time;
-        fitted.plan[i] = mode;
+      const std::optional<CheckpointingOption> figures = profile.layers[i].figures_under(mode);
+      if (figures && figures->f + figures->b + figures->w < fastest) {
+        fastest = figures->f + figures->b + figures->w;
+        plan[i] = mode;
       }
     }
   }
-  if (std::isinf(options.cap)) return fitted.plan;
+  if (std::isinf(options.cap)) return plan;
   const int stages = static_cast<int>(split.size());
   std::vector<int> first(stages, 0);
   for (int s = 1; s < stages; ++s)
@@ -97,7 +88,7 @@ CheckpointingPlan FitPlan(const LayerProfile& profile, const LayerSplit& split,
       for (size_t k = 0; k < own.size(); ++k) {
         for (int i = first[own[k]]; i < first[own[k]] + split[own[k]]; ++i) {
           const LayerCost& layer = profile.layers[i];
-          total += layer.state + held[k] * FiguresUnder(layer, fitted.plan[i]).m_b;
+          total += layer.state + held[k] * FiguresUnder(layer, plan[i]).m_b;
         }
       }
       return total;
@@ -105,32 +96,28 @@ CheckpointingPlan FitPlan(const LayerProfile& profile, const LayerSplit& split,
     // The cheapest step down among the rank's stages, each step's memory weighted by how many
     // microbatches its stage holds, until the rank fits or nothing is left to step.
     while (memory() > options.cap) {
-      std::optional<SplitAndPlan> best;
+      std::optional<ModeStep> best;
       double best_ratio = -1;
       for (size_t k = 0; k < own.size(); ++k) {
-        auto step =
-            StageModeMove(profile, fitted, first[own[k]], split[own[k]], true, options.plan_modes);
+        const auto step =
+            StageModeStep(profile, plan, first[own[k]], split[own[k]], true, options.plan_modes);
         if (!step) continue;
-        double saved = 0;
-        TimeNs added = 0;
-        for (int i = first[own[k]]; i < first[own[k]] + split[own[k]]; ++i) {
-          if (step->plan[i] == fitted.plan[i]) continue;
-          const CheckpointingOption before = FiguresUnder(profile.layers[i], fitted.plan[i]);
-          const CheckpointingOption after = FiguresUnder(profile.layers[i], step->plan[i]);
-          saved = held[k] * (before.m_b - after.m_b);
-          added = (after.f + after.b + after.w) - (before.f + before.b + before.w);
-        }
+        const CheckpointingOption before =
+            FiguresUnder(profile.layers[step->block], plan[step->block]);
+        const CheckpointingOption after = FiguresUnder(profile.layers[step->block], step->mode);
+        const double saved = held[k] * (before.m_b - after.m_b);
+        const TimeNs added = (after.f + after.b + after.w) - (before.f + before.b + before.w);
         const double ratio = saved / (static_cast<double>(added) + 1.0);
         if (ratio > best_ratio) {
           best_ratio = ratio;
-          best = std::move(step);
+          best = step;
         }
       }
       if (!best) break;
-      fitted = std::move(*best);
+      plan[best->block] = best->mode;
     }
   }
-  return fitted.plan;
+  return plan;
 }
 
 }  // namespace zb::tuner

@@ -31,15 +31,22 @@ inline constexpr int kFitLevels = static_cast<int>(std::size(kFitHeadrooms));
 // The figures of `layer` under `mode` (it has them: the plan's modes come from its own).
 CheckpointingOption FiguresUnder(const LayerCost& layer, const std::string& mode);
 
-// One stage's plan move: `save` steps the block [first, first + count) whose step down in
-// activation memory (M_B) saves the most per unit of time it adds; otherwise the block whose step
-// up saves the most time per unit of memory. nullopt when no block of the stage has such a step.
-std::optional<SplitAndPlan> StageModeMove(const LayerProfile& profile, const SplitAndPlan& current,
-                                          int first, int count, bool save,
-                                          const std::vector<std::string>& modes);
+// One block's mode stepped: the block, and the mode it gets.
+struct ModeStep {
+  int block = -1;
+  std::string mode;
+};
+
+// One stage's plan move in `plan`: `save` steps the block of [first, first + count) whose step
+// down in activation memory (M_B) saves the most per unit of time it adds; otherwise the block
+// whose step up saves the most time per unit of memory. nullopt when no block of the stage has
+// such a step.
+std::optional<ModeStep> StageModeStep(const LayerProfile& profile, const CheckpointingPlan& plan,
+                                      int first, int count, bool save,
+                                      const std::vector<std::string>& modes);
 
 // A plan fitted to `split`: every block in its fastest mode of `options.plan_modes`, then, rank
-// by rank, the cheapest steps down (StageModeMove) until the rank's state plus its stages'
+// by rank, the cheapest steps down (StageModeStep) until the rank's state plus its stages'
 // activations, `headroom` times the microbatches 1F1B keeps in flight there, fit the cap. The
 // order's real peak differs (zero-bubble orders keep more, and M_W); the walk tries several
 // headrooms and the simulator decides.

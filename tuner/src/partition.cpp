@@ -173,7 +173,7 @@ SplitEvaluation JudgeCandidate(const LayerProfile& profile, const SplitAndPlan& 
 // one block from one stage to another (the stages between keep their counts, their blocks shift
 // by one; every block keeps its mode, or a fitted plan is fitted again) or, with `plan_modes`,
 // a fitted plan with the next headroom, or stepping one block of a stage to the next mode down or
-// up in memory (StageModeMove, docs/memory-plan.md §3); each candidate judged once by its best
+// up in memory (StageModeStep, docs/memory-plan.md §3); each candidate judged once by its best
 // family order (the search is kept for the finalists); when no move improves, restarts from the
 // best with two random moves. Returns the candidates it judged, fastest first.
 std::vector<SplitAndPlan> CoTune(const LayerProfile& profile,
@@ -220,11 +220,12 @@ std::vector<SplitAndPlan> CoTune(const LayerProfile& profile,
       int first = 0;
       for (int stage = 0; stage < stages; ++stage) {
         for (bool save : {true, false}) {
-          auto step = StageModeMove(profile, current, first, current.split[stage], save,
-                                    options.plan_modes);
+          const auto step = StageModeStep(profile, current.plan, first, current.split[stage], save,
+                                          options.plan_modes);
           if (!step) continue;
-          step->fit = -1;
-          next.push_back(std::move(*step));
+          SplitAndPlan stepped{current.split, current.plan, -1};
+          stepped.plan[step->block] = step->mode;
+          next.push_back(std::move(stepped));
         }
         first += current.split[stage];
       }

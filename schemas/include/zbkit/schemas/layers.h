@@ -84,10 +84,6 @@ struct LayerProfile {
 StageCost StageCostOfLayers(const LayerProfile& profile, int first, int count);
 double StateOfLayers(const LayerProfile& profile, int first, int count);
 
-// A stage-level profile shared out over `blocks_per_stage[s]` blocks of stage s, each block an
-// equal share (LayerSource::kEvenShareOfStages), named "stage<S>.<i>": what zb partition works with
-// where only stage totals were measured. kUsage when the counts do not match the stages or are
-// below 1.
 // A checkpointing plan: one mode per block, in model order.
 using CheckpointingPlan = std::vector<std::string>;
 
@@ -107,6 +103,10 @@ Expected<LayerProfile> WithCheckpointing(const LayerProfile& profile,
 // The first block (its input is the model's) is left as it is. Returns how many it added.
 int DeriveFullCheckpointing(LayerProfile& profile);
 
+// A stage-level profile shared out over `blocks_per_stage[s]` blocks of stage s, each block an
+// equal share (LayerSource::kEvenShareOfStages), named "stage<S>.<i>": what zb partition works with
+// where only stage totals were measured. kUsage when the counts do not match the stages or are
+// below 1.
 Expected<LayerProfile> EvenShareOfStages(const CostProfile& stages,
                                          const std::vector<int>& blocks_per_stage);
 
