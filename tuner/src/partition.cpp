@@ -223,9 +223,8 @@ std::vector<SplitAndPlan> CoTune(const LayerProfile& profile,
           const auto step = StageModeStep(profile, current.plan, first, current.split[stage], save,
                                           options.plan_modes);
           if (!step) continue;
-          SplitAndPlan stepped{current.split, current.plan, -1};
-          stepped.plan[step->block] = step->mode;
-          next.push_back(std::move(stepped));
+          next.push_back({current.split, current.plan, -1});
+          next.back().plan[step->block] = step->mode;
         }
         first += current.split[stage];
       }
