@@ -28,6 +28,17 @@ REMEDY = (
 )
 
 
+def fsdp_modules(module: "nn.Module", recurse: bool = True) -> list:
+    """The FSDP2 (`fully_shard`) modules in `module` (itself only, without `recurse`); [] where
+    this torch has no FSDP2."""
+    try:
+        from torch.distributed.fsdp import FSDPModule  # noqa: PLC0415
+    except ImportError:
+        return []
+    found = module.modules() if recurse else (module,)
+    return [m for m in found if isinstance(m, FSDPModule)]
+
+
 def _fsdp_dtypes(modules: Iterable["nn.Module"]) -> Dict[int, Tuple[Any, Any]]:
     """id(sharded parameter) -> (the dtype FSDP gathers it in, the dtype it reduces its gradient
     in), each None where FSDP keeps the parameter's own, from FSDP2's own state (torch 2.13:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Dict, Mapping
 
+from ._data_parallel import fsdp_modules
 from ._stage_blocks import stage_block_slots
 from .errors import SplitError
 
@@ -45,7 +46,7 @@ def planned_block(block, mode: str, where: str):
         return block
     outer = isinstance(block, CheckpointWrapper)
     inner = [m for m in block.modules() if isinstance(m, CheckpointWrapper) and m is not block]
-    if _is_fsdp(block):
+    if fsdp_modules(block):
         raise SplitError(
             f"{where}: the plan checkpoints it '{mode}' but the job runs it '{current}' and it is "
             f"sharded by FSDP (fully_shard); checkpointing must be applied before sharding"
@@ -89,11 +90,3 @@ def apply_to_stage(stage_module, planned: Mapping[str, str], where: str) -> Dict
             parent._modules[key] = replacement
             changed[name] = planned[name]
     return changed
-
-
-def _is_fsdp(module) -> bool:
-    try:
-        from torch.distributed.fsdp import FSDPModule  # noqa: PLC0415
-    except ImportError:
-        return False
-    return any(isinstance(m, FSDPModule) for m in module.modules())

@@ -148,6 +148,7 @@ def stage_modules(model, split: LayerSplit, rank: int) -> list[tuple[int, object
 
     modules = []
     for stage in split.stages_of_rank(rank):
+        planned = split.planned_modes(stage)
         blocks = OrderedDict()
         for name in split.stages[stage]:
             try:
@@ -156,7 +157,7 @@ def stage_modules(model, split: LayerSplit, rank: int) -> list[tuple[int, object
                 raise SplitError(
                     f"{split.source}: stages[{stage}]: the model has no module {name!r}"
                 ) from None
-            mode = split.planned_modes(stage).get(name)
+            mode = planned.get(name)
             if mode is not None:
                 block = planned_block(block, mode, f"{split.source}: stages[{stage}] {name!r}")
             blocks[name.replace(".", "_")] = block

@@ -38,6 +38,7 @@ import time
 import weakref
 from typing import Dict, List, Optional
 
+from ..._data_parallel import fsdp_modules
 from ..._saved_bytes import counted, state_storages, storage_of
 from ..._stage_blocks import stage_blocks
 from .._stages import local_stages, process_rank
@@ -178,7 +179,7 @@ class _BlockRunner:
         # An FSDP2 block is called past its hooks: its parameters are already gathered
         # (_unsharded), and its hooks would reshard them and reduce-scatter into the job's
         # gradients.
-        self.call = module.forward if _fsdp_modules(module, recurse=False) else module
+        self.call = module.forward if fsdp_modules(module, recurse=False) else module
         self.params = [p for p in module.parameters() if p.requires_grad]
         self.cuda = any(p.is_cuda for p in module.parameters())
         self.autocast = autocast or []
@@ -332,16 +333,6 @@ def _state_bytes(module) -> int:
     return total
 
 
-def _fsdp_modules(module, recurse: bool = True) -> list:
-    """The FSDP2 (`fully_shard`) modules in `module` (itself only, without `recurse`)."""
-    try:
-        from torch.distributed.fsdp import FSDPModule  # noqa: PLC0415
-    except ImportError:
-        return []
-    found = module.modules() if recurse else (module,)
-    return [m for m in found if isinstance(m, FSDPModule)]
-
-
 @contextlib.contextmanager
 def _unsharded(stage_module):
     """A stage's FSDP2 parameters gathered while its blocks are measured (their sharded DTensors
@@ -349,7 +340,7 @@ def _unsharded(stage_module):
     the data-parallel group: every replica measures the same stages, so the calls match."""
     gathered = []
     try:
-        for module in _fsdp_modules(stage_module) if stage_module is not None else []:
+        for module in fsdp_modules(stage_module) if stage_module is not None else []:
             module.unshard()
             gathered.append(module)
         yield
@@ -380,15 +371,15 @@ def measure_block(
 
 
 def other_modes(module) -> list:
-    """(mode, the module to run, the context to run it in) for each checkpointing mode the memory
-    plan may give `module` besides its own (docs/memory-plan.md §1): `none` with its checkpoint
-    wrappers bypassed, `full` wrapped whole in torch's non-reentrant checkpoint_wrapper (an `op`
-    block's own wrappers bypassed inside it). None for a reentrant, mixed or FSDP2 block (its
-    hooks would run) and where torch lacks the wrapper."""
+    """(mode, the module to run with `module`'s own checkpoint wrappers bypassed) for each
+    checkpointing mode the memory plan may give `module` besides its own (docs/memory-plan.md
+    §1): `none` the module itself, `full` it wrapped whole in torch's non-reentrant
+    checkpoint_wrapper. None for a reentrant, mixed or FSDP2 block (its hooks would run) and
+    where torch lacks the wrapper."""
     from ... import checkpointing  # noqa: PLC0415
 
     own = checkpointing.block_mode(module)
-    if own not in ("none", "full", "op") or _fsdp_modules(module):
+    if own not in ("none", "full", "op") or fsdp_modules(module):
         return []
     try:
         from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (  # noqa: PLC0415
@@ -396,14 +387,10 @@ def other_modes(module) -> list:
         )
     except ImportError:
         return []
-    modes = []
-    if own != "none":
-        modes.append(("none", module, lambda: checkpointing.wrappers_bypassed(module)))
+    # Bypassing the block's own wrappers is a no-op for a block without any.
+    modes = [("none", module)] if own != "none" else []
     if own != "full":
-        bypass = (
-            checkpointing.wrappers_bypassed if own == "op" else lambda _: contextlib.nullcontext()
-        )
-        modes.append(("full", checkpoint_wrapper(module), lambda: bypass(module)))
+        modes.append(("full", checkpoint_wrapper(module)))
     return modes
 
 
@@ -411,10 +398,12 @@ def measure_other_modes(module, captured, name: str, repeats: int = REPEATS,
                         autocast: Optional[list] = None) -> list:  # fmt: skip
     """The block's costs under each of other_modes(), as zb-layers/1 `options`; a mode that
     cannot run is left out with one warning."""
+    from ... import checkpointing  # noqa: PLC0415
+
     options = []
-    for mode, runnable, context in other_modes(module):
+    for mode, runnable in other_modes(module):
         try:
-            with context():
+            with checkpointing.wrappers_bypassed(module):
                 costs = _timed(runnable, captured, repeats, autocast)
         except Exception as error:  # the block's own figures stand
             warn(f"block {name!r} not measured under checkpointing {mode}: {error}")
