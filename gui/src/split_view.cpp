@@ -430,10 +430,17 @@ void SplitView::PaintLegend(QPainter& painter, const QRect& area) const {
   entry(MemoryColor(), QStringLiteral("state: weights, gradients, optimizer"));
   entry(Lighter(MemoryColor()), QStringLiteral("activations in flight"));
   if (comparison_ && comparison_->cap) entry(CapColor(), QStringLiteral("cap"), true);
-  const bool planned =
+  // The stripe's entry only where a stripe is drawn: zb partition gives every row its blocks'
+  // modes, checkpointed or not.
+  const bool striped =
       comparison_ && std::any_of(comparison_->columns.begin(), comparison_->columns.end(),
-                                 [](const SplitColumn& c) { return !c.modes.empty(); });
-  if (planned)
+                                 [](const SplitColumn& c) {
+                                   return std::any_of(c.stages.begin(), c.stages.end(),
+                                                      [](const SplitColumn::Stage& stage) {
+                                                        return stage.checkpointed > 0;
+                                                      });
+                                 });
+  if (striped)
     entry(CheckpointedColor(), QStringLiteral("share of the stage's blocks checkpointed"));
 }
 

@@ -153,10 +153,9 @@ class SplitRehearsal(Rehearsal):
             row = self.shim_row(name, path, schedule, ["--costs", str(path)])
         row.schedule_file = path
         row.predicted_ms = float(entry["iteration_ms"])
-        self.split_stages[name if runtime == "executor" else row.label] = entry["stages"]
-        self.split_plans[name if runtime == "executor" else row.label] = entry.get(
-            "checkpointing", []
-        )
+        key = name if runtime == "executor" else row.label
+        self.split_stages[key] = entry["stages"]
+        self.split_plans[key] = entry.get("checkpointing", [])
         row.predicted_peak = max(schedule.get("predicted", {}).get("peak_memory") or [0.0])
         self.max_memory = max(
             [self.max_memory] + [float(st.get("M_B", 0)) for st in schedule["costs"]["stages"]]
